@@ -1,0 +1,250 @@
+package org.verbs4j.natives;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * Hand-written dispatch for the verbs that {@code verbs.h} defines {@code static inline} and that
+ * therefore have no symbol: the function pointer is read out of the provider's
+ * {@code ibv_context} (or the {@code verbs_context} before it) and called through an
+ * address-less downcall handle whose first argument is that pointer.
+ *
+ * <p>Data path ({@link #postSend}, {@link #postRecv}, {@link #postSrqRecv}, {@link #pollCq},
+ * {@link #reqNotifyCq}): {@code static final} handles invoked with {@code invokeExact}; pointer
+ * arguments travel as {@code long} (an LP64 pointer is passed exactly as a 64-bit integer), so a
+ * call touches no arena and allocates nothing. These calls neither block nor call back into Java,
+ * so by default they are linked with {@code Linker.Option.critical(false)} (no thread-state
+ * transition); {@value #CRITICAL_PROPERTY}{@code =false} links them as ordinary downcalls. The
+ * return value is the verb's own error report (an errno for post, a negative count for poll),
+ * so no errno is captured on the data path.
+ *
+ * <p>Control path ({@link #queryPort}, {@link #queryDeviceEx}, {@link #createCqEx},
+ * {@link #regMr}): errno is captured at the call. Stateless; any thread may call it, with the
+ * usual verbs rules on which objects may be used concurrently.
+ */
+public final class InlineVerbs {
+    /** System property: link data-path downcalls as critical (default true). */
+    public static final String CRITICAL_PROPERTY = "verbs4j.criticalDowncalls";
+    /** Whether the data-path handles are critical downcalls. */
+    public static final boolean CRITICAL = Boolean.parseBoolean(System.getProperty(CRITICAL_PROPERTY, "true"));
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final FunctionDescriptor POST = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
+    private static final FunctionDescriptor POLL = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG);
+    private static final FunctionDescriptor NOTIFY = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT);
+
+    /** {@code int post_send(qp, wr, bad_wr)}, type {@code (MemorySegment fn, long, long, long)int}. */
+    public static final MethodHandle POST_SEND = dataPath(POST, CRITICAL);
+    /** {@code int post_recv(qp, wr, bad_wr)}, same shape; also used for post_srq_recv. */
+    public static final MethodHandle POST_RECV = dataPath(POST, CRITICAL);
+    /** {@code int poll_cq(cq, num_entries, wc)}, type {@code (MemorySegment fn, long, int, long)int}. */
+    public static final MethodHandle POLL_CQ = dataPath(POLL, CRITICAL);
+    /** {@code int req_notify_cq(cq, solicited_only)}, type {@code (MemorySegment fn, long, int)int}. */
+    public static final MethodHandle REQ_NOTIFY_CQ = dataPath(NOTIFY, CRITICAL);
+
+    /** The same data-path shapes linked both ways, for the benchmark that decides the default. */
+    public static final MethodHandle POST_SEND_CRITICAL = dataPath(POST, true);
+    public static final MethodHandle POST_SEND_STANDARD = dataPath(POST, false);
+    public static final MethodHandle POLL_CQ_CRITICAL = dataPath(POLL, true);
+    public static final MethodHandle POLL_CQ_STANDARD = dataPath(POLL, false);
+
+    private static final MethodHandle QUERY_PORT_OP = LINKER.downcallHandle(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), Errno.CAPTURE_OPTION);
+    private static final MethodHandle QUERY_DEVICE_EX_OP = LINKER.downcallHandle(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG), Errno.CAPTURE_OPTION);
+    private static final MethodHandle CREATE_CQ_EX_OP = LINKER.downcallHandle(
+            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), Errno.CAPTURE_OPTION);
+
+    private InlineVerbs() {
+    }
+
+    private static MethodHandle dataPath(FunctionDescriptor fd, boolean critical) {
+        return critical ? LINKER.downcallHandle(fd, Linker.Option.critical(false)) : LINKER.downcallHandle(fd);
+    }
+
+    // ---- function pointers --------------------------------------------------------------
+
+    /** {@code ctx->ops.<slot>} as a callable segment; slot is one of the {@code ContextLayout.OPS_*} offsets. */
+    public static MemorySegment contextOp(MemorySegment ctx, long slot) {
+        return ctx.reinterpret(ContextLayout.SIZE).get(ADDRESS, slot);
+    }
+
+    /** {@code qp->context} (also {@code cq->context}, {@code srq->context}: all at offset 0). */
+    public static MemorySegment contextOf(MemorySegment verbsObject) {
+        return verbsObject.reinterpret(8).get(ADDRESS, 0);
+    }
+
+    /** {@code verbs_get_ctx(ctx)}: the extended context, or {@code NULL} if ctx is not one. */
+    public static MemorySegment verbsGetCtx(MemorySegment ctx) {
+        long compat = ctx.reinterpret(ContextLayout.SIZE).get(JAVA_LONG, ContextLayout.ABI_COMPAT);
+        if (compat != ContextLayout.ABI_IS_EXTENDED) {
+            return MemorySegment.NULL;
+        }
+        return MemorySegment.ofAddress(ctx.address() - ContextLayout.VERBS_CONTEXT_CONTEXT)
+                .reinterpret(ContextLayout.VERBS_CONTEXT_SIZE);
+    }
+
+    /**
+     * {@code verbs_get_ctx_op(ctx, op)}: the op's function pointer if the context is extended,
+     * large enough to hold the op ({@code sz >= sizeof(verbs_context) - offsetof(op)}) and the
+     * op is set; otherwise {@code NULL}.
+     */
+    public static MemorySegment verbsGetCtxOp(MemorySegment ctx, long vctxOpOffset) {
+        MemorySegment vctx = verbsGetCtx(ctx);
+        if (vctx.equals(MemorySegment.NULL)) {
+            return MemorySegment.NULL;
+        }
+        long sz = vctx.get(JAVA_LONG, ContextLayout.VCTX_SZ);
+        if (sz < ContextLayout.VERBS_CONTEXT_SIZE - vctxOpOffset) {
+            return MemorySegment.NULL;
+        }
+        return vctx.get(ADDRESS, vctxOpOffset);
+    }
+
+    // ---- data path ------------------------------------------------------------------------
+
+    /** {@code ibv_post_send}: 0, or the errno; {@code *badWr} names the first WR not posted. */
+    public static int postSend(MemorySegment fn, long qp, long wr, long badWr) {
+        try {
+            return (int) POST_SEND.invokeExact(fn, qp, wr, badWr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code ibv_post_recv}: 0, or the errno; {@code *badWr} names the first WR not posted. */
+    public static int postRecv(MemorySegment fn, long qp, long wr, long badWr) {
+        try {
+            return (int) POST_RECV.invokeExact(fn, qp, wr, badWr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code ibv_post_srq_recv} (the same shape as post_recv, through {@code ops.post_srq_recv}). */
+    public static int postSrqRecv(MemorySegment fn, long srq, long wr, long badWr) {
+        try {
+            return (int) POST_RECV.invokeExact(fn, srq, wr, badWr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code ibv_poll_cq}: the number of completions written at {@code wc}, or negative on error. */
+    public static int pollCq(MemorySegment fn, long cq, int numEntries, long wc) {
+        try {
+            return (int) POLL_CQ.invokeExact(fn, cq, numEntries, wc);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code ibv_req_notify_cq}: 0, or the errno. */
+    public static int reqNotifyCq(MemorySegment fn, long cq, int solicitedOnly) {
+        try {
+            return (int) REQ_NOTIFY_CQ.invokeExact(fn, cq, solicitedOnly);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    // ---- control path ---------------------------------------------------------------------
+
+    /**
+     * {@code ibv_query_port} as verbs.h's {@code ___ibv_query_port} does it: the extended
+     * {@code query_port} op with the full 52-byte {@code ibv_port_attr}; only when the context has
+     * none, the exported compat symbol, which fills the first 48 bytes (the rest is zeroed).
+     * Throws {@link VerbsException} on failure.
+     *
+     * @param attr at least {@link ContextLayout#PORT_ATTR_SIZE} bytes
+     */
+    public static void queryPort(MemorySegment ctx, int port, MemorySegment attr) {
+        MemorySegment op = verbsGetCtxOp(ctx, ContextLayout.VCTX_QUERY_PORT);
+        MemorySegment cap = Errno.captureSegment();
+        int rc;
+        try {
+            if (!op.equals(MemorySegment.NULL)) {
+                rc = (int) QUERY_PORT_OP.invokeExact(op, cap, ctx, (byte) port, attr, ContextLayout.PORT_ATTR_SIZE);
+            } else {
+                attr.asSlice(0, ContextLayout.PORT_ATTR_SIZE).fill((byte) 0);
+                rc = (int) LibIbverbs.IBV_QUERY_PORT_COMPAT.invokeExact(cap, ctx, (byte) port, attr);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        LibIbverbs.checkRc("ibv_query_port", rc, cap);
+    }
+
+    /**
+     * {@code ibv_query_device_ex(ctx, NULL, attr)}: the extended op with
+     * {@code sizeof(ibv_device_attr_ex)}, falling back (op missing, EOPNOTSUPP or ENOSYS) to
+     * {@code ibv_query_device} into {@code attr->orig_attr} (offset 0) as verbs.h does.
+     */
+    public static void queryDeviceEx(MemorySegment ctx, MemorySegment attr, long attrExSize) {
+        MemorySegment op = verbsGetCtxOp(ctx, ContextLayout.VCTX_QUERY_DEVICE_EX);
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            if (!op.equals(MemorySegment.NULL)) {
+                int rc = (int) QUERY_DEVICE_EX_OP.invokeExact(op, cap, ctx, MemorySegment.NULL, attr, attrExSize);
+                if (rc != Errno.EOPNOTSUPP && rc != Errno.ENOSYS) {
+                    LibIbverbs.checkRc("ibv_query_device_ex", rc, cap);
+                    return;
+                }
+            }
+            attr.asSlice(0, attrExSize).fill((byte) 0);
+            int rc = (int) LibIbverbs.IBV_QUERY_DEVICE.invokeExact(cap, ctx, attr);
+            LibIbverbs.checkRc("ibv_query_device_ex", rc, cap);
+        } catch (VerbsException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code ibv_create_cq_ex}: through the extended op; EOPNOTSUPP when the context has none. */
+    public static MemorySegment createCqEx(MemorySegment ctx, MemorySegment cqInitAttrEx) {
+        MemorySegment op = verbsGetCtxOp(ctx, ContextLayout.VCTX_CREATE_CQ_EX);
+        if (op.equals(MemorySegment.NULL)) {
+            throw VerbsException.of("ibv_create_cq_ex", Errno.EOPNOTSUPP, "the provider has no create_cq_ex op");
+        }
+        MemorySegment cap = Errno.captureSegment();
+        MemorySegment cq;
+        try {
+            cq = (MemorySegment) CREATE_CQ_EX_OP.invokeExact(op, cap, ctx, cqInitAttrEx);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        return LibIbverbs.checkPtr("ibv_create_cq_ex", cq, cap);
+    }
+
+    /** {@code IBV_ACCESS_OPTIONAL_RANGE}: access bits a provider may ignore. */
+    public static final int ACCESS_OPTIONAL_RANGE = 0x3ff00000;
+
+    /**
+     * The {@code ibv_reg_mr} macro: plain {@code ibv_reg_mr} unless the access flags carry
+     * optional bits, in which case {@code ibv_reg_mr_iova2} with {@code iova = addr}.
+     */
+    public static MemorySegment regMr(MemorySegment pd, long addr, long length, int access) {
+        if ((access & ACCESS_OPTIONAL_RANGE) == 0) {
+            return LibIbverbs.regMr(pd, addr, length, access);
+        }
+        return LibIbverbs.regMrIova2(pd, addr, length, addr, access);
+    }
+
+    static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            return r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new IllegalStateException(t);
+    }
+}

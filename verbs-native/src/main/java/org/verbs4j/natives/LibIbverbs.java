@@ -1,0 +1,463 @@
+package org.verbs4j.natives;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * The exported (non-inline) libibverbs functions, each resolved once into a
+ * {@code static final} downcall handle that captures errno at the call; the first argument of
+ * every handle is the capture segment ({@link Errno#captureSegment()}).
+ *
+ * <p>The thin static methods below call a handle, turn a {@code NULL} pointer or a non-zero
+ * return into a {@link VerbsException} naming the verb and the errno, and are the raw escape
+ * hatch for code that needs a verb the public API does not wrap. Touching this class loads
+ * libibverbs: check {@link NativeLibraries#ibverbs()} first (the public API does), else the class
+ * initialiser throws the {@link VerbsException} that says what to install.
+ * Stateless; any thread may call it.
+ */
+public final class LibIbverbs {
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final SymbolLookup LIB = NativeLibraries.ibverbsOrThrow();
+
+    private LibIbverbs() {
+    }
+
+    private static MethodHandle bind(String name, FunctionDescriptor fd) {
+        return LINKER.downcallHandle(LIB.findOrThrow(name), fd, Errno.CAPTURE_OPTION);
+    }
+
+    private static MethodHandle bindOptional(String name, FunctionDescriptor fd) {
+        return LIB.find(name).map(a -> LINKER.downcallHandle(a, fd, Errno.CAPTURE_OPTION)).orElse(null);
+    }
+
+    private static FunctionDescriptor fn(java.lang.foreign.MemoryLayout ret, java.lang.foreign.MemoryLayout... args) {
+        return FunctionDescriptor.of(ret, args);
+    }
+
+    private static FunctionDescriptor proc(java.lang.foreign.MemoryLayout... args) {
+        return FunctionDescriptor.ofVoid(args);
+    }
+
+    // Every handle: (MemorySegment errnoCapture, args...) -> result.
+    public static final MethodHandle IBV_GET_DEVICE_LIST = bind("ibv_get_device_list", fn(ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_FREE_DEVICE_LIST = bind("ibv_free_device_list", proc(ADDRESS));
+    public static final MethodHandle IBV_GET_DEVICE_NAME = bind("ibv_get_device_name", fn(ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_GET_DEVICE_GUID = bind("ibv_get_device_guid", fn(JAVA_LONG, ADDRESS));
+    public static final MethodHandle IBV_OPEN_DEVICE = bind("ibv_open_device", fn(ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_CLOSE_DEVICE = bind("ibv_close_device", fn(JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_QUERY_DEVICE = bind("ibv_query_device", fn(JAVA_INT, ADDRESS, ADDRESS));
+    /** The exported compat {@code ibv_query_port@IBVERBS_1.1} (48-byte attr); prefer {@link InlineVerbs#queryPort}. */
+    public static final MethodHandle IBV_QUERY_PORT_COMPAT = bind("ibv_query_port", fn(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS));
+    public static final MethodHandle IBV_QUERY_GID = bind("ibv_query_gid", fn(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_QUERY_PKEY = bind("ibv_query_pkey", fn(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
+    /** {@code _ibv_query_gid_ex(ctx, port, index, entry, flags, entry_size)} (IBVERBS_1.11), or null. */
+    public static final MethodHandle IBV_QUERY_GID_EX = bindOptional("_ibv_query_gid_ex",
+            fn(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG));
+    /** {@code _ibv_query_gid_table(ctx, entries, max, flags, entry_size)} (IBVERBS_1.11), or null. */
+    public static final MethodHandle IBV_QUERY_GID_TABLE = bindOptional("_ibv_query_gid_table",
+            fn(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG));
+    public static final MethodHandle IBV_ALLOC_PD = bind("ibv_alloc_pd", fn(ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_DEALLOC_PD = bind("ibv_dealloc_pd", fn(JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_REG_MR = bind("ibv_reg_mr", fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    /** {@code ibv_reg_mr_iova2} (IBVERBS_1.8), or null. */
+    public static final MethodHandle IBV_REG_MR_IOVA2 = bindOptional("ibv_reg_mr_iova2",
+            fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    /** {@code ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access)} (IBVERBS_1.12), or null. */
+    public static final MethodHandle IBV_REG_DMABUF_MR = bindOptional("ibv_reg_dmabuf_mr",
+            fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT));
+    public static final MethodHandle IBV_DEREG_MR = bind("ibv_dereg_mr", fn(JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_CREATE_COMP_CHANNEL = bind("ibv_create_comp_channel", fn(ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_DESTROY_COMP_CHANNEL = bind("ibv_destroy_comp_channel", fn(JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_CREATE_CQ = bind("ibv_create_cq", fn(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_RESIZE_CQ = bind("ibv_resize_cq", fn(JAVA_INT, ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_DESTROY_CQ = bind("ibv_destroy_cq", fn(JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_GET_CQ_EVENT = bind("ibv_get_cq_event", fn(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_ACK_CQ_EVENTS = bind("ibv_ack_cq_events", proc(ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_CREATE_QP = bind("ibv_create_qp", fn(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_MODIFY_QP = bind("ibv_modify_qp", fn(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_QUERY_QP = bind("ibv_query_qp", fn(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_DESTROY_QP = bind("ibv_destroy_qp", fn(JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_CREATE_SRQ = bind("ibv_create_srq", fn(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_MODIFY_SRQ = bind("ibv_modify_srq", fn(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_QUERY_SRQ = bind("ibv_query_srq", fn(JAVA_INT, ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_DESTROY_SRQ = bind("ibv_destroy_srq", fn(JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_CREATE_AH = bind("ibv_create_ah", fn(ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_DESTROY_AH = bind("ibv_destroy_ah", fn(JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_INIT_AH_FROM_WC = bind("ibv_init_ah_from_wc",
+            fn(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_GET_ASYNC_EVENT = bind("ibv_get_async_event", fn(JAVA_INT, ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_ACK_ASYNC_EVENT = bind("ibv_ack_async_event", proc(ADDRESS));
+    public static final MethodHandle IBV_FORK_INIT = bind("ibv_fork_init", fn(JAVA_INT));
+    public static final MethodHandle IBV_WC_STATUS_STR = bind("ibv_wc_status_str", fn(ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_EVENT_TYPE_STR = bind("ibv_event_type_str", fn(ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_NODE_TYPE_STR = bind("ibv_node_type_str", fn(ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_PORT_STATE_STR = bind("ibv_port_state_str", fn(ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_RATE_TO_MBPS = bind("ibv_rate_to_mbps", fn(JAVA_INT, JAVA_INT));
+    /** {@code ibv_qp_to_qp_ex} (IBVERBS_1.6), or null. */
+    public static final MethodHandle IBV_QP_TO_QP_EX = bindOptional("ibv_qp_to_qp_ex", fn(ADDRESS, ADDRESS));
+
+    // ---- checks ---------------------------------------------------------------------------
+
+    /** Returns {@code p}, or throws naming the verb and the errno captured by the same call. */
+    public static MemorySegment checkPtr(String verb, MemorySegment p, MemorySegment capture) {
+        if (p.address() == 0L) {
+            int e = Errno.captured(capture);
+            throw VerbsException.of(verb, e == 0 ? Errno.EINVAL : e, e == 0 ? "returned NULL without setting errno" : null);
+        }
+        return p;
+    }
+
+    /**
+     * For verbs that return 0 or an errno: returns normally on 0, else throws. A positive return is
+     * the errno itself (libibverbs' convention); a negative one falls back to the captured errno.
+     */
+    public static void checkRc(String verb, int rc, MemorySegment capture) {
+        if (rc != 0) {
+            int e = rc > 0 ? rc : Errno.captured(capture);
+            throw VerbsException.of(verb, e != 0 ? e : -rc);
+        }
+    }
+
+    private static String cString(MemorySegment s) {
+        return s.address() == 0L ? null : s.reinterpret(Integer.MAX_VALUE).getString(0);
+    }
+
+    // ---- thin wrappers ----------------------------------------------------------------------
+
+    /** {@code ibv_get_device_list}: the NULL-terminated array, its length written to {@code numOut}. */
+    public static MemorySegment getDeviceList(MemorySegment numOut) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_get_device_list", (MemorySegment) IBV_GET_DEVICE_LIST.invokeExact(cap, numOut), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void freeDeviceList(MemorySegment list) {
+        try {
+            IBV_FREE_DEVICE_LIST.invokeExact(Errno.captureSegment(), list);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static String getDeviceName(MemorySegment device) {
+        try {
+            return cString((MemorySegment) IBV_GET_DEVICE_NAME.invokeExact(Errno.captureSegment(), device));
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** The node GUID in host byte order (the verb returns it big-endian). */
+    public static long getDeviceGuid(MemorySegment device) {
+        try {
+            return Long.reverseBytes((long) IBV_GET_DEVICE_GUID.invokeExact(Errno.captureSegment(), device));
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static MemorySegment openDevice(MemorySegment device) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_open_device", (MemorySegment) IBV_OPEN_DEVICE.invokeExact(cap, device), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void closeDevice(MemorySegment ctx) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_close_device", (int) IBV_CLOSE_DEVICE.invokeExact(cap, ctx), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void queryDevice(MemorySegment ctx, MemorySegment attr) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_query_device", (int) IBV_QUERY_DEVICE.invokeExact(cap, ctx, attr), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void queryGid(MemorySegment ctx, int port, int index, MemorySegment gid16) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_query_gid", (int) IBV_QUERY_GID.invokeExact(cap, ctx, (byte) port, index, gid16), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** {@code ibv_query_gid_ex}: fills a 32-byte {@code ibv_gid_entry}; throws (ENODATA for an empty slot). */
+    public static void queryGidEx(MemorySegment ctx, int port, int index, MemorySegment entry) {
+        if (IBV_QUERY_GID_EX == null) {
+            throw VerbsException.of("ibv_query_gid_ex", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.11");
+        }
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_query_gid_ex", (int) IBV_QUERY_GID_EX.invokeExact(cap, ctx, port, index, entry, 0, 32L), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static MemorySegment allocPd(MemorySegment ctx) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_alloc_pd", (MemorySegment) IBV_ALLOC_PD.invokeExact(cap, ctx), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void deallocPd(MemorySegment pd) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_dealloc_pd", (int) IBV_DEALLOC_PD.invokeExact(cap, pd), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** The exported {@code ibv_reg_mr}; see {@link InlineVerbs#regMr} for the macro's choice. */
+    public static MemorySegment regMr(MemorySegment pd, long addr, long length, int access) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_reg_mr",
+                    (MemorySegment) IBV_REG_MR.invokeExact(cap, pd, MemorySegment.ofAddress(addr), length, access), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static MemorySegment regMrIova2(MemorySegment pd, long addr, long length, long iova, int access) {
+        if (IBV_REG_MR_IOVA2 == null) {
+            throw VerbsException.of("ibv_reg_mr_iova2", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.8");
+        }
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_reg_mr_iova2", (MemorySegment) IBV_REG_MR_IOVA2.invokeExact(cap, pd,
+                    MemorySegment.ofAddress(addr), length, iova, access), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static MemorySegment regDmabufMr(MemorySegment pd, long offset, long length, long iova, int fd, int access) {
+        if (IBV_REG_DMABUF_MR == null) {
+            throw VerbsException.of("ibv_reg_dmabuf_mr", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.12");
+        }
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_reg_dmabuf_mr", (MemorySegment) IBV_REG_DMABUF_MR.invokeExact(cap, pd,
+                    offset, length, iova, fd, access), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void deregMr(MemorySegment mr) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_dereg_mr", (int) IBV_DEREG_MR.invokeExact(cap, mr), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static MemorySegment createCompChannel(MemorySegment ctx) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_create_comp_channel", (MemorySegment) IBV_CREATE_COMP_CHANNEL.invokeExact(cap, ctx), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void destroyCompChannel(MemorySegment ch) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_destroy_comp_channel", (int) IBV_DESTROY_COMP_CHANNEL.invokeExact(cap, ch), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static MemorySegment createCq(MemorySegment ctx, int cqe, MemorySegment channel, int vector) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_create_cq", (MemorySegment) IBV_CREATE_CQ.invokeExact(cap, ctx, cqe,
+                    MemorySegment.NULL, channel, vector), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void destroyCq(MemorySegment cq) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_destroy_cq", (int) IBV_DESTROY_CQ.invokeExact(cap, cq), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** {@code ibv_get_cq_event}: blocks unless the channel fd is non-blocking; writes the CQ and its context. */
+    public static void getCqEvent(MemorySegment channel, MemorySegment cqOut, MemorySegment cqContextOut) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_get_cq_event", (int) IBV_GET_CQ_EVENT.invokeExact(cap, channel, cqOut, cqContextOut), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void ackCqEvents(MemorySegment cq, int n) {
+        try {
+            IBV_ACK_CQ_EVENTS.invokeExact(Errno.captureSegment(), cq, n);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static MemorySegment createQp(MemorySegment pd, MemorySegment initAttr) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_create_qp", (MemorySegment) IBV_CREATE_QP.invokeExact(cap, pd, initAttr), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void modifyQp(MemorySegment qp, MemorySegment attr, int mask) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_modify_qp", (int) IBV_MODIFY_QP.invokeExact(cap, qp, attr, mask), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void queryQp(MemorySegment qp, MemorySegment attr, int mask, MemorySegment initAttr) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_query_qp", (int) IBV_QUERY_QP.invokeExact(cap, qp, attr, mask, initAttr), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void destroyQp(MemorySegment qp) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_destroy_qp", (int) IBV_DESTROY_QP.invokeExact(cap, qp), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static MemorySegment createSrq(MemorySegment pd, MemorySegment initAttr) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_create_srq", (MemorySegment) IBV_CREATE_SRQ.invokeExact(cap, pd, initAttr), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void destroySrq(MemorySegment srq) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_destroy_srq", (int) IBV_DESTROY_SRQ.invokeExact(cap, srq), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static MemorySegment createAh(MemorySegment pd, MemorySegment ahAttr) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            return checkPtr("ibv_create_ah", (MemorySegment) IBV_CREATE_AH.invokeExact(cap, pd, ahAttr), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void destroyAh(MemorySegment ah) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_destroy_ah", (int) IBV_DESTROY_AH.invokeExact(cap, ah), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** {@code ibv_get_async_event}: blocks unless the context's async fd is non-blocking. */
+    public static void getAsyncEvent(MemorySegment ctx, MemorySegment event) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            checkRc("ibv_get_async_event", (int) IBV_GET_ASYNC_EVENT.invokeExact(cap, ctx, event), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    public static void ackAsyncEvent(MemorySegment event) {
+        try {
+            IBV_ACK_ASYNC_EVENT.invokeExact(Errno.captureSegment(), event);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** libibverbs' own text for a completion status ({@code ibv_wc_status_str}). */
+    public static String wcStatusStr(int status) {
+        try {
+            return cString((MemorySegment) IBV_WC_STATUS_STR.invokeExact(Errno.captureSegment(), status));
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** libibverbs' own text for an async event type ({@code ibv_event_type_str}). */
+    public static String eventTypeStr(int type) {
+        try {
+            return cString((MemorySegment) IBV_EVENT_TYPE_STR.invokeExact(Errno.captureSegment(), type));
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** libibverbs' own text for a node type ({@code ibv_node_type_str}). */
+    public static String nodeTypeStr(int type) {
+        try {
+            return cString((MemorySegment) IBV_NODE_TYPE_STR.invokeExact(Errno.captureSegment(), type));
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** libibverbs' own text for a port state ({@code ibv_port_state_str}). */
+    public static String portStateStr(int state) {
+        try {
+            return cString((MemorySegment) IBV_PORT_STATE_STR.invokeExact(Errno.captureSegment(), state));
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+}
