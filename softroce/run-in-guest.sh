@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# run-in-guest.sh — run one shell command, as root, in a FRESH Soft-RoCE qemu
+# guest (Debian 6.1 kernel, rdma_rxe device rxe0 ACTIVE) and exit with the
+# command's exit status.
+#
+# Usage: softroce/run-in-guest.sh [--timeout SECONDS] [--share DIR] [--] 'shell command'
+#   --timeout S  bound on the whole guest, boot included (default 1800); on
+#                expiry qemu is killed and the exit status is 124
+#   --share DIR  host folder shared READ-WRITE into the guest at the SAME
+#                absolute path; the command starts there
+#                (default: the git toplevel of the current folder, else .)
+#
+# In the guest (see guest-stage2.sh): the host's own root filesystem as an
+# overlay (read-only host files, writes go to guest RAM and vanish), fresh
+# tmpfs on /tmp and /var/tmp, `ulimit -l unlimited`, lo up, dummy0 with
+# VERBS4J_GUEST_IP/24 (no NIC: nothing leaves the guest), rxe0 on dummy0 with
+# GID index 1 = ::ffff:VERBS4J_GUEST_IP (RoCE v2). Exported: JAVA_HOME (Temurin
+# 25), PATH with $JAVA_HOME/bin first, HOME=/root, VERBS4J_GUEST=1,
+# VERBS4J_GUEST_IP.
+#
+# Output: the guest's serial console (setup lines, kernel errors, and the
+# command's stdout+stderr) streams to this script's stdout and is saved to
+# ${VERBS4J_GUEST_LOG:-<share>/target/guest-console.log}, with the guest's
+# dmesg appended after the run.
+#
+# Exit status: the command's; 124 if the timeout expired; 125 if the guest
+# ended without reporting a status (boot failure, panic, ...).
+#
+# Environment: VERBS4J_GUEST_CACHE (see build-guest.sh), VERBS4J_GUEST_MEM
+# (default 4G), VERBS4J_GUEST_CPUS (default 2), VERBS4J_GUEST_IP (default
+# 10.0.0.1), VERBS4J_GUEST_LOG, VERBS4J_GUEST_ACCEL (default
+# "tcg,thread=multi,tb-size=512"; e.g. "kvm" with VERBS4J_GUEST_CPU=host on a
+# runner with usable KVM), VERBS4J_GUEST_CPU (default max).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="${VERBS4J_GUEST_CACHE:-$HOME/.cache/verbs4j-guest}"
+TIMEOUT=1800
+SHARE=""
+
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+}
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+    --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
+    --share) SHARE="${2:?--share needs a folder}"; shift 2 ;;
+    --) shift; break ;;
+    -h | --help) usage ;;
+    -*) echo "unknown option $1" >&2; usage ;;
+    *) break ;;
+    esac
+done
+[[ $# -gt 0 ]] || usage
+CMD="$*"
+[[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -gt 0 ]] || { echo "bad --timeout $TIMEOUT" >&2; exit 2; }
+if [[ -z "$SHARE" ]]; then
+    SHARE="$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
+fi
+SHARE="$(realpath -e "$SHARE")"
+[[ -d "$SHARE" && "$SHARE" != / ]] || { echo "bad --share $SHARE" >&2; exit 2; }
+
+MEM="${VERBS4J_GUEST_MEM:-4G}"
+CPUS="${VERBS4J_GUEST_CPUS:-2}"
+GUEST_IP="${VERBS4J_GUEST_IP:-10.0.0.1}"
+ACCEL="${VERBS4J_GUEST_ACCEL:-tcg,thread=multi,tb-size=512}"
+CPU="${VERBS4J_GUEST_CPU:-max}"
+LOG="${VERBS4J_GUEST_LOG:-$SHARE/target/guest-console.log}"
+START=$SECONDS
+say() { echo "[run-in-guest +$((SECONDS - START))s] $*" >&2; }
+
+# Build (or just check) the cached kernel and initramfs; fast when cached.
+if [[ ! -s "$CACHE/kernel.kver" || ! -s "$CACHE/initramfs.cpio.gz" ]]; then
+    say "guest cache missing: running build-guest.sh"
+fi
+"$HERE/build-guest.sh" >&2
+KVER="$(cat "$CACHE/kernel.kver")"
+KERNEL="$CACHE/kernel/boot/vmlinuz-$KVER"
+MODULES="$CACHE/kernel/lib/modules/$KVER"
+
+# Per-run control folder, shared read-write as 9p tag "ctl".
+CTL="$(mktemp -d "${TMPDIR:-/tmp}/verbs4j-guest.XXXXXX")"
+QPID=""
+TEEPID=""
+# shellcheck disable=SC2317  # (called from the EXIT trap)
+cleanup() {
+    [[ -n "$QPID" ]] && kill -TERM "$QPID" 2>/dev/null
+    [[ -n "$TEEPID" ]] && wait "$TEEPID" 2>/dev/null
+    rm -rf "$CTL"
+}
+trap cleanup EXIT
+trap 'say "interrupted: stopping the guest"; exit 130' INT TERM HUP
+install -m 0755 "$HERE/guest-stage2.sh" "$CTL/stage2.sh"
+{
+    printf 'SHARE=%q\n' "$SHARE"
+    printf 'GUEST_IP=%q\n' "$GUEST_IP"
+    printf 'KVER=%q\n' "$KVER"
+} >"$CTL/env"
+printf '%s\n' "$CMD" >"$CTL/cmd"
+mkdir -p "$(dirname "$LOG")"
+
+q() { printf '%s' "${1//,/,,}"; }   # qemu option values escape "," as ",,"
+QEMU=(
+    qemu-system-x86_64
+    -accel "$ACCEL" -cpu "$CPU" -machine q35 -m "$MEM" -smp "$CPUS"
+    -display none -no-reboot -monitor none -nic none
+    -chardev "stdio,id=con0,signal=off" -serial chardev:con0
+    -kernel "$KERNEL" -initrd "$CACHE/initramfs.cpio.gz"
+    -append "console=ttyS0 quiet panic=-1"
+    # The host's root, read-only: the guest's userland.
+    -virtfs "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
+    -virtfs "local,path=$(q "$MODULES"),mount_tag=modules,security_model=none,readonly=on"
+    -virtfs "local,path=$(q "$CTL"),mount_tag=ctl,security_model=none"
+    -virtfs "local,path=$(q "$SHARE"),mount_tag=share,security_model=none,multidevs=remap"
+)
+
+say "booting the guest (timeout ${TIMEOUT}s, $CPUS CPUs, $MEM; share $SHARE; log $LOG)"
+# The console goes through a FIFO to tee: to our stdout and to the log file.
+mkfifo "$CTL/console.fifo"
+tee "$LOG" <"$CTL/console.fifo" &
+TEEPID=$!
+timeout --kill-after=15 "$TIMEOUT" "${QEMU[@]}" </dev/null >"$CTL/console.fifo" 2>&1 &
+QPID=$!
+qrc=0
+wait "$QPID" || qrc=$?
+QPID=""
+wait "$TEEPID" || true
+TEEPID=""
+
+if [[ -s "$CTL/dmesg" ]]; then
+    { echo "===== guest dmesg ====="; cat "$CTL/dmesg"; } >>"$LOG"
+fi
+if [[ -s "$CTL/status" ]]; then
+    rc="$(cat "$CTL/status")"
+    say "guest done in $((SECONDS - START))s: command exit status $rc"
+    exit "$rc"
+elif [[ $qrc == 124 || $qrc == 137 ]]; then
+    say "TIMEOUT: the guest ran past ${TIMEOUT}s and was killed (console log: $LOG)"
+    exit 124
+else
+    say "FAILED: the guest ended without an exit status (qemu status $qrc; console log: $LOG)"
+    exit 125
+fi
