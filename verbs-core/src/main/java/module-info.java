@@ -1,0 +1,11 @@
+/**
+ * verbs4j's public API: devices, protection domains, memory regions, completion queues and
+ * channels, queue pairs, shared receive queues, address handles, work requests written in place
+ * and completions read in place. Grant native access to {@code org.verbs4j.natives}.
+ */
+module org.verbs4j.core {
+    requires transitive org.verbs4j.natives;
+    requires org.slf4j;
+
+    exports org.verbs4j;
+}

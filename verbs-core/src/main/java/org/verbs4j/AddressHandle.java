@@ -1,0 +1,24 @@
+package org.verbs4j;
+
+import java.lang.foreign.MemorySegment;
+import org.verbs4j.natives.LibIbverbs;
+
+/**
+ * An address handle ({@code struct ibv_ah}): the destination of UD sends. Owned by its
+ * protection domain. Immutable after creation; any thread may name it in work requests.
+ */
+public final class AddressHandle extends NativeResource {
+    private final AddressVector vector;
+    final long address;
+
+    AddressHandle(ProtectionDomain pd, MemorySegment ah, AddressVector vector) {
+        super(pd, "address handle", "ibv_destroy_ah", ah, LibIbverbs::destroyAh, null);
+        this.vector = vector;
+        this.address = ah.address();
+    }
+
+    /** Where it points. */
+    public AddressVector vector() {
+        return vector;
+    }
+}

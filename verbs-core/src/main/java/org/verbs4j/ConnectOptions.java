@@ -1,0 +1,62 @@
+package org.verbs4j;
+
+/**
+ * Transport parameters of the INIT→RTR→RTS transitions, with defaults that fail safe: a
+ * bounded retry count (6: rxe and some adapters retry forever at 7), a nonzero RNR retry, and a
+ * 67 ms ACK timeout. A value.
+ *
+ * @param timeout        local ACK timeout exponent (4.096 µs × 2^timeout), 1..31; 0 means infinite and is refused
+ * @param retryCount     transport retries before IBV_WC_RETRY_EXC_ERR, 0..6 (7 = forever on rxe, refused)
+ * @param rnrRetry       receiver-not-ready retries, 0..6 (7 = forever, refused)
+ * @param minRnrTimer    the RNR NAK timer this side asks peers to wait (IB encoding 0..31)
+ * @param maxRdAtomic    RDMA READ/atomic operations in flight as initiator (0 = the device maximum, capped at 16)
+ * @param mtu            the path MTU, or null for the smaller of both sides' active MTUs
+ * @param gidIndex       the local GID index (RoCE: from {@link Context#roceV2Gid}), or -1 for LID routing
+ * @param hopLimit       the GRH hop limit
+ * @param trafficClass   the GRH traffic class
+ * @param serviceLevel   the service level
+ */
+public record ConnectOptions(int timeout, int retryCount, int rnrRetry, int minRnrTimer, int maxRdAtomic, Mtu mtu,
+                             int gidIndex, int hopLimit, int trafficClass, int serviceLevel) {
+    public ConnectOptions {
+        if (timeout < 1 || timeout > 31) {
+            throw new IllegalArgumentException("timeout must be 1..31 (0 would wait forever): " + timeout);
+        }
+        if (retryCount < 0 || retryCount > 6) {
+            throw new IllegalArgumentException("retryCount must be 0..6 (7 retries forever on rxe): " + retryCount);
+        }
+        if (rnrRetry < 0 || rnrRetry > 6) {
+            throw new IllegalArgumentException("rnrRetry must be 0..6 (7 retries forever): " + rnrRetry);
+        }
+    }
+
+    /** The defaults for a RoCE v2 path through the given local GID index. */
+    public static ConnectOptions roce(int gidIndex) {
+        return new ConnectOptions(14, 6, 6, 12, 0, null, gidIndex, 64, 0, 0);
+    }
+
+    /** The defaults for an InfiniBand path addressed by LID. */
+    public static ConnectOptions infiniband() {
+        return new ConnectOptions(14, 6, 6, 12, 0, null, -1, 64, 0, 0);
+    }
+
+    public ConnectOptions withRetry(int retryCount, int rnrRetry) {
+        return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
+                trafficClass, serviceLevel);
+    }
+
+    public ConnectOptions withTimeout(int timeout) {
+        return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
+                trafficClass, serviceLevel);
+    }
+
+    public ConnectOptions withMtu(Mtu mtu) {
+        return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
+                trafficClass, serviceLevel);
+    }
+
+    public ConnectOptions withMaxRdAtomic(int maxRdAtomic) {
+        return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
+                trafficClass, serviceLevel);
+    }
+}

@@ -1,0 +1,204 @@
+package org.verbs4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.verbs4j.natives.ContextLayout;
+import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.InlineVerbs;
+import org.verbs4j.natives.LibC;
+import org.verbs4j.natives.LibIbverbs;
+import org.verbs4j.natives.ObjectLayout;
+import org.verbs4j.natives.VerbsException;
+import org.verbs4j.natives.generated.ibverbs.ibv_async_event;
+import org.verbs4j.natives.generated.ibverbs.ibv_device_attr;
+import org.verbs4j.natives.generated.ibverbs.ibv_gid_entry;
+import org.verbs4j.natives.generated.ibverbs.ibv_port_attr;
+
+/**
+ * An open device ({@code struct ibv_context}, from {@code ibv_open_device}): queries, and the
+ * factory of protection domains, completion channels and completion queues.
+ *
+ * <p>Owns the device context; refuses to close (EBUSY) while anything created from it is open.
+ * All methods are thread-safe (they are control-path verbs), as libibverbs' are.
+ */
+public final class Context extends NativeResource {
+    private final String deviceName;
+
+    Context(MemorySegment ctx, String deviceName) {
+        super(null, "device context", "ibv_close_device", ctx.reinterpret(ContextLayout.SIZE), LibIbverbs::closeDevice, null);
+        this.deviceName = deviceName;
+    }
+
+    /** The device name, e.g. {@code rxe0}. */
+    public String deviceName() {
+        return deviceName;
+    }
+
+    /** The raw {@code struct ibv_context *}, for code that calls libibverbs directly. */
+    public MemorySegment handle() {
+        ensureOpen("ibv_context");
+        return handle;
+    }
+
+    /** The number of completion vectors (the valid range of a CQ's {@code comp_vector}). */
+    public int numCompVectors() {
+        ensureOpen("ibv_context");
+        return handle.get(JAVA_INT, ContextLayout.NUM_COMP_VECTORS);
+    }
+
+    /** {@code ibv_query_device}. */
+    public DeviceAttributes queryDevice() {
+        ensureOpen("ibv_query_device");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attr = arena.allocate(ibv_device_attr.layout());
+            LibIbverbs.queryDevice(handle, attr);
+            return DeviceAttributes.read(attr);
+        }
+    }
+
+    /** {@code ibv_query_port} (the full attribute set, through the provider's extended op). */
+    public PortAttributes queryPort(int port) {
+        ensureOpen("ibv_query_port");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attr = arena.allocate(ibv_port_attr.layout());
+            InlineVerbs.queryPort(handle, port, attr);
+            return PortAttributes.read(attr);
+        }
+    }
+
+    /** {@code ibv_query_gid}. */
+    public Gid queryGid(int port, int index) {
+        ensureOpen("ibv_query_gid");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment gid = arena.allocate(Gid.BYTES);
+            LibIbverbs.queryGid(handle, port, index, gid);
+            return Gid.read(gid, 0);
+        }
+    }
+
+    /** The populated entries of a port's GID table, with their types ({@code ibv_query_gid_ex}). */
+    public List<GidEntry> gidTable(int port) {
+        int len = queryPort(port).gidTableLength();
+        List<GidEntry> out = new ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment e = arena.allocate(ibv_gid_entry.layout());
+            for (int i = 0; i < len; i++) {
+                try {
+                    LibIbverbs.queryGidEx(handle, port, i, e);
+                } catch (VerbsException ex) {
+                    if (ex.errno() == Errno.ENODATA || ex.errno() == Errno.EINVAL) {
+                        continue; // an empty slot
+                    }
+                    throw ex;
+                }
+                Gid gid = Gid.read(e, ibv_gid_entry.gid$offset());
+                if (!gid.isZero()) {
+                    out.add(new GidEntry(ibv_gid_entry.gid_index(e), ibv_gid_entry.port_num(e), gid,
+                            GidType.of(ibv_gid_entry.gid_type(e)), ibv_gid_entry.ndev_ifindex(e)));
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The RoCE v2 GID entry of {@code address} on {@code port} (for IPv4, {@code ::ffff:a.b.c.d}):
+     * the GID index a RoCE v2 queue pair must use to reach that address.
+     */
+    public GidEntry roceV2Gid(int port, InetAddress address) {
+        Gid wanted = Gid.ofAddress(address);
+        List<GidEntry> table = gidTable(port);
+        for (GidEntry e : table) {
+            if (e.type() == GidType.ROCE_V2 && e.gid().equals(wanted)) {
+                return e;
+            }
+        }
+        throw new VerbsException("ibv_query_gid_ex", Errno.ENOENT, "port " + port + " of " + deviceName
+                + " has no RoCE v2 GID for " + address.getHostAddress() + " (table: " + table + ")",
+                "give the RDMA net device that address (ip addr add), or pick the address the GID table shows");
+    }
+
+    /** The first RoCE v2 GID entry of {@code port} with an IPv4-mapped address, if any. */
+    public Optional<GidEntry> firstRoceV2Ipv4Gid(int port) {
+        for (GidEntry e : gidTable(port)) {
+            byte[] g = e.gid().toBytes();
+            if (e.type() == GidType.ROCE_V2 && g[10] == (byte) 0xff && g[11] == (byte) 0xff && g[0] == 0) {
+                return Optional.of(e);
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** {@code ibv_alloc_pd}. */
+    public ProtectionDomain allocateProtectionDomain() {
+        ensureOpen("ibv_alloc_pd");
+        return new ProtectionDomain(this, LibIbverbs.allocPd(handle));
+    }
+
+    /** {@code ibv_create_comp_channel}. */
+    public CompletionChannel createCompletionChannel() {
+        ensureOpen("ibv_create_comp_channel");
+        return new CompletionChannel(this, LibIbverbs.createCompChannel(handle));
+    }
+
+    /** {@code ibv_create_cq} with at least {@code minEntries} entries, no channel, vector 0. */
+    public CompletionQueue createCompletionQueue(int minEntries) {
+        return createCompletionQueue(minEntries, null, 0);
+    }
+
+    /**
+     * {@code ibv_create_cq}.
+     *
+     * @param minEntries   the least number of entries (the provider may round up)
+     * @param channel      the completion channel that receives its events, or null
+     * @param compVector   the completion vector, {@code 0 <= compVector < numCompVectors()}
+     */
+    public CompletionQueue createCompletionQueue(int minEntries, CompletionChannel channel, int compVector) {
+        ensureOpen("ibv_create_cq");
+        if (minEntries <= 0) {
+            throw new VerbsException("ibv_create_cq", Errno.EINVAL, "minEntries must be positive, not " + minEntries, null);
+        }
+        if (channel != null) {
+            channel.ensureOpen("ibv_create_cq");
+        }
+        MemorySegment cq = LibIbverbs.createCq(handle, minEntries, channel == null ? MemorySegment.NULL : channel.handle,
+                compVector);
+        return new CompletionQueue(this, cq, channel);
+    }
+
+    /**
+     * Waits up to {@code timeout} for the next asynchronous event ({@code ibv_get_async_event},
+     * after {@code poll(2)} on the context's async fd), acknowledges it and returns it.
+     */
+    public Optional<AsyncEvent> nextAsyncEvent(Duration timeout) {
+        ensureOpen("ibv_get_async_event");
+        int fd = handle.get(JAVA_INT, ContextLayout.ASYNC_FD);
+        if (!LibC.pollReadable("ibv_get_async_event", fd, timeout.toMillis())) {
+            return Optional.empty();
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment ev = arena.allocate(ibv_async_event.layout());
+            LibIbverbs.getAsyncEvent(handle, ev);
+            int type = ibv_async_event.event_type(ev);
+            MemorySegment element = ev.get(ADDRESS, 0);
+            int qpNum = -1;
+            int port = -1;
+            if ((type >= 1 && type <= 7) || type == 16) {
+                qpNum = element.reinterpret(ObjectLayout.QP_SIZE).get(JAVA_INT, ObjectLayout.QP_QP_NUM);
+            } else if ((type >= 9 && type <= 13) || type == 17 || type == 18) {
+                port = ev.get(JAVA_INT, 0);
+            }
+            AsyncEvent out = new AsyncEvent(type, LibIbverbs.eventTypeStr(type), qpNum, port);
+            LibIbverbs.ackAsyncEvent(ev);
+            return Optional.of(out);
+        }
+    }
+}

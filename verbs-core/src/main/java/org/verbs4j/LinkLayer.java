@@ -1,0 +1,15 @@
+package org.verbs4j;
+
+/** The link layer of a port ({@code IBV_LINK_LAYER_*}). */
+public enum LinkLayer {
+    UNSPECIFIED, INFINIBAND, ETHERNET;
+
+    /** The link layer for an {@code IBV_LINK_LAYER_*} value. */
+    public static LinkLayer of(int value) {
+        return switch (value) {
+            case 1 -> INFINIBAND;
+            case 2 -> ETHERNET;
+            default -> UNSPECIFIED;
+        };
+    }
+}

@@ -1,0 +1,39 @@
+package org.verbs4j;
+
+/** The path MTUs of {@code enum ibv_mtu}. */
+public enum Mtu {
+    MTU_256(1, 256), MTU_512(2, 512), MTU_1024(3, 1024), MTU_2048(4, 2048), MTU_4096(5, 4096);
+
+    private final int value;
+    private final int bytes;
+
+    Mtu(int value, int bytes) {
+        this.value = value;
+        this.bytes = bytes;
+    }
+
+    /** The {@code IBV_MTU_*} value. */
+    public int value() {
+        return value;
+    }
+
+    /** The MTU in bytes. */
+    public int bytes() {
+        return bytes;
+    }
+
+    /** The MTU for an {@code IBV_MTU_*} value. */
+    public static Mtu of(int value) {
+        for (Mtu m : values()) {
+            if (m.value == value) {
+                return m;
+            }
+        }
+        throw new IllegalArgumentException("not an enum ibv_mtu value: " + value);
+    }
+
+    /** The smaller of two MTUs. */
+    public static Mtu min(Mtu a, Mtu b) {
+        return a.value <= b.value ? a : b;
+    }
+}

@@ -1,0 +1,215 @@
+package org.verbs4j;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.ref.Cleaner;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.VerbsException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The common life cycle of every verbs object: one native handle, one explicit owner (the
+ * object it was created from, which refuses to close while it has live children, as the verbs
+ * themselves do with EBUSY), exactly one close, and leak detection: an object that becomes
+ * unreachable without being closed is released by a {@link Cleaner} and reported with a warning
+ * naming where it was created ({@value #LEAK_SITES_PROPERTY}, default true).
+ *
+ * <p>{@link #close()} is thread-safe and happens once; a second close, and any use after
+ * close, throws a {@link VerbsException} naming the verb with {@code EBADF}.
+ */
+abstract sealed class NativeResource implements AutoCloseable
+        permits Context, ProtectionDomain, MemoryRegion, CompletionChannel, CompletionQueue,
+        QueuePair, SharedReceiveQueue, AddressHandle {
+
+    /** Record where each resource was created, for leak reports. */
+    public static final String LEAK_SITES_PROPERTY = "verbs4j.leakSites";
+    private static final boolean LEAK_SITES = Boolean.parseBoolean(System.getProperty(LEAK_SITES_PROPERTY, "true"));
+    private static final Logger LOG = LoggerFactory.getLogger(NativeResource.class);
+    private static final Cleaner CLEANER = Cleaner.create();
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(NativeResource.class, "state", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private static final int OPEN = 0, CLOSING = 1, CLOSED = 2;
+
+    /** The native handle ({@code struct ibv_xxx *}). */
+    final MemorySegment handle;
+    /** The object this one was created from, or null for a root (a context). */
+    final NativeResource owner;
+    private final String kind;
+    private final String destroyVerb;
+    private final AtomicInteger liveChildren = new AtomicInteger();
+    private final NativeResource[] held;
+    private final Releaser releaser;
+    private final Cleaner.Cleanable cleanable;
+    @SuppressWarnings("unused") // accessed through STATE
+    private volatile int state;
+
+    /**
+     * @param kind        what the object is, e.g. "memory region"
+     * @param destroyVerb the verb that releases it, e.g. "ibv_dereg_mr"
+     * @param destroy     releases the handle; must not capture {@code this}
+     * @param extra       an object the release must keep reachable until it ran (e.g. the
+     *                    registered memory), or null
+     */
+    NativeResource(NativeResource owner, String kind, String destroyVerb, MemorySegment handle,
+                   Destroyer destroy, Object extra) {
+        this(owner, new NativeResource[0], kind, destroyVerb, handle, destroy, extra);
+    }
+
+    /**
+     * @param uses other objects this one uses (e.g. a QP's completion queues): like the owner,
+     *             they refuse to close while this one is open
+     */
+    NativeResource(NativeResource owner, NativeResource[] uses, String kind, String destroyVerb, MemorySegment handle,
+                   Destroyer destroy, Object extra) {
+        this.owner = owner;
+        this.kind = kind;
+        this.destroyVerb = destroyVerb;
+        this.handle = handle;
+        java.util.List<NativeResource> held = new java.util.ArrayList<>();
+        if (owner != null) {
+            held.add(owner);
+        }
+        for (NativeResource u : uses) {
+            if (u != null && !held.contains(u)) {
+                held.add(u);
+            }
+        }
+        this.held = held.toArray(new NativeResource[0]);
+        this.releaser = new Releaser(kind, destroyVerb, handle, destroy, this.held, extra,
+                LEAK_SITES ? new Throwable(kind + " created here") : null);
+        for (NativeResource h : this.held) {
+            h.liveChildren.incrementAndGet();
+        }
+        this.cleanable = CLEANER.register(this, releaser);
+    }
+
+    /** Releases one native handle. */
+    @FunctionalInterface
+    interface Destroyer {
+        void destroy(MemorySegment handle);
+    }
+
+    private static final class Releaser implements Runnable {
+        private final String kind, verb;
+        private final MemorySegment handle;
+        private final Destroyer destroy;
+        private final NativeResource[] held;
+        @SuppressWarnings("unused")
+        private final Object extra;
+        private final Throwable site;
+        private volatile boolean explicit;
+
+        Releaser(String kind, String verb, MemorySegment handle, Destroyer destroy, NativeResource[] held,
+                 Object extra, Throwable site) {
+            this.kind = kind;
+            this.verb = verb;
+            this.handle = handle;
+            this.destroy = destroy;
+            this.held = held;
+            this.extra = extra;
+            this.site = site;
+        }
+
+        @Override
+        public void run() {
+            if (explicit) {
+                return;
+            }
+            if (site != null) {
+                LOG.warn("verbs4j leak: a {} (0x{}) was never closed; releasing it with {} from the cleaner",
+                        kind, Long.toHexString(handle.address()), verb, site);
+            } else {
+                LOG.warn("verbs4j leak: a {} (0x{}) was never closed; releasing it with {} from the cleaner "
+                        + "(run with -D{}=true to see where it was created)", kind,
+                        Long.toHexString(handle.address()), verb, LEAK_SITES_PROPERTY);
+            }
+            try {
+                destroy.destroy(handle);
+            } catch (RuntimeException e) {
+                LOG.warn("verbs4j: releasing a leaked {} failed: {}", kind, e.getMessage());
+            }
+            for (NativeResource h : held) {
+                h.liveChildren.decrementAndGet();
+            }
+        }
+    }
+
+    /** True until {@link #close()} started. */
+    public final boolean isOpen() {
+        return state == OPEN;
+    }
+
+    /** Throws the use-after-close exception for {@code verb} if this object is closed. */
+    final void ensureOpen(String verb) {
+        if (state != OPEN) {
+            throw closedException(verb);
+        }
+    }
+
+    final VerbsException closedException(String verb) {
+        return new VerbsException(verb, Errno.EBADF, "the " + kind + " is closed",
+                "do not use a " + kind + " after close(); create a new one");
+    }
+
+    /** Called once, before the handle is released; a subclass frees what it allocated itself. */
+    void beforeRelease() {
+    }
+
+    /** Called once, after the handle was released; a subclass frees its own native memory here. */
+    void afterRelease() {
+    }
+
+    /**
+     * Releases the native object. Throws {@link VerbsException} with EBUSY (nothing is released)
+     * while objects created from this one are still open, and with EBADF when already closed.
+     */
+    @Override
+    public final void close() {
+        if (!STATE.compareAndSet(this, OPEN, CLOSING)) {
+            throw new VerbsException(destroyVerb, Errno.EBADF, "the " + kind + " is already closed",
+                    "close each object exactly once");
+        }
+        int children = liveChildren.get();
+        if (children != 0) {
+            state = OPEN;
+            throw new VerbsException(destroyVerb, Errno.EBUSY, "the " + kind + " still has " + children
+                    + " open object(s) created from it or using it", "close what was created from it first "
+                    + "(memory regions, queue pairs, queues, address handles), e.g. with nested try-with-resources");
+        }
+        beforeRelease();
+        try {
+            releaser.destroy.destroy(handle);
+        } catch (RuntimeException e) {
+            state = OPEN;
+            throw e;
+        }
+        releaser.explicit = true;
+        state = CLOSED;
+        cleanable.clean();
+        afterRelease();
+        for (NativeResource h : held) {
+            h.liveChildren.decrementAndGet();
+        }
+    }
+
+    /** The number of open objects created from this one. */
+    final int liveChildren() {
+        return liveChildren.get();
+    }
+
+    @Override
+    public String toString() {
+        return kind + "@0x" + Long.toHexString(handle.address()) + (isOpen() ? "" : " (closed)");
+    }
+}

@@ -1,0 +1,386 @@
+package org.verbs4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Set;
+import org.verbs4j.natives.ContextLayout;
+import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.InlineVerbs;
+import org.verbs4j.natives.LibIbverbs;
+import org.verbs4j.natives.ObjectLayout;
+import org.verbs4j.natives.VerbsException;
+import org.verbs4j.natives.generated.ibverbs.ibv_qp_attr;
+import org.verbs4j.natives.generated.ibverbs.ibv_qp_cap;
+import org.verbs4j.natives.generated.ibverbs.ibv_qp_init_attr;
+
+/**
+ * A queue pair ({@code struct ibv_qp}): RC, UC or UD, its state transitions with the attribute
+ * masks each one needs, and the data path: {@link #postSend} and {@link #postRecv} hand a
+ * preallocated chain of work requests to the provider's {@code post_send}/{@code post_recv}
+ * in one call, allocation-free.
+ *
+ * <p>Owned by its protection domain; uses its completion queues and SRQ (they refuse to close
+ * while it is open). State transitions are control-path calls, serialised by the caller.
+ * Posting is single-threaded per queue: one thread posts sends and one thread posts receives
+ * at a time, and {@link #close()} must not race with a post (as in C).
+ */
+public final class QueuePair extends NativeResource {
+    private static final boolean CHECKED = Verbs.CHECKED;
+    private static final int MASK_STATE = 1, MASK_ACCESS_FLAGS = 1 << 3, MASK_PKEY_INDEX = 1 << 4, MASK_PORT = 1 << 5,
+            MASK_QKEY = 1 << 6, MASK_AV = 1 << 7, MASK_PATH_MTU = 1 << 8, MASK_TIMEOUT = 1 << 9,
+            MASK_RETRY_CNT = 1 << 10, MASK_RNR_RETRY = 1 << 11, MASK_RQ_PSN = 1 << 12, MASK_MAX_QP_RD_ATOMIC = 1 << 13,
+            MASK_MIN_RNR_TIMER = 1 << 15, MASK_SQ_PSN = 1 << 16, MASK_MAX_DEST_RD_ATOMIC = 1 << 17, MASK_CAP = 1 << 19,
+            MASK_DEST_QPN = 1 << 20;
+
+    private final ProtectionDomain pd;
+    private final QueuePairType type;
+    private final int qpNumber;
+    final long address;
+    private final MemorySegment postSendFn;
+    private final MemorySegment postRecvFn;
+    private final Arena arena;
+    private final MemorySegment badWr;
+    private final long badWrAddress;
+    private final int maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData;
+    private final SharedReceiveQueue srq;
+    private volatile QueuePairState state = QueuePairState.RESET;
+    private int port = 1;
+
+    QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
+              int maxRecvSge, int maxInlineData) {
+        super(pd, new NativeResource[] {init.sendCq, init.recvCq, init.srq}, "queue pair", "ibv_destroy_qp", qp,
+                LibIbverbs::destroyQp, null);
+        this.pd = pd;
+        this.type = init.type;
+        this.address = qp.address();
+        this.qpNumber = qp.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.QP_QP_NUM);
+        MemorySegment ctx = pd.context().handle;
+        this.postSendFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_SEND);
+        this.postRecvFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_RECV);
+        this.arena = Arena.ofShared();
+        this.badWr = arena.allocate(ADDRESS);
+        this.badWrAddress = badWr.address();
+        this.maxSendWr = maxSendWr;
+        this.maxRecvWr = maxRecvWr;
+        this.maxSendSge = maxSendSge;
+        this.maxRecvSge = maxRecvSge;
+        this.maxInlineData = maxInlineData;
+        this.srq = init.srq;
+    }
+
+    public QueuePairType type() {
+        return type;
+    }
+
+    /** The QP number peers address. */
+    public int qpNumber() {
+        return qpNumber;
+    }
+
+    /** The state as of the last transition made through this object or {@link #query()}. */
+    public QueuePairState state() {
+        return state;
+    }
+
+    public int maxSendWr() {
+        return maxSendWr;
+    }
+
+    public int maxRecvWr() {
+        return maxRecvWr;
+    }
+
+    public int maxSendSge() {
+        return maxSendSge;
+    }
+
+    public int maxRecvSge() {
+        return maxRecvSge;
+    }
+
+    /** The inline capacity the provider granted. */
+    public int maxInlineData() {
+        return maxInlineData;
+    }
+
+    /** The raw {@code struct ibv_qp *}. */
+    public MemorySegment handle() {
+        ensureOpen("ibv_qp");
+        return handle;
+    }
+
+    // ---- state transitions ----------------------------------------------------------------
+
+    private void modify(MemorySegment attr, int mask, QueuePairState to) {
+        ensureOpen("ibv_modify_qp");
+        ibv_qp_attr.qp_state(attr, to.value());
+        try {
+            LibIbverbs.modifyQp(handle, attr, mask | MASK_STATE);
+        } catch (VerbsException e) {
+            throw new VerbsException("ibv_modify_qp", e.errno(), state + "->" + to + " of " + type + " QP " + qpNumber
+                    + " with attribute mask 0x" + Integer.toHexString(mask | MASK_STATE) + " refused", null);
+        }
+        state = to;
+    }
+
+    /**
+     * RESET→INIT for RC/UC: bound to {@code port}, granting peers {@code remoteAccess}
+     * (REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC; none by default: least privilege).
+     */
+    public void toInit(int port, Set<Access> remoteAccess) {
+        if (type == QueuePairType.UD) {
+            throw new VerbsException("ibv_modify_qp", Errno.EINVAL, "a UD queue pair takes a Q_Key, not access flags",
+                    "use toInitUd(port, qkey)");
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
+            ibv_qp_attr.pkey_index(attr, (short) 0);
+            ibv_qp_attr.port_num(attr, (byte) port);
+            ibv_qp_attr.qp_access_flags(attr, Access.mask(remoteAccess));
+            modify(attr, MASK_PKEY_INDEX | MASK_PORT | MASK_ACCESS_FLAGS, QueuePairState.INIT);
+            this.port = port;
+        }
+    }
+
+    /** RESET→INIT→RTR→RTS for UD with the given Q_Key and send PSN. */
+    public void activateUd(int port, int qkey, int sqPsn) {
+        if (type != QueuePairType.UD) {
+            throw new VerbsException("ibv_modify_qp", Errno.EINVAL, "activateUd is for UD queue pairs", "use connect()");
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
+            ibv_qp_attr.pkey_index(attr, (short) 0);
+            ibv_qp_attr.port_num(attr, (byte) port);
+            ibv_qp_attr.qkey(attr, qkey);
+            modify(attr, MASK_PKEY_INDEX | MASK_PORT | MASK_QKEY, QueuePairState.INIT);
+            this.port = port;
+            attr.fill((byte) 0);
+            modify(attr, 0, QueuePairState.RTR);
+            attr.fill((byte) 0);
+            ibv_qp_attr.sq_psn(attr, sqPsn & 0xffffff);
+            modify(attr, MASK_SQ_PSN, QueuePairState.RTS);
+        }
+    }
+
+    /** This side's connection data for {@code gidIndex} (-1: LID only) and starting PSN. */
+    public QueuePairEndpoint localEndpoint(int gidIndex, int psn) {
+        Context ctx = pd.context();
+        PortAttributes pa = ctx.queryPort(port);
+        Gid gid = gidIndex >= 0 ? ctx.queryGid(port, gidIndex) : null;
+        return new QueuePairEndpoint(qpNumber, psn & 0xffffff, pa.lid(), gid, pa.activeMtu());
+    }
+
+    private int rdAtomicDepth(ConnectOptions o, boolean initiator) {
+        DeviceAttributes d = pd.context().queryDevice();
+        int max = initiator ? d.maxQpInitRdAtom() : d.maxQpRdAtom();
+        int want = o.maxRdAtomic() > 0 ? o.maxRdAtomic() : 16;
+        return Math.max(0, Math.min(want, Math.min(max, 255)));
+    }
+
+    /** INIT→RTR: receive from {@code remote}. */
+    public void toRtr(QueuePairEndpoint remote, ConnectOptions o) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
+            Mtu mtu = o.mtu() != null ? o.mtu() : Mtu.min(pd.context().queryPort(port).activeMtu(), remote.mtu());
+            ibv_qp_attr.path_mtu(attr, mtu.value());
+            ibv_qp_attr.dest_qp_num(attr, remote.qpNumber());
+            ibv_qp_attr.rq_psn(attr, remote.psn());
+            boolean global = remote.gid() != null && o.gidIndex() >= 0;
+            new AddressVector(port, remote.lid(), global ? remote.gid() : null, Math.max(0, o.gidIndex()), o.hopLimit(),
+                    o.trafficClass(), o.serviceLevel()).write(ibv_qp_attr.ah_attr(attr));
+            int mask = MASK_AV | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN;
+            if (type == QueuePairType.RC) {
+                ibv_qp_attr.max_dest_rd_atomic(attr, (byte) rdAtomicDepth(o, false));
+                ibv_qp_attr.min_rnr_timer(attr, (byte) o.minRnrTimer());
+                mask |= MASK_MAX_DEST_RD_ATOMIC | MASK_MIN_RNR_TIMER;
+            }
+            modify(attr, mask, QueuePairState.RTR);
+        }
+    }
+
+    /** RTR→RTS: send, starting at {@code sqPsn}, with the options' timeout and bounded retries. */
+    public void toRts(int sqPsn, ConnectOptions o) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
+            ibv_qp_attr.sq_psn(attr, sqPsn & 0xffffff);
+            int mask = MASK_SQ_PSN;
+            if (type == QueuePairType.RC) {
+                ibv_qp_attr.timeout(attr, (byte) o.timeout());
+                ibv_qp_attr.retry_cnt(attr, (byte) o.retryCount());
+                ibv_qp_attr.rnr_retry(attr, (byte) o.rnrRetry());
+                ibv_qp_attr.max_rd_atomic(attr, (byte) rdAtomicDepth(o, true));
+                mask |= MASK_TIMEOUT | MASK_RETRY_CNT | MASK_RNR_RETRY | MASK_MAX_QP_RD_ATOMIC;
+            }
+            modify(attr, mask, QueuePairState.RTS);
+        }
+    }
+
+    /**
+     * RESET→INIT→RTR→RTS of an RC or UC queue pair against {@code remote}, the usual
+     * out-of-band-exchange setup: {@code local} is what this side sent to the peer.
+     */
+    public void connect(int port, Set<Access> remoteAccess, QueuePairEndpoint local, QueuePairEndpoint remote,
+                        ConnectOptions o) {
+        toInit(port, remoteAccess);
+        toRtr(remote, o);
+        toRts(local.psn(), o);
+    }
+
+    /** Moves to ERR: every outstanding work request completes with {@code IBV_WC_WR_FLUSH_ERR}. */
+    public void toError() {
+        try (Arena a = Arena.ofConfined()) {
+            modify(a.allocate(ibv_qp_attr.layout()), 0, QueuePairState.ERR);
+        }
+    }
+
+    /** Moves to RESET (from any state); the queues are emptied. */
+    public void reset() {
+        try (Arena a = Arena.ofConfined()) {
+            modify(a.allocate(ibv_qp_attr.layout()), 0, QueuePairState.RESET);
+        }
+    }
+
+    /** {@code ibv_query_qp}: the state, as the provider sees it, and the main attributes. */
+    public QueuePairAttributes query() {
+        ensureOpen("ibv_query_qp");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
+            MemorySegment init = a.allocate(ibv_qp_init_attr.layout());
+            int mask = MASK_STATE | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN | MASK_SQ_PSN | MASK_ACCESS_FLAGS
+                    | MASK_PORT | MASK_TIMEOUT | MASK_RETRY_CNT | MASK_RNR_RETRY | MASK_QKEY | MASK_CAP
+                    | MASK_MAX_QP_RD_ATOMIC | MASK_MAX_DEST_RD_ATOMIC;
+            LibIbverbs.queryQp(handle, attr, mask, init);
+            QueuePairState s = QueuePairState.of(ibv_qp_attr.qp_state(attr));
+            state = s;
+            MemorySegment cap = ibv_qp_attr.cap(attr);
+            return new QueuePairAttributes(s, ibv_qp_attr.path_mtu(attr) == 0 ? null : Mtu.of(ibv_qp_attr.path_mtu(attr)),
+                    ibv_qp_attr.dest_qp_num(attr), ibv_qp_attr.rq_psn(attr), ibv_qp_attr.sq_psn(attr),
+                    ibv_qp_attr.qp_access_flags(attr), Byte.toUnsignedInt(ibv_qp_attr.port_num(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.timeout(attr)), Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(attr)), ibv_qp_attr.qkey(attr),
+                    Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(attr)), ibv_qp_cap.max_send_wr(cap),
+                    ibv_qp_cap.max_recv_wr(cap), ibv_qp_cap.max_inline_data(cap));
+        }
+    }
+
+    // ---- data path ------------------------------------------------------------------------
+
+    /**
+     * {@code ibv_post_send} of the whole chain in one call. On failure the exception names the
+     * first request not posted (those before it were posted). Allocation-free on success.
+     */
+    public void postSend(SendWorkRequests wrs) {
+        if (!isOpen()) {
+            throw closedException("ibv_post_send");
+        }
+        if (wrs.isClosed()) {
+            throw new VerbsException("ibv_post_send", Errno.EBADF, "the SendWorkRequests is closed", "create a new one");
+        }
+        int n = wrs.count;
+        if (n == 0) {
+            return;
+        }
+        if (CHECKED) {
+            checkSend(wrs, n);
+        }
+        wrs.terminate();
+        int rc = InlineVerbs.postSend(postSendFn, address, wrs.address, badWrAddress);
+        wrs.relink();
+        if (rc != 0) {
+            throw postFailed("ibv_post_send", rc, wrs.indexOf(badWr.get(ADDRESS, 0).address()), n);
+        }
+    }
+
+    /** {@code ibv_post_recv} of the whole chain in one call; allocation-free on success. */
+    public void postRecv(ReceiveWorkRequests wrs) {
+        if (!isOpen()) {
+            throw closedException("ibv_post_recv");
+        }
+        if (wrs.isClosed()) {
+            throw new VerbsException("ibv_post_recv", Errno.EBADF, "the ReceiveWorkRequests is closed", "create a new one");
+        }
+        int n = wrs.count;
+        if (n == 0) {
+            return;
+        }
+        if (CHECKED) {
+            checkRecv(wrs, n);
+        }
+        wrs.terminate();
+        int rc = InlineVerbs.postRecv(postRecvFn, address, wrs.address, badWrAddress);
+        wrs.relink();
+        if (rc != 0) {
+            throw postFailed("ibv_post_recv", rc, wrs.indexOf(badWr.get(ADDRESS, 0).address()), n);
+        }
+    }
+
+    private static VerbsException postFailed(String verb, int rc, int index, int n) {
+        return VerbsException.of(verb, rc, index >= 0
+                ? "work request #" + index + " of " + n + " was not posted (nor those after it; those before it were)"
+                : "the chain of " + n + " was not posted");
+    }
+
+    private void checkSend(SendWorkRequests wrs, int n) {
+        QueuePairState s = state;
+        if (s != QueuePairState.RTS && s != QueuePairState.SQD && s != QueuePairState.ERR && s != QueuePairState.SQE) {
+            throw new VerbsException("ibv_post_send", Errno.EINVAL, "the queue pair is in " + s
+                    + "; sends need RTS", "connect it first (RESET->INIT->RTR->RTS)");
+        }
+        if (n > maxSendWr) {
+            throw new VerbsException("ibv_post_send", Errno.ENOMEM, "a chain of " + n + " exceeds the send queue of "
+                    + maxSendWr, null);
+        }
+        for (int i = 0; i < n; i++) {
+            int op = wrs.opcodeAt(i);
+            if (wrs.numSgeAt(i) > maxSendSge) {
+                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
+                        + " SGEs; the queue pair takes " + maxSendSge, "create the QP with a larger maxSendSge");
+            }
+            if ((wrs.flagsAt(i) & SendWorkRequests.FLAG_INLINE) != 0 && wrs.payloadAt(i) > maxInlineData) {
+                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.payloadAt(i)
+                        + " inline bytes; the queue pair takes " + maxInlineData, "create the QP with a larger maxInlineData");
+            }
+            if (type == QueuePairType.UD) {
+                if (op != SendWorkRequests.OP_SEND && op != SendWorkRequests.OP_SEND_WITH_IMM) {
+                    throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + ": a UD queue pair only sends",
+                            null);
+                }
+                if (wrs.udAhAt(i) == 0) {
+                    throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has no destination",
+                            "call destination(ah, qpn, qkey) on each UD request");
+                }
+            } else if (type == QueuePairType.UC && op >= SendWorkRequests.OP_RDMA_READ) {
+                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i
+                        + ": UC has no RDMA READ or atomics", "use an RC queue pair");
+            }
+        }
+    }
+
+    private void checkRecv(ReceiveWorkRequests wrs, int n) {
+        if (srq != null) {
+            throw new VerbsException("ibv_post_recv", Errno.EINVAL, "the queue pair receives through a shared receive queue",
+                    "post receives to the SharedReceiveQueue");
+        }
+        if (state == QueuePairState.RESET) {
+            throw new VerbsException("ibv_post_recv", Errno.EINVAL, "the queue pair is in RESET", "move it to INIT first");
+        }
+        if (n > maxRecvWr) {
+            throw new VerbsException("ibv_post_recv", Errno.ENOMEM, "a chain of " + n + " exceeds the receive queue of "
+                    + maxRecvWr, null);
+        }
+        for (int i = 0; i < n; i++) {
+            if (wrs.numSgeAt(i) > maxRecvSge) {
+                throw new VerbsException("ibv_post_recv", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
+                        + " SGEs; the queue pair takes " + maxRecvSge, "create the QP with a larger maxRecvSge");
+            }
+        }
+    }
+
+    @Override
+    void afterRelease() {
+        arena.close();
+    }
+}

@@ -1,0 +1,14 @@
+package org.verbs4j;
+
+/**
+ * What a peer needs to connect its queue pair to this one (the data RC/UC setup exchanges out
+ * of band): QP number, starting packet sequence number, LID (InfiniBand) and GID (RoCE, or
+ * global routing on InfiniBand), and the MTU this side can do. A value.
+ */
+public record QueuePairEndpoint(int qpNumber, int psn, int lid, Gid gid, Mtu mtu) {
+    public QueuePairEndpoint {
+        if ((psn & ~0xffffff) != 0) {
+            throw new IllegalArgumentException("a PSN has 24 bits: " + psn);
+        }
+    }
+}

@@ -1,0 +1,31 @@
+package org.verbs4j;
+
+/** The transport of a queue pair ({@code enum ibv_qp_type}). */
+public enum QueuePairType {
+    /** Reliable connected: every opcode, acknowledged, in order. */
+    RC(2),
+    /** Unreliable connected: SEND and RDMA WRITE, no acknowledgements. */
+    UC(3),
+    /** Unreliable datagram: SEND to any UD queue pair through an address handle, one MTU per message. */
+    UD(4);
+
+    private final int value;
+
+    QueuePairType(int value) {
+        this.value = value;
+    }
+
+    /** The {@code IBV_QPT_*} value. */
+    public int value() {
+        return value;
+    }
+
+    static QueuePairType of(int value) {
+        for (QueuePairType t : values()) {
+            if (t.value == value) {
+                return t;
+            }
+        }
+        throw new IllegalArgumentException("unsupported enum ibv_qp_type value: " + value);
+    }
+}

@@ -1,0 +1,378 @@
+package org.verbs4j;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_ATOMIC_COMPARE_ADD;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_ATOMIC_REMOTE_ADDR;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_ATOMIC_RKEY;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_ATOMIC_SWAP;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_FLAGS;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_IMM_DATA;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_NEXT;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_NUM_SGE;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_OPCODE;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_RDMA_REMOTE_ADDR;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_RDMA_RKEY;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_SG_LIST;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_AH;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QKEY;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QPN;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_ID;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_SIZE;
+import static org.verbs4j.natives.WorkRequestLayout.SGE_ADDR;
+import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
+import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
+import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.VerbsException;
+
+/**
+ * A preallocated chain of send work requests ({@code struct ibv_send_wr} with their
+ * {@code struct ibv_sge} lists), written in place and posted with one
+ * {@link QueuePair#postSend} call. Nothing is allocated per operation: a request is started with
+ * an opcode method ({@link #write}, {@link #send}, {@link #read}, …), given SGEs and flags with
+ * the methods that follow, and the whole chain is posted; {@link #clear()} starts over.
+ *
+ * <pre>{@code
+ * wrs.clear().write(1, remoteAddr, rkey).sge(mr, 0, 4096).signaled();
+ * qp.postSend(wrs);
+ * }</pre>
+ *
+ * <p>In checked mode each SGE is validated against its live {@link MemoryRegion} when it is
+ * added. Immediate data is given in host byte order (converted to the wire's big-endian here).
+ * Owns its native memory (freed by {@link #close()}); not thread-safe: one thread builds and
+ * posts it.
+ */
+public final class SendWorkRequests implements AutoCloseable {
+    /** {@code enum ibv_wr_opcode}. */
+    public static final int OP_RDMA_WRITE = 0, OP_RDMA_WRITE_WITH_IMM = 1, OP_SEND = 2, OP_SEND_WITH_IMM = 3,
+            OP_RDMA_READ = 4, OP_ATOMIC_CMP_AND_SWP = 5, OP_ATOMIC_FETCH_AND_ADD = 6;
+    /** {@code enum ibv_send_flags}. */
+    public static final int FLAG_FENCE = 1, FLAG_SIGNALED = 2, FLAG_SOLICITED = 4, FLAG_INLINE = 8;
+
+    private static final boolean CHECKED = Verbs.CHECKED;
+
+    private final Arena arena;
+    private final MemorySegment wrs;
+    private final MemorySegment sges;
+    final long address;
+    private final int capacity;
+    private final int maxSge;
+    private final long sgeStride;
+    int count;
+    private long cur;       // offset of the current WR in wrs
+    private long curSge;    // offset of the current WR's first SGE in sges
+    private int curSges;    // SGEs of the current WR
+    private int curOpcode;
+    private boolean closed;
+
+    /**
+     * @param capacity        the most work requests one chain holds
+     * @param maxSgePerRequest the most SGEs one request carries
+     */
+    public SendWorkRequests(int capacity, int maxSgePerRequest) {
+        if (capacity <= 0 || maxSgePerRequest <= 0) {
+            throw new IllegalArgumentException("capacity and maxSgePerRequest must be positive");
+        }
+        this.arena = Arena.ofShared();
+        this.capacity = capacity;
+        this.maxSge = maxSgePerRequest;
+        this.sgeStride = SGE_SIZE * maxSgePerRequest;
+        this.wrs = arena.allocate(SEND_WR_SIZE * capacity, 64);
+        this.sges = arena.allocate(sgeStride * capacity, 64);
+        this.address = wrs.address();
+        long sgeBase = sges.address();
+        for (int i = 0; i < capacity; i++) {
+            long o = SEND_WR_SIZE * i;
+            // next is pre-linked; QueuePair.postSend terminates the chain at count for the call
+            wrs.set(JAVA_LONG, o + SEND_NEXT, i + 1 < capacity ? address + SEND_WR_SIZE * (i + 1) : 0L);
+            wrs.set(JAVA_LONG, o + SEND_SG_LIST, sgeBase + sgeStride * i);
+        }
+    }
+
+    /** Empties the chain (the memory is reused). */
+    public SendWorkRequests clear() {
+        count = 0;
+        curSges = 0;
+        return this;
+    }
+
+    /** The number of requests in the chain. */
+    public int size() {
+        return count;
+    }
+
+    /** The most requests the chain holds. */
+    public int capacity() {
+        return capacity;
+    }
+
+    /** The most SGEs one request holds. */
+    public int maxSgePerRequest() {
+        return maxSge;
+    }
+
+    private void begin(long wrId, int opcode, int flags) {
+        if (closed) {
+            throw new VerbsException("ibv_post_send", Errno.EBADF, "the SendWorkRequests is closed", "create a new one");
+        }
+        if (count == capacity) {
+            throw new VerbsException("ibv_post_send", Errno.ENOMEM, "the chain already holds its capacity of "
+                    + capacity + " requests", "post it and clear() before adding more, or allocate a larger chain");
+        }
+        long o = SEND_WR_SIZE * count;
+        cur = o;
+        curSge = sgeStride * count;
+        curSges = 0;
+        curOpcode = opcode;
+        count++;
+        wrs.set(JAVA_LONG, o + SEND_WR_ID, wrId);
+        wrs.set(JAVA_INT, o + SEND_NUM_SGE, 0);
+        wrs.set(JAVA_INT, o + SEND_OPCODE, opcode);
+        wrs.set(JAVA_INT, o + SEND_FLAGS, flags);
+    }
+
+    /** Starts a SEND. */
+    public SendWorkRequests send(long wrId) {
+        begin(wrId, OP_SEND, 0);
+        return this;
+    }
+
+    /** Starts a SEND_WITH_IMM carrying {@code immediate} (host byte order). */
+    public SendWorkRequests sendWithImmediate(long wrId, int immediate) {
+        begin(wrId, OP_SEND_WITH_IMM, 0);
+        wrs.set(JAVA_INT, cur + SEND_IMM_DATA, Integer.reverseBytes(immediate));
+        return this;
+    }
+
+    /** Starts an RDMA_WRITE to {@code remoteAddress} in the peer's region {@code rkey}. */
+    public SendWorkRequests write(long wrId, long remoteAddress, int rkey) {
+        begin(wrId, OP_RDMA_WRITE, 0);
+        wrs.set(JAVA_LONG, cur + SEND_RDMA_REMOTE_ADDR, remoteAddress);
+        wrs.set(JAVA_INT, cur + SEND_RDMA_RKEY, rkey);
+        return this;
+    }
+
+    /** Starts an RDMA_WRITE_WITH_IMM: the peer's receive completes with {@code immediate}. */
+    public SendWorkRequests writeWithImmediate(long wrId, long remoteAddress, int rkey, int immediate) {
+        begin(wrId, OP_RDMA_WRITE_WITH_IMM, 0);
+        wrs.set(JAVA_LONG, cur + SEND_RDMA_REMOTE_ADDR, remoteAddress);
+        wrs.set(JAVA_INT, cur + SEND_RDMA_RKEY, rkey);
+        wrs.set(JAVA_INT, cur + SEND_IMM_DATA, Integer.reverseBytes(immediate));
+        return this;
+    }
+
+    /** Starts an RDMA_READ from {@code remoteAddress} into the SGEs that follow. */
+    public SendWorkRequests read(long wrId, long remoteAddress, int rkey) {
+        begin(wrId, OP_RDMA_READ, 0);
+        wrs.set(JAVA_LONG, cur + SEND_RDMA_REMOTE_ADDR, remoteAddress);
+        wrs.set(JAVA_INT, cur + SEND_RDMA_RKEY, rkey);
+        return this;
+    }
+
+    /**
+     * Starts an ATOMIC_CMP_AND_SWP on the 8 bytes at {@code remoteAddress} (8-byte aligned):
+     * if they equal {@code compare} they become {@code swap}; the old value lands in the one
+     * 8-byte SGE that must follow.
+     */
+    public SendWorkRequests compareAndSwap(long wrId, long remoteAddress, int rkey, long compare, long swap) {
+        begin(wrId, OP_ATOMIC_CMP_AND_SWP, 0);
+        atomic(remoteAddress, rkey, compare, swap);
+        return this;
+    }
+
+    /** Starts an ATOMIC_FETCH_AND_ADD of {@code add} to the 8 bytes at {@code remoteAddress}; the old value lands in the SGE. */
+    public SendWorkRequests fetchAndAdd(long wrId, long remoteAddress, int rkey, long add) {
+        begin(wrId, OP_ATOMIC_FETCH_AND_ADD, 0);
+        atomic(remoteAddress, rkey, add, 0L);
+        return this;
+    }
+
+    private void atomic(long remoteAddress, int rkey, long compareAdd, long swap) {
+        if (CHECKED && (remoteAddress & 7) != 0) {
+            count--;
+            throw new VerbsException("ibv_post_send", Errno.EINVAL, "atomic remote address 0x"
+                    + Long.toHexString(remoteAddress) + " is not 8-byte aligned", "atomics work on aligned 8-byte words");
+        }
+        wrs.set(JAVA_LONG, cur + SEND_ATOMIC_REMOTE_ADDR, remoteAddress);
+        wrs.set(JAVA_LONG, cur + SEND_ATOMIC_COMPARE_ADD, compareAdd);
+        wrs.set(JAVA_LONG, cur + SEND_ATOMIC_SWAP, swap);
+        wrs.set(JAVA_INT, cur + SEND_ATOMIC_RKEY, rkey);
+    }
+
+    private void ensureCurrent() {
+        if (count == 0) {
+            throw new IllegalStateException("start a work request first (send, write, read, compareAndSwap, ...)");
+        }
+    }
+
+    private void ensureSgeRoom() {
+        if (curSges == maxSge) {
+            throw new VerbsException("ibv_post_send", Errno.EINVAL, "the request already has its "
+                    + maxSge + " SGEs", "allocate the chain with more SGEs per request");
+        }
+    }
+
+    /** Adds the SGE {@code [offset, offset + length)} of a registered region to the current request. */
+    public SendWorkRequests sge(MemoryRegion mr, long offset, int length) {
+        ensureCurrent();
+        ensureSgeRoom();
+        if (CHECKED) {
+            mr.checkSge("ibv_post_send", offset, Integer.toUnsignedLong(length));
+            checkLocalAccess(mr, length);
+        }
+        long s = curSge + SGE_SIZE * curSges;
+        sges.set(JAVA_LONG, s + SGE_ADDR, mr.address() + offset);
+        sges.set(JAVA_INT, s + SGE_LENGTH, length);
+        sges.set(JAVA_INT, s + SGE_LKEY, mr.lkey());
+        wrs.set(JAVA_INT, cur + SEND_NUM_SGE, ++curSges);
+        return this;
+    }
+
+    private void checkLocalAccess(MemoryRegion mr, int length) {
+        boolean writesLocal = curOpcode == OP_RDMA_READ || curOpcode >= OP_ATOMIC_CMP_AND_SWP;
+        if (writesLocal && !mr.access().contains(Access.LOCAL_WRITE)) {
+            throw new VerbsException("ibv_post_send", Errno.EINVAL, "RDMA READ and atomics write into the local "
+                    + "buffer, but its region lacks LOCAL_WRITE", "register the region with Access.LOCAL_WRITE");
+        }
+        if (curOpcode >= OP_ATOMIC_CMP_AND_SWP && (length != 8 || curSges != 0)) {
+            throw new VerbsException("ibv_post_send", Errno.EINVAL, "an atomic takes exactly one 8-byte SGE",
+                    "give the atomic one SGE of length 8");
+        }
+    }
+
+    /**
+     * Adds {@code data} as inline payload (copied into the work queue entry at post time, so it
+     * need not be registered and may be reused as soon as postSend returns) and marks the request
+     * INLINE. The queue pair must have been created with enough {@code maxInlineData}.
+     */
+    public SendWorkRequests inline(MemorySegment data) {
+        ensureCurrent();
+        ensureSgeRoom();
+        if (CHECKED) {
+            if (!data.isNative() || !data.scope().isAlive()) {
+                throw new VerbsException("ibv_post_send", Errno.EFAULT, "inline data must be live native memory", null);
+            }
+            if (curOpcode == OP_RDMA_READ || curOpcode >= OP_ATOMIC_CMP_AND_SWP) {
+                throw new VerbsException("ibv_post_send", Errno.EINVAL, "only SEND and RDMA WRITE can be inline", null);
+            }
+        }
+        long s = curSge + SGE_SIZE * curSges;
+        sges.set(JAVA_LONG, s + SGE_ADDR, data.address());
+        sges.set(JAVA_INT, s + SGE_LENGTH, (int) data.byteSize());
+        sges.set(JAVA_INT, s + SGE_LKEY, 0);
+        wrs.set(JAVA_INT, cur + SEND_NUM_SGE, ++curSges);
+        flag(FLAG_INLINE);
+        return this;
+    }
+
+    private void flag(int f) {
+        ensureCurrent();
+        wrs.set(JAVA_INT, cur + SEND_FLAGS, wrs.get(JAVA_INT, cur + SEND_FLAGS) | f);
+    }
+
+    /** The current request produces a completion (else only on error, unless the QP signals all). */
+    public SendWorkRequests signaled() {
+        flag(FLAG_SIGNALED);
+        return this;
+    }
+
+    /** The current request waits for earlier RDMA READs and atomics of this QP to finish. */
+    public SendWorkRequests fence() {
+        flag(FLAG_FENCE);
+        return this;
+    }
+
+    /** The peer's receive raises a solicited event. */
+    public SendWorkRequests solicited() {
+        flag(FLAG_SOLICITED);
+        return this;
+    }
+
+    /** Addresses the current (UD) request: the address handle, the remote QP number and Q_Key. */
+    public SendWorkRequests destination(AddressHandle ah, int remoteQpn, int remoteQkey) {
+        ensureCurrent();
+        if (CHECKED && !ah.isOpen()) {
+            throw ah.closedException("ibv_post_send");
+        }
+        wrs.set(JAVA_LONG, cur + SEND_UD_AH, ah.address);
+        wrs.set(JAVA_INT, cur + SEND_UD_REMOTE_QPN, remoteQpn);
+        wrs.set(JAVA_INT, cur + SEND_UD_REMOTE_QKEY, remoteQkey);
+        return this;
+    }
+
+    // ---- used by QueuePair.postSend ------------------------------------------------------
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** Ends the chain after {@code count} requests for one post (restored by {@link #relink}). */
+    void terminate() {
+        wrs.set(JAVA_LONG, SEND_WR_SIZE * (count - 1) + SEND_NEXT, 0L);
+    }
+
+    void relink() {
+        int last = count - 1;
+        if (last + 1 < capacity) {
+            wrs.set(JAVA_LONG, SEND_WR_SIZE * last + SEND_NEXT, address + SEND_WR_SIZE * (last + 1));
+        }
+    }
+
+    int opcodeAt(int i) {
+        return wrs.get(JAVA_INT, SEND_WR_SIZE * i + SEND_OPCODE);
+    }
+
+    int flagsAt(int i) {
+        return wrs.get(JAVA_INT, SEND_WR_SIZE * i + SEND_FLAGS);
+    }
+
+    int numSgeAt(int i) {
+        return wrs.get(JAVA_INT, SEND_WR_SIZE * i + SEND_NUM_SGE);
+    }
+
+    long udAhAt(int i) {
+        return wrs.get(JAVA_LONG, SEND_WR_SIZE * i + SEND_UD_AH);
+    }
+
+    long payloadAt(int i) {
+        long total = 0;
+        long base = sgeStride * i;
+        for (int s = 0, n = numSgeAt(i); s < n; s++) {
+            total += Integer.toUnsignedLong(sges.get(JAVA_INT, base + SGE_SIZE * s + SGE_LENGTH));
+        }
+        return total;
+    }
+
+    /** The index of the request at native address {@code wr}, or -1. */
+    int indexOf(long wr) {
+        long d = wr - address;
+        return d >= 0 && d < SEND_WR_SIZE * count && d % SEND_WR_SIZE == 0 ? (int) (d / SEND_WR_SIZE) : -1;
+    }
+
+    /** The raw {@code struct ibv_send_wr} array. */
+    public MemorySegment segment() {
+        return wrs;
+    }
+
+    /** Frees the native memory; using it afterwards throws. */
+    @Override
+    public void close() {
+        if (closed) {
+            throw new VerbsException("SendWorkRequests.close", Errno.EBADF, "already closed", "close it once");
+        }
+        closed = true;
+        count = 0;
+        arena.close();
+    }
+
+    static {
+        if (ADDRESS.byteSize() != 8) {
+            throw new ExceptionInInitializerError("verbs4j needs a 64-bit platform");
+        }
+    }
+}
