@@ -31,8 +31,12 @@ public final class CompletionQueue extends NativeResource {
     private int unackedEvents;
 
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel) {
-        super(context, "completion queue", "ibv_destroy_cq", cq.reinterpret(ObjectLayout.CQ_SIZE), LibIbverbs::destroyCq,
-                channel);
+        this(context, cq, channel, LibIbverbs::destroyCq);
+    }
+
+    CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, Destroyer destroy) {
+        super(context, new NativeResource[] {channel}, "completion queue", "ibv_destroy_cq",
+                cq.reinterpret(ObjectLayout.CQ_SIZE), destroy, null);
         this.address = cq.address();
         MemorySegment ctx = context.handle;
         this.pollFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POLL_CQ);

@@ -33,7 +33,11 @@ public final class Context extends NativeResource {
     private final String deviceName;
 
     Context(MemorySegment ctx, String deviceName) {
-        super(null, "device context", "ibv_close_device", ctx.reinterpret(ContextLayout.SIZE), LibIbverbs::closeDevice, null);
+        this(ctx, deviceName, LibIbverbs::closeDevice);
+    }
+
+    Context(MemorySegment ctx, String deviceName, Destroyer destroy) {
+        super(null, "device context", "ibv_close_device", ctx.reinterpret(ContextLayout.SIZE), destroy, null);
         this.deviceName = deviceName;
     }
 

@@ -29,13 +29,20 @@ public final class MemoryRegion extends NativeResource {
     private final Set<Access> access;
 
     MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, long iova, Set<Access> access) {
-        super(pd, "memory region", "ibv_dereg_mr", mr.reinterpret(ObjectLayout.MR_SIZE), LibIbverbs::deregMr, segment);
+        this(pd, mr.reinterpret(ObjectLayout.MR_SIZE), segment, iova, access, LibIbverbs::deregMr,
+                mr.reinterpret(ObjectLayout.MR_SIZE).get(JAVA_INT, ObjectLayout.MR_LKEY),
+                mr.reinterpret(ObjectLayout.MR_SIZE).get(JAVA_INT, ObjectLayout.MR_RKEY));
+    }
+
+    MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, long iova, Set<Access> access,
+                 Destroyer destroy, int lkey, int rkey) {
+        super(pd, "memory region", "ibv_dereg_mr", mr, destroy, segment);
         this.segment = segment;
         this.address = segment.address();
         this.length = segment.byteSize();
         this.iova = iova;
-        this.lkey = handle.get(JAVA_INT, ObjectLayout.MR_LKEY);
-        this.rkey = handle.get(JAVA_INT, ObjectLayout.MR_RKEY);
+        this.lkey = lkey;
+        this.rkey = rkey;
         this.access = Set.copyOf(access);
     }
 

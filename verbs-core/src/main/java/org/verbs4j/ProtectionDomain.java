@@ -26,7 +26,11 @@ public final class ProtectionDomain extends NativeResource {
     private final Context context;
 
     ProtectionDomain(Context context, MemorySegment pd) {
-        super(context, "protection domain", "ibv_dealloc_pd", pd.reinterpret(16), LibIbverbs::deallocPd, null);
+        this(context, pd, LibIbverbs::deallocPd);
+    }
+
+    ProtectionDomain(Context context, MemorySegment pd, Destroyer destroy) {
+        super(context, "protection domain", "ibv_dealloc_pd", pd.reinterpret(16), destroy, null);
         this.context = context;
     }
 

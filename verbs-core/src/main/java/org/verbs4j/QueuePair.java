@@ -50,8 +50,13 @@ public final class QueuePair extends NativeResource {
 
     QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
               int maxRecvSge, int maxInlineData) {
+        this(pd, qp, init, maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, LibIbverbs::destroyQp);
+    }
+
+    QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
+              int maxRecvSge, int maxInlineData, Destroyer destroy) {
         super(pd, new NativeResource[] {init.sendCq, init.recvCq, init.srq}, "queue pair", "ibv_destroy_qp", qp,
-                LibIbverbs::destroyQp, null);
+                destroy, null);
         this.pd = pd;
         this.type = init.type;
         this.address = qp.address();
@@ -77,6 +82,10 @@ public final class QueuePair extends NativeResource {
     /** The QP number peers address. */
     public int qpNumber() {
         return qpNumber;
+    }
+
+    void assumeState(QueuePairState s) {
+        state = s;
     }
 
     /** The state as of the last transition made through this object or {@link #query()}. */

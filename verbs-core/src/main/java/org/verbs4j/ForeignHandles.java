@@ -1,0 +1,56 @@
+package org.verbs4j;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Set;
+import org.verbs4j.natives.ContextLayout;
+import org.verbs4j.natives.ObjectLayout;
+
+/**
+ * The escape hatch in the other direction: wraps verbs objects that were created outside
+ * verbs4j (by librdmacm's {@code rdma_create_qp}, by C code, by a test's stand-in provider) so
+ * that the allocation-free data path can be used on them. The wrappers BORROW their handles:
+ * closing them releases nothing native (the creator does), but they keep every other rule of
+ * their type (owners, use after close, checked mode).
+ *
+ * <p>The caller guarantees that each handle is a valid object of its type and outlives the
+ * wrapper. Stateless; any thread may call it.
+ */
+public final class ForeignHandles {
+    private static final NativeResource.Destroyer BORROWED = h -> { };
+
+    private ForeignHandles() {
+    }
+
+    /** Wraps a {@code struct ibv_context *}. */
+    public static Context context(MemorySegment ibvContext, String deviceName) {
+        return new Context(ibvContext.reinterpret(ContextLayout.SIZE), deviceName, BORROWED);
+    }
+
+    /** Wraps a {@code struct ibv_pd *} of {@code context}. */
+    public static ProtectionDomain protectionDomain(Context context, MemorySegment ibvPd) {
+        return new ProtectionDomain(context, ibvPd, BORROWED);
+    }
+
+    /** Wraps a {@code struct ibv_cq *} of {@code context} (no completion channel). */
+    public static CompletionQueue completionQueue(Context context, MemorySegment ibvCq) {
+        return new CompletionQueue(context, ibvCq.reinterpret(ObjectLayout.CQ_SIZE), null, BORROWED);
+    }
+
+    /**
+     * Wraps a {@code struct ibv_qp *} created with {@code init}'s shape and capacities, in
+     * {@code state} (what checked mode assumes until the next transition or query).
+     */
+    public static QueuePair queuePair(ProtectionDomain pd, MemorySegment ibvQp, QueuePairInit init,
+                                      QueuePairState state) {
+        QueuePair qp = new QueuePair(pd, ibvQp.reinterpret(ObjectLayout.QP_SIZE), init, init.maxSendWr, init.maxRecvWr,
+                init.maxSendSge, init.maxRecvSge, init.maxInlineData, BORROWED);
+        qp.assumeState(state);
+        return qp;
+    }
+
+    /** Wraps memory registered elsewhere under {@code lkey}/{@code rkey} (e.g. by C code). */
+    public static MemoryRegion memoryRegion(ProtectionDomain pd, MemorySegment segment, int lkey, int rkey,
+                                            Set<Access> access) {
+        return new MemoryRegion(pd, MemorySegment.NULL, segment, segment.address(), access, BORROWED, lkey, rkey);
+    }
+}
