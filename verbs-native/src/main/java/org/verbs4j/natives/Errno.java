@@ -32,9 +32,12 @@ public final class Errno {
     public static final Linker.Option CAPTURE_OPTION = Linker.Option.captureCallState("errno");
 
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final MethodHandle STRERROR = Linker.nativeLinker().downcallHandle(
-            Linker.nativeLinker().defaultLookup().find("strerror").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+    /** Linked on first use, so that describing an error never fails where native access is denied. */
+    private static final class StrError {
+        static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(
+                Linker.nativeLinker().defaultLookup().find("strerror").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+    }
     private static final ThreadLocal<MemorySegment> CAPTURE =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
 
@@ -97,10 +100,10 @@ public final class Errno {
     /** The C library's text for an errno ({@code strerror}). */
     public static String describe(int errno) {
         try {
-            MemorySegment s = (MemorySegment) STRERROR.invokeExact(errno);
+            MemorySegment s = (MemorySegment) StrError.HANDLE.invokeExact(errno);
             return s.equals(MemorySegment.NULL) ? "unknown error" : s.reinterpret(256).getString(0);
-        } catch (Throwable t) {
-            return "unknown error";
+        } catch (Throwable t) { // IllegalCallerException / its NoClassDefFoundError where native access is denied
+            return "no text: native access denied";
         }
     }
 

@@ -1,0 +1,419 @@
+package org.verbs4j.natives;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Test helper: the stand-in provider ({@code /c/standin_provider.c}, compiled once per JVM with
+ * {@link NativeToolchain} and loaded with {@code SymbolLookup.libraryLookup}) and a set of fake
+ * verbs objects it built: a {@code verbs_context}-backed {@code ibv_context} whose op slots point
+ * at the stand-in functions, an RC {@code ibv_qp}, an {@code ibv_cq} and an {@code ibv_srq}.
+ *
+ * <p>The stand-in's state (WQE ring, completion queue, last arguments, failure modes) is global
+ * to the process: use one instance at a time, from one thread. {@link #open} resets it;
+ * {@link #close} frees every object this instance made.
+ *
+ * <pre>{@code
+ * try (StandInProvider p = StandInProvider.open()) {
+ *     MemorySegment fn = InlineVerbs.contextOp(p.context(), ContextLayout.OPS_POST_SEND);
+ *     int rc = InlineVerbs.postSend(fn, p.qp().address(), wr.address(), badWr.address());
+ *     assertEquals(wr.address(), p.lastWr());
+ * }
+ * }</pre>
+ */
+public final class StandInProvider implements AutoCloseable {
+    /** The class-path resource holding the stand-in's C source. */
+    public static final String SOURCE_RESOURCE = "/c/standin_provider.c";
+    /** The qp_num of {@link #qp()}. */
+    public static final int QP_NUM = 0x4242;
+    /** The qp_type of {@link #qp()} (IBV_QPT_RC). */
+    public static final int QP_TYPE_RC = 2;
+    /** The cqe of {@link #cq()}. */
+    public static final int CQE = 256;
+    /** Size of a WQE in the stand-in's ring. */
+    public static final int WQE_SIZE = 64;
+
+    /** The stand-in ops, as counted by {@link #calls(Op)}. */
+    public enum Op {
+        POST_SEND, POST_RECV, POST_SRQ_RECV, POLL_CQ, REQ_NOTIFY_CQ, QUERY_PORT, QUERY_DEVICE_EX, CREATE_CQ_EX
+    }
+
+    /** The extended ops whose {@code verbs_get_ctx_op} result {@link #referenceCtxOp} reports. */
+    public enum ExtendedOp {
+        QUERY_PORT(0), QUERY_DEVICE_EX(1), CREATE_CQ_EX(2);
+
+        final int code;
+
+        ExtendedOp(int code) {
+            this.code = code;
+        }
+    }
+
+    /**
+     * One WQE of the ring, as post_send copied it from a work request.
+     *
+     * @param opcode       the IBV_WR_* opcode
+     * @param imm          imm_data as stored in the WR (big-endian on the wire)
+     * @param totalLength  the sum of the WR's SGE lengths
+     */
+    public record Wqe(long wrId, long addr, int length, int lkey, int opcode, int sendFlags, long remoteAddr,
+                      int rkey, int imm, int numSge, int totalLength) {
+    }
+
+    private static volatile Library library;
+
+    private final Library lib;
+    private final MemorySegment context;
+    private final MemorySegment qp;
+    private final MemorySegment cq;
+    private final MemorySegment srq;
+    private final boolean extended;
+    private final List<MemorySegment> owned = new ArrayList<>();
+    private boolean closed;
+
+    private StandInProvider(Library lib, boolean extended) {
+        this.lib = lib;
+        this.extended = extended;
+        lib.voidCall("standin_reset");
+        this.context = makeContext(extended);
+        this.qp = makeQp(context, QP_NUM, QP_TYPE_RC);
+        this.cq = makeCq(context, CQE);
+        this.srq = makeSrq(context);
+    }
+
+    /** An extended ({@code verbs_context}) stand-in context with a qp, cq and srq; state reset. */
+    public static StandInProvider open() {
+        return open(true);
+    }
+
+    /**
+     * A stand-in context with a qp, cq and srq; state reset. Calls
+     * {@link NativeToolchain#requireToolchain()} first (fails in CI, skips elsewhere, when gcc or
+     * the headers are missing).
+     *
+     * @param extended whether the context is a {@code verbs_context} with abi_compat = -1 (and
+     *                 query_port/query_device_ex/create_cq_ex ops), else a plain one (abi_compat NULL)
+     */
+    public static StandInProvider open(boolean extended) {
+        return new StandInProvider(library(), extended);
+    }
+
+    private static Library library() {
+        Library l = library;
+        if (l == null) {
+            synchronized (StandInProvider.class) {
+                l = library;
+                if (l == null) {
+                    NativeToolchain.requireToolchain();
+                    Path so = NativeToolchain.compileResourceSharedLibrary(SOURCE_RESOURCE);
+                    library = l = new Library(so, SymbolLookup.libraryLookup(so, Arena.global()));
+                }
+            }
+        }
+        return l;
+    }
+
+    /** The compiled stand-in library (compiled and loaded on first use). */
+    public static Path libraryPath() {
+        return library().path;
+    }
+
+    /** The stand-in library's symbols (e.g. {@code standin_post_send}). */
+    public static SymbolLookup lookup() {
+        return library().lookup;
+    }
+
+    /** The address of an exported stand-in function, e.g. {@code symbol("standin_poll_cq")}. */
+    public static MemorySegment symbol(String name) {
+        return library().lookup.findOrThrow(name);
+    }
+
+    /**
+     * A downcall handle on {@code long long standin_c_loop(qp, cq, int iterations, int chain,
+     * void *buf, uint32_t lkey)}, type {@code (long, long, int, int, long, int)long}: per
+     * iteration, {@code chain} RDMA_WRITE WRs (64-byte SGE, last signaled) posted with verbs.h's
+     * inline ibv_post_send and the completion reaped with ibv_poll_cq; returns the completions
+     * seen (== iterations) or a negative error.
+     */
+    public static MethodHandle cLoopHandle() {
+        return library().cLoop;
+    }
+
+    // ---- the objects -------------------------------------------------------------------
+
+    /** Whether {@link #context()} is an extended context. */
+    public boolean extended() {
+        return extended;
+    }
+
+    /** The fake {@code struct ibv_context*} ({@code ContextLayout.SIZE} bytes). */
+    public MemorySegment context() {
+        return context;
+    }
+
+    /** The fake {@code struct ibv_qp*} (context set, qp_num {@link #QP_NUM}, RC, state RTS). */
+    public MemorySegment qp() {
+        return qp;
+    }
+
+    /** The fake {@code struct ibv_cq*} (context set, cqe {@link #CQE}). */
+    public MemorySegment cq() {
+        return cq;
+    }
+
+    /** The fake {@code struct ibv_srq*} (context set). */
+    public MemorySegment srq() {
+        return srq;
+    }
+
+    /** Another stand-in context (freed on close). */
+    public MemorySegment makeContext(boolean extended) {
+        return own(lib.ptrCall("standin_make_context", extended ? 1 : 0), ContextLayout.SIZE);
+    }
+
+    /** Another fake qp on {@code ctx} (freed on close). */
+    public MemorySegment makeQp(MemorySegment ctx, int qpNum, int qpType) {
+        return own(lib.ptrCall("standin_make_qp", ctx.address(), qpNum, qpType), ObjectLayout.QP_SIZE);
+    }
+
+    /** Another fake cq on {@code ctx} (freed on close). */
+    public MemorySegment makeCq(MemorySegment ctx, int cqe) {
+        return own(lib.ptrCall("standin_make_cq", ctx.address(), cqe), ObjectLayout.CQ_SIZE);
+    }
+
+    /** Another fake srq on {@code ctx} (freed on close). */
+    public MemorySegment makeSrq(MemorySegment ctx) {
+        return own(lib.ptrCall("standin_make_srq", ctx.address()), 128);
+    }
+
+    /**
+     * Frees an object made by this instance now (or, for one it did not make, such as a
+     * {@code create_cq_ex} result, hands it to {@code standin_free}).
+     */
+    public void free(MemorySegment object) {
+        owned.removeIf(s -> s.address() == object.address());
+        lib.voidCall("standin_free", object.address());
+    }
+
+    private MemorySegment own(long address, long size) {
+        if (address == 0) {
+            throw new IllegalStateException("the stand-in could not allocate");
+        }
+        MemorySegment s = MemorySegment.ofAddress(address).reinterpret(size);
+        owned.add(s);
+        return s;
+    }
+
+    /** Sets {@code verbs_context.sz} of a stand-in context (to test verbs_get_ctx_op's size check). */
+    public void setVerbsContextSz(MemorySegment ctx, long sz) {
+        lib.voidCall("standin_set_vctx_sz", ctx.address(), sz);
+    }
+
+    /** What verbs.h's own {@code verbs_get_ctx_op(ctx, op)} returns for {@code ctx} (0 for NULL). */
+    public long referenceCtxOp(MemorySegment ctx, ExtendedOp op) {
+        return lib.ptrCall("standin_ref_ctx_op", ctx.address(), op.code);
+    }
+
+    /** What verbs.h's own {@code verbs_get_ctx(ctx)} returns for {@code ctx} (0 for NULL). */
+    public long referenceVerbsGetCtx(MemorySegment ctx) {
+        return lib.ptrCall("standin_ref_ctx_op", ctx.address(), -1);
+    }
+
+    // ---- controls ----------------------------------------------------------------------
+
+    /** Clears the ring, the queues, the counters, the last arguments and every failure mode. */
+    public void reset() {
+        lib.voidCall("standin_reset");
+    }
+
+    /**
+     * post_send, post_recv and post_srq_recv stop at WR #{@code index} (0-based), set
+     * {@code *bad_wr} to it and return {@code errno}; a negative index turns it off.
+     */
+    public void failPostAt(int index, int errno) {
+        lib.voidCall("standin_fail_post_at", index, errno);
+    }
+
+    /** poll_cq returns {@code rc} (negative) without polling; 0 turns it off. */
+    public void failPoll(int rc) {
+        lib.voidCall("standin_fail_poll", rc);
+    }
+
+    /**
+     * query_port, query_device_ex and req_notify_cq return {@code rc}; create_cq_ex sets errno to
+     * it and returns NULL; 0 turns it off.
+     */
+    public void setControlRc(int rc) {
+        lib.voidCall("standin_set_control_rc", rc);
+    }
+
+    /** Queues a completion (e.g. an error status) for the next poll; 0, or ENOMEM when full. */
+    public int queueCompletion(long wrId, int status, int opcode, int byteLen, int qpNum) {
+        return (int) lib.call("standin_queue_completion", wrId, status, opcode, byteLen, qpNum);
+    }
+
+    /**
+     * Completes the oldest posted receive WR (IBV_WC_RECV, or IBV_WC_RECV_RDMA_WITH_IMM with
+     * {@code imm}); returns its wr_id, or -1 when none is posted.
+     */
+    public long deliverRecv(int byteLen, boolean withImm, int imm) {
+        return (long) lib.call("standin_deliver_recv", byteLen, withImm ? 1 : 0, imm);
+    }
+
+    // ---- what the ops saw ----------------------------------------------------------------
+
+    /** How many times an op was called since the last reset. */
+    public long calls(Op op) {
+        return (long) lib.call("standin_calls", op.ordinal());
+    }
+
+    /** WQEs written since the last reset. */
+    public long wqeCount() {
+        return (long) lib.call("standin_wqe_count");
+    }
+
+    /** WQE #{@code index} (0-based since reset; the ring keeps the last 1024). */
+    public Wqe wqe(long index) {
+        MemorySegment w = MemorySegment.ofAddress(lib.ptrCall("standin_wqe", index)).reinterpret(WQE_SIZE);
+        return new Wqe(w.get(JAVA_LONG, 0), w.get(JAVA_LONG, 8), w.get(JAVA_INT, 16), w.get(JAVA_INT, 20),
+                w.get(JAVA_INT, 24), w.get(JAVA_INT, 28), w.get(JAVA_LONG, 32), w.get(JAVA_INT, 40),
+                w.get(JAVA_INT, 44), w.get(JAVA_INT, 48), w.get(JAVA_INT, 52));
+    }
+
+    /** Completions waiting to be polled. */
+    public int pendingCompletions() {
+        return (int) lib.call("standin_pending_completions");
+    }
+
+    /** Receive WRs posted (to a qp or the srq) and not yet delivered. */
+    public int pendingRecvs() {
+        return (int) lib.call("standin_pending_recvs");
+    }
+
+    public long lastQp() { return lib.ptrCall("standin_last_qp"); }
+    public long lastWr() { return lib.ptrCall("standin_last_wr"); }
+    public long lastBadWrPtr() { return lib.ptrCall("standin_last_bad_wr_ptr"); }
+    public long lastRecvQp() { return lib.ptrCall("standin_last_recv_qp"); }
+    public long lastRecvWr() { return lib.ptrCall("standin_last_recv_wr"); }
+    public long lastRecvBadWrPtr() { return lib.ptrCall("standin_last_recv_bad_wr_ptr"); }
+    public long lastSrq() { return lib.ptrCall("standin_last_srq"); }
+    public long lastSrqWr() { return lib.ptrCall("standin_last_srq_wr"); }
+    public long lastSrqBadWrPtr() { return lib.ptrCall("standin_last_srq_bad_wr_ptr"); }
+    public long lastCq() { return lib.ptrCall("standin_last_cq"); }
+    public int lastNumEntries() { return (int) lib.call("standin_last_num_entries"); }
+    public long lastWcPtr() { return lib.ptrCall("standin_last_wc_ptr"); }
+    public long lastNotifyCq() { return lib.ptrCall("standin_last_notify_cq"); }
+    /** The solicited_only argument of the last req_notify_cq (-1 after a reset). */
+    public int lastSolicited() { return (int) lib.call("standin_last_solicited"); }
+    public long lastPortCtx() { return lib.ptrCall("standin_last_port_ctx"); }
+    /** The port_num of the last query_port (-1 after a reset). */
+    public int lastPortNum() { return (int) lib.call("standin_last_port_num"); }
+    public long lastPortAttrPtr() { return lib.ptrCall("standin_last_port_attr_ptr"); }
+    public long lastPortAttrSize() { return lib.ptrCall("standin_last_port_attr_size"); }
+    public long lastQueryDeviceExCtx() { return lib.ptrCall("standin_last_query_device_ex_ctx"); }
+    public long lastQueryDeviceExInput() { return lib.ptrCall("standin_last_query_device_ex_input"); }
+    public long lastQueryDeviceExAttr() { return lib.ptrCall("standin_last_query_device_ex_attr"); }
+    public long lastQueryDeviceExAttrSize() { return lib.ptrCall("standin_last_query_device_ex_attr_size"); }
+    public long lastCreateCqExCtx() { return lib.ptrCall("standin_last_create_cq_ex_ctx"); }
+    public long lastCreateCqExAttr() { return lib.ptrCall("standin_last_create_cq_ex_attr"); }
+
+    /** Runs the C baseline loop ({@link #cLoopHandle()}) on this instance's qp and cq. */
+    public long cLoop(int iterations, int chain, MemorySegment buf, int lkey) {
+        try {
+            return (long) lib.cLoop.invokeExact(qp.address(), cq.address(), iterations, chain, buf.address(), lkey);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** Frees every object this instance made. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        // objects first, contexts last (a context must outlive its objects' users)
+        List<MemorySegment> rest = new ArrayList<>(owned);
+        owned.clear();
+        for (int i = rest.size() - 1; i >= 0; i--) {
+            lib.voidCall("standin_free", rest.get(i).address());
+        }
+    }
+
+    // ---- the library ------------------------------------------------------------------------
+
+    private static final class Library {
+        final Path path;
+        final SymbolLookup lookup;
+        final MethodHandle cLoop;
+        private final Map<String, MethodHandle> handles = new ConcurrentHashMap<>();
+
+        Library(Path path, SymbolLookup lookup) {
+            this.path = path;
+            this.lookup = lookup;
+            this.cLoop = Linker.nativeLinker().downcallHandle(lookup.findOrThrow("standin_c_loop"),
+                    FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
+        }
+
+        private static final Map<String, FunctionDescriptor> SIGNATURES = Map.ofEntries(
+                Map.entry("standin_reset", FunctionDescriptor.ofVoid()),
+                Map.entry("standin_fail_post_at", FunctionDescriptor.ofVoid(JAVA_INT, JAVA_INT)),
+                Map.entry("standin_fail_poll", FunctionDescriptor.ofVoid(JAVA_INT)),
+                Map.entry("standin_set_control_rc", FunctionDescriptor.ofVoid(JAVA_INT)),
+                Map.entry("standin_calls", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_wqe_count", FunctionDescriptor.of(JAVA_LONG)),
+                Map.entry("standin_wqe", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG)),
+                Map.entry("standin_pending_completions", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_pending_recvs", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_queue_completion",
+                        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT)),
+                Map.entry("standin_deliver_recv", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT)),
+                Map.entry("standin_last_num_entries", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_solicited", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_port_num", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_make_context", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_make_qp", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT)),
+                Map.entry("standin_make_cq", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_make_srq", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG)),
+                Map.entry("standin_free", FunctionDescriptor.ofVoid(JAVA_LONG)),
+                Map.entry("standin_set_vctx_sz", FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG)),
+                Map.entry("standin_ref_ctx_op", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT)));
+
+        private MethodHandle handle(String name) {
+            return handles.computeIfAbsent(name, n -> {
+                FunctionDescriptor fd = SIGNATURES.getOrDefault(n, FunctionDescriptor.of(JAVA_LONG));
+                return Linker.nativeLinker().downcallHandle(lookup.findOrThrow(n), fd);
+            });
+        }
+
+        Object call(String name, Object... args) {
+            try {
+                return handle(name).invokeWithArguments(args);
+            } catch (Throwable t) {
+                throw new IllegalStateException("calling " + name, t);
+            }
+        }
+
+        void voidCall(String name, Object... args) {
+            call(name, args);
+        }
+
+        /** For functions returning a pointer or size_t (as a long). */
+        long ptrCall(String name, Object... args) {
+            return (long) call(name, args);
+        }
+    }
+}

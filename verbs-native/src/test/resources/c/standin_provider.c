@@ -1,0 +1,590 @@
+/*
+ * A stand-in libibverbs provider for host tests and benchmarks (no RDMA device needed).
+ *
+ * It builds fake verbs objects (a struct verbs_context-backed struct ibv_context, ibv_qp,
+ * ibv_cq, ibv_srq) whose provider op slots point at the stand-in functions below, so code that
+ * dispatches the static inline verbs through ctx->ops (or the verbs_context ops before ctx)
+ * reaches them with the caller's arguments. Every op records its last arguments, readable
+ * through the exported standin_last_* getters.
+ *
+ * post_send walks the WR chain; for each WR it copies a 64-byte "WQE" into a ring and, for a
+ * signaled WR, queues a successful completion (wr_id, the IBV_WC_* opcode of the IBV_WR_*
+ * opcode, byte_len = sum of the SGE lengths). poll_cq dequeues up to num_entries of them.
+ * post_recv / post_srq_recv queue the receive WRs; standin_deliver_recv() turns the oldest into
+ * an IBV_WC_RECV completion.
+ *
+ * State is process-global and not thread-safe: one test (or one benchmark thread) at a time.
+ *
+ * Build: gcc -O2 -fPIC -shared -o libstandin_provider.so standin_provider.c
+ * (needs only the libibverbs headers; it does not link against libibverbs).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- the WQE ring -------------------------------------------------------------------- */
+
+struct standin_wqe {            /* 64 bytes */
+    uint64_t wr_id;             /*  0 */
+    uint64_t addr;              /*  8  first SGE */
+    uint32_t length;            /* 16  first SGE */
+    uint32_t lkey;              /* 20  first SGE */
+    uint32_t opcode;            /* 24  IBV_WR_* */
+    uint32_t send_flags;        /* 28 */
+    uint64_t remote_addr;       /* 32  wr.rdma.remote_addr */
+    uint32_t rkey;              /* 40  wr.rdma.rkey */
+    uint32_t imm;               /* 44  imm_data (as stored, big-endian) */
+    uint32_t num_sge;           /* 48 */
+    uint32_t total_length;      /* 52  sum of SGE lengths */
+    uint64_t reserved;          /* 56 */
+};
+_Static_assert(sizeof(struct standin_wqe) == 64, "WQE must be 64 bytes");
+
+#define RING_ENTRIES 1024u
+#define CQ_CAPACITY 4096u
+#define RQ_CAPACITY 4096u
+
+struct standin_cqe {
+    uint64_t wr_id;
+    uint32_t status;
+    uint32_t opcode;
+    uint32_t byte_len;
+    uint32_t imm;
+    uint32_t qp_num;
+    uint32_t wc_flags;
+};
+
+struct standin_rqe {
+    uint64_t wr_id;
+    uint64_t addr;
+    uint32_t length;
+    uint32_t num_sge;
+    uint32_t qp_num;
+};
+
+static struct standin_wqe ring[RING_ENTRIES];
+static uint64_t ring_count;                /* WQEs written since reset */
+static struct standin_cqe cq_q[CQ_CAPACITY];
+static uint64_t cq_head, cq_tail;           /* tail - head = completions pending */
+static struct standin_rqe rq_q[RQ_CAPACITY];
+static uint64_t rq_head, rq_tail;
+
+/* failure modes */
+static int fail_post_index = -1, fail_post_errno;
+static int fail_poll_rc;
+static int control_rc;
+
+/* last arguments */
+enum {
+    OP_POST_SEND, OP_POST_RECV, OP_POST_SRQ_RECV, OP_POLL_CQ, OP_REQ_NOTIFY_CQ,
+    OP_QUERY_PORT, OP_QUERY_DEVICE_EX, OP_CREATE_CQ_EX, OP_COUNT
+};
+static long long calls[OP_COUNT];
+static void *last_qp, *last_wr, *last_bad_wr_ptr;
+static void *last_recv_qp, *last_recv_wr, *last_recv_bad_wr_ptr;
+static void *last_srq, *last_srq_wr, *last_srq_bad_wr_ptr;
+static void *last_cq, *last_wc_ptr;
+static int last_num_entries;
+static void *last_notify_cq;
+static int last_solicited;
+static void *last_port_ctx, *last_port_attr_ptr;
+static int last_port_num;
+static size_t last_port_attr_size;
+static void *last_qdx_ctx, *last_qdx_input, *last_qdx_attr;
+static size_t last_qdx_attr_size;
+static void *last_ccx_ctx, *last_ccx_attr;
+
+static uint32_t wc_opcode_of(enum ibv_wr_opcode op)
+{
+    switch (op) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_SEND_WITH_INV: return IBV_WC_SEND;
+    case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+    case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
+    case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
+    case IBV_WR_TSO: return IBV_WC_TSO;
+    case IBV_WR_ATOMIC_WRITE: return IBV_WC_ATOMIC_WRITE;
+    default: return IBV_WC_DRIVER1;
+    }
+}
+
+static int push_cqe(uint64_t wr_id, uint32_t status, uint32_t opcode, uint32_t byte_len,
+                    uint32_t imm, uint32_t qp_num, uint32_t wc_flags)
+{
+    if (cq_tail - cq_head >= CQ_CAPACITY)
+        return ENOMEM;
+    struct standin_cqe *e = &cq_q[cq_tail++ % CQ_CAPACITY];
+    e->wr_id = wr_id;
+    e->status = status;
+    e->opcode = opcode;
+    e->byte_len = byte_len;
+    e->imm = imm;
+    e->qp_num = qp_num;
+    e->wc_flags = wc_flags;
+    return 0;
+}
+
+/* ---- provider ops ---------------------------------------------------------------------- */
+
+EXPORT int standin_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+    calls[OP_POST_SEND]++;
+    last_qp = qp;
+    last_wr = wr;
+    last_bad_wr_ptr = bad_wr;
+    int index = 0;
+    for (; wr; wr = wr->next, index++) {
+        if (index == fail_post_index) {
+            *bad_wr = wr;
+            return fail_post_errno;
+        }
+        uint32_t total = 0;
+        for (int i = 0; i < wr->num_sge; i++)
+            total += wr->sg_list[i].length;
+        if ((wr->send_flags & IBV_SEND_SIGNALED) && cq_tail - cq_head >= CQ_CAPACITY) {
+            *bad_wr = wr;
+            return ENOMEM;
+        }
+        struct standin_wqe *w = &ring[ring_count++ % RING_ENTRIES];
+        w->wr_id = wr->wr_id;
+        if (wr->num_sge > 0) {
+            w->addr = wr->sg_list[0].addr;
+            w->length = wr->sg_list[0].length;
+            w->lkey = wr->sg_list[0].lkey;
+        } else {
+            w->addr = 0;
+            w->length = 0;
+            w->lkey = 0;
+        }
+        w->opcode = wr->opcode;
+        w->send_flags = wr->send_flags;
+        w->remote_addr = wr->wr.rdma.remote_addr;
+        w->rkey = wr->wr.rdma.rkey;
+        w->imm = wr->imm_data;
+        w->num_sge = (uint32_t)wr->num_sge;
+        w->total_length = total;
+        w->reserved = 0;
+        if (wr->send_flags & IBV_SEND_SIGNALED)
+            push_cqe(wr->wr_id, IBV_WC_SUCCESS, wc_opcode_of(wr->opcode), total, 0,
+                     qp ? qp->qp_num : 0, 0);
+    }
+    return 0;
+}
+
+static int queue_recv(struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr, uint32_t qp_num)
+{
+    int index = 0;
+    for (; wr; wr = wr->next, index++) {
+        if (index == fail_post_index) {
+            *bad_wr = wr;
+            return fail_post_errno;
+        }
+        if (rq_tail - rq_head >= RQ_CAPACITY) {
+            *bad_wr = wr;
+            return ENOMEM;
+        }
+        struct standin_rqe *r = &rq_q[rq_tail++ % RQ_CAPACITY];
+        r->wr_id = wr->wr_id;
+        r->addr = wr->num_sge > 0 ? wr->sg_list[0].addr : 0;
+        r->length = wr->num_sge > 0 ? wr->sg_list[0].length : 0;
+        r->num_sge = (uint32_t)wr->num_sge;
+        r->qp_num = qp_num;
+    }
+    return 0;
+}
+
+EXPORT int standin_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+    calls[OP_POST_RECV]++;
+    last_recv_qp = qp;
+    last_recv_wr = wr;
+    last_recv_bad_wr_ptr = bad_wr;
+    return queue_recv(wr, bad_wr, qp ? qp->qp_num : 0);
+}
+
+EXPORT int standin_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+    calls[OP_POST_SRQ_RECV]++;
+    last_srq = srq;
+    last_srq_wr = wr;
+    last_srq_bad_wr_ptr = bad_wr;
+    return queue_recv(wr, bad_wr, 0);
+}
+
+EXPORT int standin_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
+{
+    calls[OP_POLL_CQ]++;
+    last_cq = cq;
+    last_num_entries = num_entries;
+    last_wc_ptr = wc;
+    if (fail_poll_rc != 0)
+        return fail_poll_rc;
+    int n = 0;
+    while (n < num_entries && cq_head != cq_tail) {
+        struct standin_cqe *e = &cq_q[cq_head++ % CQ_CAPACITY];
+        struct ibv_wc *w = &wc[n++];
+        memset(w, 0, sizeof(*w));
+        w->wr_id = e->wr_id;
+        w->status = (enum ibv_wc_status)e->status;
+        w->opcode = (enum ibv_wc_opcode)e->opcode;
+        w->byte_len = e->byte_len;
+        w->imm_data = e->imm;
+        w->qp_num = e->qp_num;
+        w->wc_flags = e->wc_flags;
+    }
+    return n;
+}
+
+EXPORT int standin_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+    calls[OP_REQ_NOTIFY_CQ]++;
+    last_notify_cq = cq;
+    last_solicited = solicited_only;
+    return control_rc;
+}
+
+EXPORT int standin_query_port(struct ibv_context *context, uint8_t port_num,
+                              struct ibv_port_attr *port_attr, size_t port_attr_len)
+{
+    calls[OP_QUERY_PORT]++;
+    last_port_ctx = context;
+    last_port_num = port_num;
+    last_port_attr_ptr = port_attr;
+    last_port_attr_size = port_attr_len;
+    if (control_rc != 0)
+        return control_rc;
+    struct ibv_port_attr a;
+    memset(&a, 0, sizeof(a));
+    a.state = IBV_PORT_ACTIVE;
+    a.max_mtu = IBV_MTU_4096;
+    a.active_mtu = IBV_MTU_1024;
+    a.gid_tbl_len = 16;
+    a.lid = 0x1234;
+    a.link_layer = IBV_LINK_LAYER_ETHERNET;
+    a.port_cap_flags2 = 0xBEEF; /* only visible when the caller passed the full size */
+    size_t n = port_attr_len < sizeof(a) ? port_attr_len : sizeof(a);
+    memcpy(port_attr, &a, n);
+    return 0;
+}
+
+EXPORT int standin_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
+                                   struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+    calls[OP_QUERY_DEVICE_EX]++;
+    last_qdx_ctx = context;
+    last_qdx_input = (void *)input;
+    last_qdx_attr = attr;
+    last_qdx_attr_size = attr_size;
+    if (control_rc != 0)
+        return control_rc;
+    struct ibv_device_attr_ex a;
+    memset(&a, 0, sizeof(a));
+    strcpy(a.orig_attr.fw_ver, "standin-fw 1.0");
+    a.orig_attr.max_qp = 4242;
+    a.orig_attr.max_cqe = 65535;
+    a.orig_attr.max_sge = 30;
+    a.orig_attr.phys_port_cnt = 1;
+    a.completion_timestamp_mask = 0xABCDEF;
+    a.max_dm_size = 0x10000;
+    size_t n = attr_size < sizeof(a) ? attr_size : sizeof(a);
+    memcpy(attr, &a, n);
+    return 0;
+}
+
+EXPORT struct ibv_cq_ex *standin_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *init_attr)
+{
+    calls[OP_CREATE_CQ_EX]++;
+    last_ccx_ctx = context;
+    last_ccx_attr = init_attr;
+    if (control_rc != 0) {
+        errno = control_rc;
+        return NULL;
+    }
+    struct ibv_cq_ex *cq = calloc(1, sizeof(*cq));
+    if (!cq) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    cq->context = context;
+    cq->cqe = init_attr ? (int)init_attr->cqe : 0;
+    cq->cq_context = init_attr ? init_attr->cq_context : NULL;
+    return cq;
+}
+
+/* ---- controls and getters ---------------------------------------------------------------- */
+
+EXPORT void standin_reset(void)
+{
+    memset(ring, 0, sizeof(ring));
+    ring_count = 0;
+    cq_head = cq_tail = 0;
+    rq_head = rq_tail = 0;
+    fail_post_index = -1;
+    fail_post_errno = 0;
+    fail_poll_rc = 0;
+    control_rc = 0;
+    memset(calls, 0, sizeof(calls));
+    last_qp = last_wr = last_bad_wr_ptr = NULL;
+    last_recv_qp = last_recv_wr = last_recv_bad_wr_ptr = NULL;
+    last_srq = last_srq_wr = last_srq_bad_wr_ptr = NULL;
+    last_cq = last_wc_ptr = NULL;
+    last_num_entries = 0;
+    last_notify_cq = NULL;
+    last_solicited = -1;
+    last_port_ctx = last_port_attr_ptr = NULL;
+    last_port_num = -1;
+    last_port_attr_size = 0;
+    last_qdx_ctx = last_qdx_input = last_qdx_attr = NULL;
+    last_qdx_attr_size = 0;
+    last_ccx_ctx = last_ccx_attr = NULL;
+}
+
+/* post_send / post_recv / post_srq_recv stop at WR #index (0-based), set *bad_wr to it and
+ * return err; index < 0 turns it off. */
+EXPORT void standin_fail_post_at(int index, int err)
+{
+    fail_post_index = index;
+    fail_post_errno = err;
+}
+
+/* poll_cq returns rc (negative) instead of polling; 0 turns it off. */
+EXPORT void standin_fail_poll(int rc) { fail_poll_rc = rc; }
+
+/* query_port / query_device_ex / req_notify_cq return rc; create_cq_ex sets errno = rc and
+ * returns NULL; 0 turns it off. */
+EXPORT void standin_set_control_rc(int rc) { control_rc = rc; }
+
+EXPORT long long standin_calls(int op) { return op >= 0 && op < OP_COUNT ? calls[op] : -1; }
+EXPORT void *standin_last_qp(void) { return last_qp; }
+EXPORT void *standin_last_wr(void) { return last_wr; }
+EXPORT void *standin_last_bad_wr_ptr(void) { return last_bad_wr_ptr; }
+EXPORT void *standin_last_recv_qp(void) { return last_recv_qp; }
+EXPORT void *standin_last_recv_wr(void) { return last_recv_wr; }
+EXPORT void *standin_last_recv_bad_wr_ptr(void) { return last_recv_bad_wr_ptr; }
+EXPORT void *standin_last_srq(void) { return last_srq; }
+EXPORT void *standin_last_srq_wr(void) { return last_srq_wr; }
+EXPORT void *standin_last_srq_bad_wr_ptr(void) { return last_srq_bad_wr_ptr; }
+EXPORT void *standin_last_cq(void) { return last_cq; }
+EXPORT int standin_last_num_entries(void) { return last_num_entries; }
+EXPORT void *standin_last_wc_ptr(void) { return last_wc_ptr; }
+EXPORT void *standin_last_notify_cq(void) { return last_notify_cq; }
+EXPORT int standin_last_solicited(void) { return last_solicited; }
+EXPORT void *standin_last_port_ctx(void) { return last_port_ctx; }
+EXPORT int standin_last_port_num(void) { return last_port_num; }
+EXPORT void *standin_last_port_attr_ptr(void) { return last_port_attr_ptr; }
+EXPORT size_t standin_last_port_attr_size(void) { return last_port_attr_size; }
+EXPORT void *standin_last_query_device_ex_ctx(void) { return last_qdx_ctx; }
+EXPORT void *standin_last_query_device_ex_input(void) { return last_qdx_input; }
+EXPORT void *standin_last_query_device_ex_attr(void) { return last_qdx_attr; }
+EXPORT size_t standin_last_query_device_ex_attr_size(void) { return last_qdx_attr_size; }
+EXPORT void *standin_last_create_cq_ex_ctx(void) { return last_ccx_ctx; }
+EXPORT void *standin_last_create_cq_ex_attr(void) { return last_ccx_attr; }
+
+/* Number of WQEs written since reset; standin_wqe(i) is WQE #i (the ring keeps the last 1024). */
+EXPORT unsigned long long standin_wqe_count(void) { return ring_count; }
+EXPORT const struct standin_wqe *standin_wqe(unsigned long long index)
+{
+    return &ring[index % RING_ENTRIES];
+}
+EXPORT int standin_wqe_size(void) { return (int)sizeof(struct standin_wqe); }
+EXPORT int standin_ring_entries(void) { return (int)RING_ENTRIES; }
+
+/* Completions waiting to be polled. */
+EXPORT int standin_pending_completions(void) { return (int)(cq_tail - cq_head); }
+/* Receive WRs posted and not yet delivered. */
+EXPORT int standin_pending_recvs(void) { return (int)(rq_tail - rq_head); }
+
+/* Queues an arbitrary completion (e.g. an error status); 0, or ENOMEM when the CQ is full. */
+EXPORT int standin_queue_completion(unsigned long long wr_id, int status, int opcode,
+                                    unsigned int byte_len, unsigned int qp_num)
+{
+    return push_cqe(wr_id, (uint32_t)status, (uint32_t)opcode, byte_len, 0, qp_num, 0);
+}
+
+/* Completes the oldest posted receive WR as IBV_WC_RECV (IBV_WC_RECV_RDMA_WITH_IMM with
+ * with_imm, imm_data = imm, wc_flags IBV_WC_WITH_IMM); returns its wr_id, or -1 if none. */
+EXPORT long long standin_deliver_recv(unsigned int byte_len, int with_imm, unsigned int imm)
+{
+    if (rq_head == rq_tail)
+        return -1;
+    struct standin_rqe *r = &rq_q[rq_head++ % RQ_CAPACITY];
+    if (push_cqe(r->wr_id, IBV_WC_SUCCESS, with_imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+                 byte_len, with_imm ? imm : 0, r->qp_num, with_imm ? IBV_WC_WITH_IMM : 0) != 0)
+        return -1;
+    return (long long)r->wr_id;
+}
+
+/* ---- fake objects -------------------------------------------------------------------------- */
+
+struct standin_ctx_node {
+    struct verbs_context *vctx;
+    struct standin_ctx_node *next;
+};
+static struct standin_ctx_node *contexts;
+
+/* A calloc'ed struct verbs_context; returns &vctx->context with the data-path ops set to the
+ * stand-ins. extended: abi_compat = __VERBS_ABI_IS_EXTENDED, sz = sizeof(struct verbs_context)
+ * and query_port / query_device_ex / create_cq_ex set; else abi_compat = NULL. Free with
+ * standin_free. */
+EXPORT struct ibv_context *standin_make_context(int extended)
+{
+    struct verbs_context *vctx = calloc(1, sizeof(*vctx));
+    struct standin_ctx_node *node = calloc(1, sizeof(*node));
+    if (!vctx || !node) {
+        free(vctx);
+        free(node);
+        return NULL;
+    }
+    node->vctx = vctx;
+    node->next = contexts;
+    contexts = node;
+    struct ibv_context *ctx = &vctx->context;
+    ctx->ops.post_send = standin_post_send;
+    ctx->ops.post_recv = standin_post_recv;
+    ctx->ops.post_srq_recv = standin_post_srq_recv;
+    ctx->ops.poll_cq = standin_poll_cq;
+    ctx->ops.req_notify_cq = standin_req_notify_cq;
+    ctx->cmd_fd = -1;
+    ctx->async_fd = -1;
+    ctx->num_comp_vectors = 1;
+    vctx->sz = sizeof(*vctx);
+    if (extended) {
+        ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+        vctx->query_port = standin_query_port;
+        vctx->query_device_ex = standin_query_device_ex;
+        vctx->create_cq_ex = standin_create_cq_ex;
+    } else {
+        ctx->abi_compat = NULL;
+    }
+    return ctx;
+}
+
+/* Sets verbs_context.sz of a context made by standin_make_context (to test the size check). */
+EXPORT void standin_set_vctx_sz(struct ibv_context *ctx, size_t sz)
+{
+    ((struct verbs_context *)((char *)ctx - offsetof(struct verbs_context, context)))->sz = sz;
+}
+
+/* The reference, computed with verbs.h's own macros: the op's function pointer when
+ * verbs_get_ctx_op(ctx, op) (which yields the verbs_context, or NULL) accepts the context, else
+ * NULL; op 0 = query_port, 1 = query_device_ex, 2 = create_cq_ex; op -1: verbs_get_ctx(ctx). */
+EXPORT void *standin_ref_ctx_op(struct ibv_context *ctx, int op)
+{
+    switch (op) {
+    case -1: return verbs_get_ctx(ctx);
+    case 0: { struct verbs_context *v = verbs_get_ctx_op(ctx, query_port); return v ? (void *)v->query_port : NULL; }
+    case 1: { struct verbs_context *v = verbs_get_ctx_op(ctx, query_device_ex); return v ? (void *)v->query_device_ex : NULL; }
+    case 2: { struct verbs_context *v = verbs_get_ctx_op(ctx, create_cq_ex); return v ? (void *)v->create_cq_ex : NULL; }
+    default: return NULL;
+    }
+}
+
+EXPORT struct ibv_qp *standin_make_qp(struct ibv_context *ctx, uint32_t qp_num, int qp_type)
+{
+    struct ibv_qp *qp = calloc(1, sizeof(*qp));
+    if (!qp)
+        return NULL;
+    qp->context = ctx;
+    qp->qp_num = qp_num;
+    qp->qp_type = (enum ibv_qp_type)qp_type;
+    qp->state = IBV_QPS_RTS;
+    return qp;
+}
+
+EXPORT struct ibv_cq *standin_make_cq(struct ibv_context *ctx, int cqe)
+{
+    struct ibv_cq *cq = calloc(1, sizeof(*cq));
+    if (!cq)
+        return NULL;
+    cq->context = ctx;
+    cq->cqe = cqe;
+    return cq;
+}
+
+EXPORT struct ibv_srq *standin_make_srq(struct ibv_context *ctx)
+{
+    struct ibv_srq *srq = calloc(1, sizeof(*srq));
+    if (!srq)
+        return NULL;
+    srq->context = ctx;
+    return srq;
+}
+
+/* Frees anything made above (a context: its enclosing verbs_context). */
+EXPORT void standin_free(void *p)
+{
+    if (!p)
+        return;
+    for (struct standin_ctx_node **n = &contexts; *n; n = &(*n)->next) {
+        if (&(*n)->vctx->context == p) {
+            struct standin_ctx_node *dead = *n;
+            *n = dead->next;
+            free(dead->vctx);
+            free(dead);
+            return;
+        }
+    }
+    free(p);
+}
+
+/* ---- the C baseline for the benchmark --------------------------------------------------------- */
+
+/* Per iteration: `chain` RDMA_WRITE WRs (one 64-byte SGE each, only the last signaled) in a
+ * stack array, one ibv_post_send (verbs.h's inline: qp->context->ops.post_send), then
+ * ibv_poll_cq until that completion is reaped. Returns the completions seen (== iterations),
+ * or a negative errno / poll error. */
+EXPORT long long standin_c_loop(struct ibv_qp *qp, struct ibv_cq *cq, int iterations, int chain,
+                                void *buf, uint32_t lkey)
+{
+    enum { MAX_CHAIN = 64 };
+    struct ibv_send_wr wr[MAX_CHAIN];
+    struct ibv_sge sge[MAX_CHAIN];
+    struct ibv_wc wc[16];
+    struct ibv_send_wr *bad = NULL;
+    long long seen = 0;
+    if (chain < 1 || chain > MAX_CHAIN)
+        return -EINVAL;
+    for (int it = 0; it < iterations; it++) {
+        for (int i = 0; i < chain; i++) {
+            sge[i].addr = (uintptr_t)buf;
+            sge[i].length = 64;
+            sge[i].lkey = lkey;
+            wr[i].wr_id = (uint64_t)it * (uint64_t)chain + (uint64_t)i;
+            wr[i].next = i + 1 < chain ? &wr[i + 1] : NULL;
+            wr[i].sg_list = &sge[i];
+            wr[i].num_sge = 1;
+            wr[i].opcode = IBV_WR_RDMA_WRITE;
+            wr[i].send_flags = i + 1 == chain ? IBV_SEND_SIGNALED : 0;
+            wr[i].wr.rdma.remote_addr = (uintptr_t)buf;
+            wr[i].wr.rdma.rkey = lkey;
+        }
+        int rc = ibv_post_send(qp, wr, &bad);
+        if (rc)
+            return -rc;
+        uint64_t want = wr[chain - 1].wr_id;
+        for (;;) {
+            int n = ibv_poll_cq(cq, 16, wc);
+            if (n < 0)
+                return n;
+            int done = 0;
+            for (int k = 0; k < n; k++) {
+                seen++;
+                if (wc[k].wr_id == want)
+                    done = 1;
+            }
+            if (done)
+                break;
+        }
+    }
+    return seen;
+}
