@@ -66,6 +66,7 @@ public final class LibIbverbs {
             fn(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG));
     public static final MethodHandle IBV_ALLOC_PD = bind("ibv_alloc_pd", fn(ADDRESS, ADDRESS));
     public static final MethodHandle IBV_DEALLOC_PD = bind("ibv_dealloc_pd", fn(JAVA_INT, ADDRESS));
+    /** {@code ibv_reg_mr(pd, addr, length, access)}; the address travels as a {@code long}. */
     public static final MethodHandle IBV_REG_MR = bind("ibv_reg_mr", fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT));
     /** {@code ibv_reg_mr_iova2} (IBVERBS_1.8), or null. */
     public static final MethodHandle IBV_REG_MR_IOVA2 = bindOptional("ibv_reg_mr_iova2",
@@ -239,7 +240,7 @@ public final class LibIbverbs {
         MemorySegment cap = Errno.captureSegment();
         try {
             return checkPtr("ibv_reg_mr",
-                    (MemorySegment) IBV_REG_MR.invokeExact(cap, pd, MemorySegment.ofAddress(addr), length, access), cap);
+                    (MemorySegment) IBV_REG_MR.invokeExact(cap, pd, addr, length, access), cap);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
@@ -252,7 +253,7 @@ public final class LibIbverbs {
         MemorySegment cap = Errno.captureSegment();
         try {
             return checkPtr("ibv_reg_mr_iova2", (MemorySegment) IBV_REG_MR_IOVA2.invokeExact(cap, pd,
-                    MemorySegment.ofAddress(addr), length, iova, access), cap);
+                    addr, length, iova, access), cap);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
