@@ -5,7 +5,9 @@ import org.verbs4j.natives.generated.ibverbs.ibv_device_attr;
 
 /**
  * What {@code ibv_query_device} says of a device (the commonly used part of
- * {@code struct ibv_device_attr}). A value.
+ * {@code struct ibv_device_attr}). A value. {@code maxMrSize} and {@code pageSizeCap} are
+ * unsigned 64-bit values (rxe reports {@code max_mr_size} as 2^64-1, which reads as -1 here:
+ * compare with {@link Long#compareUnsigned}).
  */
 public record DeviceAttributes(String firmwareVersion, long nodeGuid, long sysImageGuid, long maxMrSize,
                                long pageSizeCap, int vendorId, int vendorPartId, int hardwareVersion,

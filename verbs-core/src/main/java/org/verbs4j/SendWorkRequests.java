@@ -139,12 +139,14 @@ public final class SendWorkRequests implements AutoCloseable {
     /** Starts a SEND. */
     public SendWorkRequests send(long wrId) {
         begin(wrId, OP_SEND, 0);
+        wrs.set(JAVA_LONG, cur + SEND_UD_AH, 0L); // no stale destination from a reused slot
         return this;
     }
 
     /** Starts a SEND_WITH_IMM carrying {@code immediate} (host byte order). */
     public SendWorkRequests sendWithImmediate(long wrId, int immediate) {
         begin(wrId, OP_SEND_WITH_IMM, 0);
+        wrs.set(JAVA_LONG, cur + SEND_UD_AH, 0L);
         wrs.set(JAVA_INT, cur + SEND_IMM_DATA, Integer.reverseBytes(immediate));
         return this;
     }
