@@ -8,4 +8,5 @@ module org.verbs4j.core {
     requires org.slf4j;
 
     exports org.verbs4j;
+    exports org.verbs4j.pool;
 }

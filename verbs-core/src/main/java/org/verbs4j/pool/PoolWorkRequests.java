@@ -1,0 +1,66 @@
+package org.verbs4j.pool;
+
+import org.verbs4j.ReceiveWorkRequests;
+import org.verbs4j.SendWorkRequests;
+import org.verbs4j.Verbs;
+import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.VerbsException;
+
+/**
+ * One-call SGEs and RDMA targets from {@link PooledBuffer}s, on top of
+ * {@link SendWorkRequests#sge} and {@link ReceiveWorkRequests#sge}. In checked mode (the default,
+ * see {@link Verbs#CHECKED}) they also refuse a buffer that is not leased and a length beyond the
+ * buffer (which the region-level check cannot see, since the neighbouring buffers are inside the
+ * same region). Allocation-free unless they throw. Stateless; the thread that owns the work
+ * request chain calls them.
+ */
+public final class PoolWorkRequests {
+    private PoolWorkRequests() {
+    }
+
+    /** Adds {@code [0, length)} of {@code buffer} as an SGE of the current send work request. */
+    public static SendWorkRequests sge(SendWorkRequests wrs, PooledBuffer buffer, int length) {
+        check("ibv_post_send", buffer, length);
+        return wrs.sge(buffer.region(), buffer.offset(), length);
+    }
+
+    /** Adds the whole of {@code buffer} as an SGE of the current send work request. */
+    public static SendWorkRequests sge(SendWorkRequests wrs, PooledBuffer buffer) {
+        return sge(wrs, buffer, buffer.capacity());
+    }
+
+    /** Adds {@code [0, length)} of {@code buffer} as an SGE of the current receive work request. */
+    public static ReceiveWorkRequests sge(ReceiveWorkRequests wrs, PooledBuffer buffer, int length) {
+        check("ibv_post_recv", buffer, length);
+        return wrs.sge(buffer.region(), buffer.offset(), length);
+    }
+
+    /** Adds the whole of {@code buffer} as an SGE of the current receive work request. */
+    public static ReceiveWorkRequests sge(ReceiveWorkRequests wrs, PooledBuffer buffer) {
+        return sge(wrs, buffer, buffer.capacity());
+    }
+
+    /** Starts an RDMA WRITE into {@code remote} (a buffer of this process, e.g. in a loopback test). */
+    public static SendWorkRequests write(SendWorkRequests wrs, long wrId, PooledBuffer remote) {
+        return wrs.write(wrId, remote.remoteAddress(), remote.rkey());
+    }
+
+    /** Starts an RDMA READ from {@code remote} (a buffer of this process, e.g. in a loopback test). */
+    public static SendWorkRequests read(SendWorkRequests wrs, long wrId, PooledBuffer remote) {
+        return wrs.read(wrId, remote.remoteAddress(), remote.rkey());
+    }
+
+    private static void check(String verb, PooledBuffer buffer, int length) {
+        if (Verbs.CHECKED) {
+            if (length < 0 || length > buffer.capacity()) {
+                throw new VerbsException(verb, Errno.EINVAL, "SGE length " + Integer.toUnsignedString(length)
+                        + " exceeds the pooled buffer's " + buffer.capacity() + " bytes (it would run into the next buffer)",
+                        "lease a buffer of at least the length you post");
+            }
+            if (!buffer.isLeased()) {
+                throw new VerbsException(verb, Errno.EINVAL, buffer + " is not leased (it was released, or never leased)",
+                        "post only buffers you hold a lease on, and release them after their completion");
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+package org.verbs4j.pool;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+/**
+ * Where a {@link BufferPool}'s regions come from. The pool asks for them once, while it is built,
+ * registers each with the allocator's {@link #registrar()} (unless the builder names another)
+ * and frees them with {@link Allocation#close()} when it closes, after deregistering them.
+ *
+ * <p>Built in: {@link #host()} (a shared arena per region, freed on close), {@link #auto()}
+ * (GC-managed), {@link #of(Arena)} (any caller-owned arena, never freed by the pool) and
+ * {@link #hugePages()} ({@code mmap(MAP_HUGETLB)}, falling back to {@link #host()} with a logged
+ * reason). The hook for device memory: a GPU module implements this interface with
+ * {@link #hostAccessible()} false and a {@link #registrar()} that registers device memory
+ * (e.g. {@code ibv_reg_dmabuf_mr}); the pool never reads or writes the memory itself.
+ *
+ * <p>Implementations are called from the thread that builds the pool and, for
+ * {@link Allocation#close()}, the thread that closes it.
+ */
+public interface RegionAllocator {
+
+    /**
+     * Allocates one region of at least {@code byteSize} bytes whose first byte is aligned to
+     * {@code alignment} (a power of two, at least 4096).
+     */
+    Allocation allocate(long byteSize, long alignment);
+
+    /** What this allocator is, for logs and metrics, e.g. {@code "host (Arena.ofShared)"}. */
+    String description();
+
+    /** Whether the CPU may read and write the memory (false for device memory). */
+    default boolean hostAccessible() {
+        return true;
+    }
+
+    /** How its regions are registered unless the pool's builder says otherwise. */
+    default Registrar registrar() {
+        return Registrar.ibvRegMr();
+    }
+
+    /** Host memory, one {@link Arena#ofShared() shared arena} per region, freed when the pool closes. */
+    static RegionAllocator host() {
+        return HostAllocators.SHARED;
+    }
+
+    /** Host memory from {@link Arena#ofAuto()}: freed by the GC once the pool is unreachable. */
+    static RegionAllocator auto() {
+        return HostAllocators.AUTO;
+    }
+
+    /** Host memory from a caller-owned arena, which must stay open until the pool is closed. */
+    static RegionAllocator of(Arena arena) {
+        return new HostAllocators.FromArena(Objects.requireNonNull(arena, "arena"));
+    }
+
+    /**
+     * Huge-page backed host memory: {@code mmap(MAP_ANONYMOUS | MAP_HUGETLB)}, rounded up to 2 MiB,
+     * unmapped when the pool closes. When the kernel refuses (typically ENOMEM: no huge pages are
+     * reserved in {@code /proc/sys/vm/nr_hugepages}), the region comes from {@link #host()}
+     * instead (with {@code madvise(MADV_HUGEPAGE)} as a hint) and the reason is logged once.
+     */
+    static RegionAllocator hugePages() {
+        return HugePageAllocator.INSTANCE;
+    }
+
+    /**
+     * One allocated region: the memory and how to free it. Closing it frees the memory (once;
+     * later calls do nothing). Owned by the pool that asked for it.
+     */
+    final class Allocation implements AutoCloseable {
+        private final MemorySegment segment;
+        private final String description;
+        private final Runnable free;
+        private boolean freed;
+
+        /**
+         * @param segment     the memory (for device memory: a segment carrying the device
+         *                    address and size, never dereferenced by the pool)
+         * @param description what it is, for logs (e.g. "hugetlb 2 MiB pages")
+         * @param free        frees it; null when the memory is freed by someone else
+         */
+        public Allocation(MemorySegment segment, String description, Runnable free) {
+            this.segment = Objects.requireNonNull(segment, "segment");
+            this.description = Objects.requireNonNull(description, "description");
+            this.free = free;
+        }
+
+        /** The memory. */
+        public MemorySegment segment() {
+            return segment;
+        }
+
+        /** What it is, for logs. */
+        public String description() {
+            return description;
+        }
+
+        /** Frees the memory (idempotent). */
+        @Override
+        public synchronized void close() {
+            if (!freed) {
+                freed = true;
+                if (free != null) {
+                    free.run();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+package org.verbs4j.pool;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Set;
+import org.verbs4j.Access;
+import org.verbs4j.MemoryRegion;
+import org.verbs4j.ProtectionDomain;
+
+/**
+ * The registration step of a {@link BufferPool}: turns one allocated region into a
+ * {@link MemoryRegion} of a protection domain. The default is {@code ibv_reg_mr}
+ * ({@link ProtectionDomain#register(MemorySegment, Set)}); a GPU module supplies one that
+ * registers device memory (e.g. {@code ibv_reg_dmabuf_mr}); tests supply one that wraps memory
+ * under made-up keys and counts the calls.
+ *
+ * <p>A pool calls it only while it is being built (once per region), from the building thread,
+ * and never afterwards; the pool closes what it returns when the pool closes.
+ */
+@FunctionalInterface
+public interface Registrar {
+    /**
+     * Registers {@code memory} (the whole allocation) with {@code access} in {@code pd}.
+     *
+     * @return an open region covering exactly {@code memory}
+     */
+    MemoryRegion register(ProtectionDomain pd, MemorySegment memory, Set<Access> access);
+
+    /** {@code ibv_reg_mr}: {@link ProtectionDomain#register(MemorySegment, Set)}. */
+    static Registrar ibvRegMr() {
+        return ProtectionDomain::register;
+    }
+}
