@@ -1,0 +1,94 @@
+package org.verbs4j.bench;
+
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+import org.verbs4j.SendWorkRequests;
+import org.verbs4j.WorkCompletions;
+
+/**
+ * The public-API data path over the stand-in provider: per operation, a chain of {@link #chain}
+ * RDMA_WRITE work requests (one 64-byte SGE each, only the last signaled) is built with
+ * {@link SendWorkRequests}, posted with one {@code QueuePair.postSend} and its completion reaped
+ * with {@code CompletionQueue.poll} — exactly what {@code standin_c_loop} does per iteration, so
+ * the ns/op of the subclasses compare directly with {@link PostPollBenchmark#cLoop}.
+ *
+ * <p>Abstract so that each concrete subclass runs this one benchmark in its own forks with its
+ * own JVM flags (checked/unchecked mode and critical/standard downcalls are fixed at class
+ * initialisation).
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED"})
+public abstract class AbstractPostPoll {
+    /** Work requests per post (the last one signaled; one poll per post). */
+    @Param({"1", "32"})
+    public int chain;
+
+    StandInFixture f;
+    SendWorkRequests wrs;
+    WorkCompletions wcs;
+    long remoteAddr;
+    long nextId;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        f = new StandInFixture();
+        wrs = new SendWorkRequests(StandInFixture.MAX_CHAIN, 1);
+        wcs = new WorkCompletions(16);
+        remoteAddr = f.buffer.address();
+        long before = nextId;
+        long last = javaPublicApi();
+        if (last != before + chain - 1) {
+            throw new IllegalStateException("the stand-in completed wr_id " + last + ", expected " + (before + chain - 1));
+        }
+        if (f.provider.wqeCount() != chain) {
+            throw new IllegalStateException("the stand-in saw " + f.provider.wqeCount() + " WQEs, expected " + chain);
+        }
+        afterSetUp();
+    }
+
+    /** More setup of a subclass, after the fixture exists. */
+    void afterSetUp() {
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        wcs.close();
+        wrs.close();
+        f.close();
+    }
+
+    /** One post of the chain and one poll of its completion, through the public API. */
+    @Benchmark
+    public long javaPublicApi() {
+        SendWorkRequests w = wrs.clear();
+        int n = chain;
+        long id = nextId;
+        nextId = id + n;
+        for (int i = 0; i < n - 1; i++) {
+            w.write(id + i, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE);
+        }
+        w.write(id + n - 1, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE).signaled();
+        f.qp.postSend(w);
+        int got;
+        while ((got = f.cq.poll(wcs)) == 0) {
+            Thread.onSpinWait();
+        }
+        return wcs.wrId(got - 1);
+    }
+}
