@@ -40,7 +40,7 @@ public final class QueuePair extends NativeResource {
     final long address;
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
-    private final Arena arena;
+    private final OwnedMemory memory;
     private final MemorySegment badWr;
     private final long badWrAddress;
     private final int maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData;
@@ -64,8 +64,8 @@ public final class QueuePair extends NativeResource {
         MemorySegment ctx = pd.context().handle;
         this.postSendFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_SEND);
         this.postRecvFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_RECV);
-        this.arena = Arena.ofShared();
-        this.badWr = arena.allocate(ADDRESS);
+        this.memory = new OwnedMemory(this, "queue pair scratch slot", false);
+        this.badWr = memory.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
         this.badWrAddress = badWr.address();
         this.maxSendWr = maxSendWr;
         this.maxRecvWr = maxRecvWr;
@@ -342,30 +342,44 @@ public final class QueuePair extends NativeResource {
             throw new VerbsException("ibv_post_send", Errno.ENOMEM, "a chain of " + n + " exceeds the send queue of "
                     + maxSendWr, null);
         }
+        // O(1): the chain keeps a summary of what it holds; the loops below only find the culprit.
+        if (wrs.maxSges > maxSendSge) {
+            int i = firstSend(wrs, n, j -> wrs.numSgeAt(j) > maxSendSge);
+            throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
+                    + " SGEs; the queue pair takes " + maxSendSge, "create the QP with a larger maxSendSge");
+        }
+        if (wrs.maxInline > maxInlineData) {
+            int i = firstSend(wrs, n, j -> (wrs.flagsAt(j) & SendWorkRequests.FLAG_INLINE) != 0
+                    && wrs.payloadAt(j) > maxInlineData);
+            throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.payloadAt(i)
+                    + " inline bytes; the queue pair takes " + maxInlineData, "create the QP with a larger maxInlineData");
+        }
+        if (type == QueuePairType.UD) {
+            if (wrs.nonSendOps != 0) {
+                int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) != SendWorkRequests.OP_SEND
+                        && wrs.opcodeAt(j) != SendWorkRequests.OP_SEND_WITH_IMM);
+                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + ": a UD queue pair only sends",
+                        null);
+            }
+            if (wrs.withDestination != n) {
+                int i = firstSend(wrs, n, j -> wrs.udAhAt(j) == 0);
+                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has no destination",
+                        "call destination(ah, qpn, qkey) on each UD request");
+            }
+        } else if (type == QueuePairType.UC && wrs.readOrAtomicOps != 0) {
+            int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) >= SendWorkRequests.OP_RDMA_READ);
+            throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i
+                    + ": UC has no RDMA READ or atomics", "use an RC queue pair");
+        }
+    }
+
+    private static int firstSend(SendWorkRequests wrs, int n, java.util.function.IntPredicate bad) {
         for (int i = 0; i < n; i++) {
-            int op = wrs.opcodeAt(i);
-            if (wrs.numSgeAt(i) > maxSendSge) {
-                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
-                        + " SGEs; the queue pair takes " + maxSendSge, "create the QP with a larger maxSendSge");
-            }
-            if ((wrs.flagsAt(i) & SendWorkRequests.FLAG_INLINE) != 0 && wrs.payloadAt(i) > maxInlineData) {
-                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.payloadAt(i)
-                        + " inline bytes; the queue pair takes " + maxInlineData, "create the QP with a larger maxInlineData");
-            }
-            if (type == QueuePairType.UD) {
-                if (op != SendWorkRequests.OP_SEND && op != SendWorkRequests.OP_SEND_WITH_IMM) {
-                    throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + ": a UD queue pair only sends",
-                            null);
-                }
-                if (wrs.udAhAt(i) == 0) {
-                    throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has no destination",
-                            "call destination(ah, qpn, qkey) on each UD request");
-                }
-            } else if (type == QueuePairType.UC && op >= SendWorkRequests.OP_RDMA_READ) {
-                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i
-                        + ": UC has no RDMA READ or atomics", "use an RC queue pair");
+            if (bad.test(i)) {
+                return i;
             }
         }
+        return -1;
     }
 
     private void checkRecv(ReceiveWorkRequests wrs, int n) {
@@ -380,16 +394,18 @@ public final class QueuePair extends NativeResource {
             throw new VerbsException("ibv_post_recv", Errno.ENOMEM, "a chain of " + n + " exceeds the receive queue of "
                     + maxRecvWr, null);
         }
-        for (int i = 0; i < n; i++) {
-            if (wrs.numSgeAt(i) > maxRecvSge) {
-                throw new VerbsException("ibv_post_recv", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
-                        + " SGEs; the queue pair takes " + maxRecvSge, "create the QP with a larger maxRecvSge");
+        if (wrs.maxSges > maxRecvSge) {
+            for (int i = 0; i < n; i++) {
+                if (wrs.numSgeAt(i) > maxRecvSge) {
+                    throw new VerbsException("ibv_post_recv", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
+                            + " SGEs; the queue pair takes " + maxRecvSge, "create the QP with a larger maxRecvSge");
+                }
             }
         }
     }
 
     @Override
     void afterRelease() {
-        arena.close();
+        memory.close();
     }
 }

@@ -12,7 +12,6 @@ import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.VerbsException;
@@ -28,7 +27,7 @@ import org.verbs4j.natives.VerbsException;
 public final class ReceiveWorkRequests implements AutoCloseable {
     private static final boolean CHECKED = Verbs.CHECKED;
 
-    private final Arena arena;
+    private final OwnedMemory memory;
     private final MemorySegment wrs;
     private final MemorySegment sges;
     final long address;
@@ -39,18 +38,19 @@ public final class ReceiveWorkRequests implements AutoCloseable {
     private long cur;
     private long curSge;
     private int curSges;
+    int maxSges;                  // the most SGEs of any request (checked mode validates in O(1))
     private boolean closed;
 
     public ReceiveWorkRequests(int capacity, int maxSgePerRequest) {
         if (capacity <= 0 || maxSgePerRequest <= 0) {
             throw new IllegalArgumentException("capacity and maxSgePerRequest must be positive");
         }
-        this.arena = Arena.ofShared();
+        this.memory = new OwnedMemory(this, "receive work request chain");
         this.capacity = capacity;
         this.maxSge = maxSgePerRequest;
         this.sgeStride = SGE_SIZE * maxSgePerRequest;
-        this.wrs = arena.allocate(RECV_WR_SIZE * capacity, 64);
-        this.sges = arena.allocate(sgeStride * capacity, 64);
+        this.wrs = memory.allocate(RECV_WR_SIZE * capacity, 64);
+        this.sges = memory.allocate(sgeStride * capacity, 64);
         this.address = wrs.address();
         long sgeBase = sges.address();
         for (int i = 0; i < capacity; i++) {
@@ -64,6 +64,7 @@ public final class ReceiveWorkRequests implements AutoCloseable {
     public ReceiveWorkRequests clear() {
         count = 0;
         curSges = 0;
+        maxSges = 0;
         return this;
     }
 
@@ -114,6 +115,9 @@ public final class ReceiveWorkRequests implements AutoCloseable {
         sges.set(JAVA_INT, s + SGE_LENGTH, length);
         sges.set(JAVA_INT, s + SGE_LKEY, mr.lkey());
         wrs.set(JAVA_INT, cur + RECV_NUM_SGE, ++curSges);
+        if (curSges > maxSges) {
+            maxSges = curSges;
+        }
         return this;
     }
 
@@ -153,6 +157,6 @@ public final class ReceiveWorkRequests implements AutoCloseable {
         }
         closed = true;
         count = 0;
-        arena.close();
+        memory.close();
     }
 }

@@ -25,7 +25,6 @@ import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.VerbsException;
@@ -56,7 +55,7 @@ public final class SendWorkRequests implements AutoCloseable {
 
     private static final boolean CHECKED = Verbs.CHECKED;
 
-    private final Arena arena;
+    private final OwnedMemory memory;
     private final MemorySegment wrs;
     private final MemorySegment sges;
     final long address;
@@ -68,6 +67,14 @@ public final class SendWorkRequests implements AutoCloseable {
     private long curSge;    // offset of the current WR's first SGE in sges
     private int curSges;    // SGEs of the current WR
     private int curOpcode;
+    private long curInline;       // inline bytes of the current WR
+    private boolean curHasDestination;
+    // A summary of the chain, kept as it is built, so that checked mode validates a post in O(1).
+    int maxSges;                  // the most SGEs of any request
+    long maxInline;               // the most inline bytes of any request
+    int nonSendOps;               // requests that are not SEND / SEND_WITH_IMM (UD allows only those)
+    int readOrAtomicOps;          // RDMA READ and atomics (UC has none)
+    int withDestination;          // requests with a UD destination
     private boolean closed;
 
     /**
@@ -78,12 +85,12 @@ public final class SendWorkRequests implements AutoCloseable {
         if (capacity <= 0 || maxSgePerRequest <= 0) {
             throw new IllegalArgumentException("capacity and maxSgePerRequest must be positive");
         }
-        this.arena = Arena.ofShared();
+        this.memory = new OwnedMemory(this, "send work request chain");
         this.capacity = capacity;
         this.maxSge = maxSgePerRequest;
         this.sgeStride = SGE_SIZE * maxSgePerRequest;
-        this.wrs = arena.allocate(SEND_WR_SIZE * capacity, 64);
-        this.sges = arena.allocate(sgeStride * capacity, 64);
+        this.wrs = memory.allocate(SEND_WR_SIZE * capacity, 64);
+        this.sges = memory.allocate(sgeStride * capacity, 64);
         this.address = wrs.address();
         long sgeBase = sges.address();
         for (int i = 0; i < capacity; i++) {
@@ -98,6 +105,11 @@ public final class SendWorkRequests implements AutoCloseable {
     public SendWorkRequests clear() {
         count = 0;
         curSges = 0;
+        maxSges = 0;
+        maxInline = 0;
+        nonSendOps = 0;
+        readOrAtomicOps = 0;
+        withDestination = 0;
         return this;
     }
 
@@ -129,6 +141,14 @@ public final class SendWorkRequests implements AutoCloseable {
         curSge = sgeStride * count;
         curSges = 0;
         curOpcode = opcode;
+        curInline = 0;
+        curHasDestination = false;
+        if (opcode != OP_SEND && opcode != OP_SEND_WITH_IMM) {
+            nonSendOps++;
+        }
+        if (opcode >= OP_RDMA_READ) {
+            readOrAtomicOps++;
+        }
         count++;
         wrs.set(JAVA_LONG, o + SEND_WR_ID, wrId);
         wrs.set(JAVA_INT, o + SEND_NUM_SGE, 0);
@@ -232,6 +252,9 @@ public final class SendWorkRequests implements AutoCloseable {
         sges.set(JAVA_INT, s + SGE_LENGTH, length);
         sges.set(JAVA_INT, s + SGE_LKEY, mr.lkey());
         wrs.set(JAVA_INT, cur + SEND_NUM_SGE, ++curSges);
+        if (curSges > maxSges) {
+            maxSges = curSges;
+        }
         return this;
     }
 
@@ -268,6 +291,13 @@ public final class SendWorkRequests implements AutoCloseable {
         sges.set(JAVA_INT, s + SGE_LENGTH, (int) data.byteSize());
         sges.set(JAVA_INT, s + SGE_LKEY, 0);
         wrs.set(JAVA_INT, cur + SEND_NUM_SGE, ++curSges);
+        if (curSges > maxSges) {
+            maxSges = curSges;
+        }
+        curInline += data.byteSize();
+        if (curInline > maxInline) {
+            maxInline = curInline;
+        }
         flag(FLAG_INLINE);
         return this;
     }
@@ -304,6 +334,10 @@ public final class SendWorkRequests implements AutoCloseable {
         wrs.set(JAVA_LONG, cur + SEND_UD_AH, ah.address);
         wrs.set(JAVA_INT, cur + SEND_UD_REMOTE_QPN, remoteQpn);
         wrs.set(JAVA_INT, cur + SEND_UD_REMOTE_QKEY, remoteQkey);
+        if (!curHasDestination) {
+            curHasDestination = true;
+            withDestination++;
+        }
         return this;
     }
 
@@ -369,7 +403,7 @@ public final class SendWorkRequests implements AutoCloseable {
         }
         closed = true;
         count = 0;
-        arena.close();
+        memory.close();
     }
 
     static {

@@ -21,7 +21,7 @@ public final class SharedReceiveQueue extends NativeResource {
     private final MemorySegment postFn;
     private final int maxWr;
     private final int maxSge;
-    private final Arena arena;
+    private final OwnedMemory memory;
     private final MemorySegment badWr;
 
     SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxWr, int maxSge) {
@@ -30,8 +30,8 @@ public final class SharedReceiveQueue extends NativeResource {
         this.postFn = InlineVerbs.contextOp(pd.context().handle, ContextLayout.OPS_POST_SRQ_RECV);
         this.maxWr = maxWr;
         this.maxSge = maxSge;
-        this.arena = Arena.ofShared();
-        this.badWr = arena.allocate(ADDRESS);
+        this.memory = new OwnedMemory(this, "shared receive queue scratch slot", false);
+        this.badWr = memory.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
     }
 
     public int maxWr() {
@@ -54,7 +54,7 @@ public final class SharedReceiveQueue extends NativeResource {
         if (n == 0) {
             return;
         }
-        if (CHECKED) {
+        if (CHECKED && wrs.maxSges > maxSge) {
             for (int i = 0; i < n; i++) {
                 if (wrs.numSgeAt(i) > maxSge) {
                     throw new VerbsException("ibv_post_srq_recv", Errno.EINVAL, "request #" + i + " has too many SGEs", null);
@@ -72,6 +72,6 @@ public final class SharedReceiveQueue extends NativeResource {
 
     @Override
     void afterRelease() {
-        arena.close();
+        memory.close();
     }
 }

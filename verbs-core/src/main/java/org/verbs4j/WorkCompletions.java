@@ -4,7 +4,6 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import org.verbs4j.natives.CompletionLayout;
@@ -26,7 +25,7 @@ public final class WorkCompletions implements AutoCloseable {
     /** {@code IBV_WC_GRH}. */
     public static final int WC_GRH = 1 << 0;
 
-    private final Arena arena;
+    private final OwnedMemory memory;
     private final MemorySegment wcs;
     final long address;
     final int capacity;
@@ -38,8 +37,8 @@ public final class WorkCompletions implements AutoCloseable {
         if (capacity <= 0) {
             throw new IllegalArgumentException("capacity must be positive: " + capacity);
         }
-        this.arena = Arena.ofShared();
-        this.wcs = arena.allocate(CompletionLayout.WC_SIZE * capacity, 8);
+        this.memory = new OwnedMemory(this, "work completion array");
+        this.wcs = memory.allocate(CompletionLayout.WC_SIZE * capacity, 8);
         this.address = wcs.address();
         this.capacity = capacity;
     }
@@ -142,6 +141,6 @@ public final class WorkCompletions implements AutoCloseable {
         }
         closed = true;
         count = 0;
-        arena.close();
+        memory.close();
     }
 }
