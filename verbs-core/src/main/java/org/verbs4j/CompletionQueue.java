@@ -64,7 +64,9 @@ public final class CompletionQueue extends NativeResource {
      * (overwriting what it held) and returns how many. Allocation-free.
      */
     public int poll(WorkCompletions wcs) {
-        ensureOpen("ibv_poll_cq");
+        if (!isOpenPlain()) {
+            throw closedException("ibv_poll_cq");
+        }
         wcs.ensureUsable("ibv_poll_cq");
         int n = InlineVerbs.pollCq(pollFn, address, wcs.capacity, wcs.address);
         if (n < 0) {

@@ -107,7 +107,7 @@ public final class MemoryRegion extends NativeResource {
      * Allocation-free unless it throws.
      */
     void checkSge(String verb, long offset, long len) {
-        if (!isOpen()) {
+        if (!isOpenPlain()) {
             throw closedException(verb);
         }
         if (!segment.scope().isAlive()) {

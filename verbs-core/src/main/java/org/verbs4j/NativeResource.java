@@ -150,6 +150,15 @@ abstract sealed class NativeResource implements AutoCloseable
         return state == OPEN;
     }
 
+    /**
+     * The data path's open check: a plain read (no volatile ordering, so the JIT may keep it in a
+     * register across a caller's loop). It catches use after close on the thread that uses the
+     * object; a close racing with a post from another thread is outside the threading contract.
+     */
+    final boolean isOpenPlain() {
+        return (int) STATE.get(this) == OPEN;
+    }
+
     /** Throws the use-after-close exception for {@code verb} if this object is closed. */
     final void ensureOpen(String verb) {
         if (state != OPEN) {

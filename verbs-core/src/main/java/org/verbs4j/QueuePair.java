@@ -45,7 +45,8 @@ public final class QueuePair extends NativeResource {
     private final long badWrAddress;
     private final int maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData;
     private final SharedReceiveQueue srq;
-    private volatile QueuePairState state = QueuePairState.RESET;
+    /** As of the last transition or query through this object (transitions are control path, by the owner). */
+    private QueuePairState state = QueuePairState.RESET;
     private int port = 1;
 
     QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
@@ -282,7 +283,7 @@ public final class QueuePair extends NativeResource {
      * first request not posted (those before it were posted). Allocation-free on success.
      */
     public void postSend(SendWorkRequests wrs) {
-        if (!isOpen()) {
+        if (!isOpenPlain()) {
             throw closedException("ibv_post_send");
         }
         if (wrs.isClosed()) {
@@ -305,7 +306,7 @@ public final class QueuePair extends NativeResource {
 
     /** {@code ibv_post_recv} of the whole chain in one call; allocation-free on success. */
     public void postRecv(ReceiveWorkRequests wrs) {
-        if (!isOpen()) {
+        if (!isOpenPlain()) {
             throw closedException("ibv_post_recv");
         }
         if (wrs.isClosed()) {

@@ -29,6 +29,7 @@ public final class ReceiveWorkRequests implements AutoCloseable {
 
     private final OwnedMemory memory;
     private final MemorySegment wrs;
+    private final MemorySegment owned; // the arena segment, for segment(): a closed arena makes raw access fail safely
     private final MemorySegment sges;
     final long address;
     private final int capacity;
@@ -49,8 +50,10 @@ public final class ReceiveWorkRequests implements AutoCloseable {
         this.capacity = capacity;
         this.maxSge = maxSgePerRequest;
         this.sgeStride = SGE_SIZE * maxSgePerRequest;
-        this.wrs = memory.allocate(RECV_WR_SIZE * capacity, 64);
-        this.sges = memory.allocate(sgeStride * capacity, 64);
+        // global-scope views, guarded by this object's own state (see SendWorkRequests)
+        this.owned = memory.allocate(RECV_WR_SIZE * capacity, 64);
+        this.wrs = SendWorkRequests.globalView(owned);
+        this.sges = SendWorkRequests.globalView(memory.allocate(sgeStride * capacity, 64));
         this.address = wrs.address();
         long sgeBase = sges.address();
         for (int i = 0; i < capacity; i++) {
@@ -147,7 +150,7 @@ public final class ReceiveWorkRequests implements AutoCloseable {
 
     /** The raw {@code struct ibv_recv_wr} array. */
     public MemorySegment segment() {
-        return wrs;
+        return owned;
     }
 
     @Override

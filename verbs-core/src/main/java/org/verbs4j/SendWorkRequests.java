@@ -57,6 +57,7 @@ public final class SendWorkRequests implements AutoCloseable {
 
     private final OwnedMemory memory;
     private final MemorySegment wrs;
+    private final MemorySegment owned; // the arena segment, for segment(): a closed arena makes raw access fail safely
     private final MemorySegment sges;
     final long address;
     private final int capacity;
@@ -89,8 +90,12 @@ public final class SendWorkRequests implements AutoCloseable {
         this.capacity = capacity;
         this.maxSge = maxSgePerRequest;
         this.sgeStride = SGE_SIZE * maxSgePerRequest;
-        this.wrs = memory.allocate(SEND_WR_SIZE * capacity, 64);
-        this.sges = memory.allocate(sgeStride * capacity, 64);
+        // Written through global-scope views: no arena liveness check per store. Safe because
+        // every write path is guarded by this object's own state (closed, count) and the memory
+        // is only freed by close() or, once this object is unreachable, by the cleaner.
+        this.owned = memory.allocate(SEND_WR_SIZE * capacity, 64);
+        this.wrs = globalView(owned);
+        this.sges = globalView(memory.allocate(sgeStride * capacity, 64));
         this.address = wrs.address();
         long sgeBase = sges.address();
         for (int i = 0; i < capacity; i++) {
@@ -99,6 +104,10 @@ public final class SendWorkRequests implements AutoCloseable {
             wrs.set(JAVA_LONG, o + SEND_NEXT, i + 1 < capacity ? address + SEND_WR_SIZE * (i + 1) : 0L);
             wrs.set(JAVA_LONG, o + SEND_SG_LIST, sgeBase + sgeStride * i);
         }
+    }
+
+    static MemorySegment globalView(MemorySegment owned) {
+        return MemorySegment.ofAddress(owned.address()).reinterpret(owned.byteSize());
     }
 
     /** Empties the chain (the memory is reused). */
@@ -392,7 +401,7 @@ public final class SendWorkRequests implements AutoCloseable {
 
     /** The raw {@code struct ibv_send_wr} array. */
     public MemorySegment segment() {
-        return wrs;
+        return owned;
     }
 
     /** Frees the native memory; using it afterwards throws. */

@@ -44,7 +44,7 @@ public final class SharedReceiveQueue extends NativeResource {
 
     /** {@code ibv_post_srq_recv} of the whole chain in one call; allocation-free on success. */
     public void postRecv(ReceiveWorkRequests wrs) {
-        if (!isOpen()) {
+        if (!isOpenPlain()) {
             throw closedException("ibv_post_srq_recv");
         }
         if (wrs.isClosed()) {

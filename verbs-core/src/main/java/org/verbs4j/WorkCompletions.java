@@ -27,6 +27,7 @@ public final class WorkCompletions implements AutoCloseable {
 
     private final OwnedMemory memory;
     private final MemorySegment wcs;
+    private final MemorySegment owned; // the arena segment, for segment(): a closed arena makes raw access fail safely
     final long address;
     final int capacity;
     int count;
@@ -38,7 +39,9 @@ public final class WorkCompletions implements AutoCloseable {
             throw new IllegalArgumentException("capacity must be positive: " + capacity);
         }
         this.memory = new OwnedMemory(this, "work completion array");
-        this.wcs = memory.allocate(CompletionLayout.WC_SIZE * capacity, 8);
+        // a global-scope view: reads are guarded by count, which close() resets (see SendWorkRequests)
+        this.owned = memory.allocate(CompletionLayout.WC_SIZE * capacity, 8);
+        this.wcs = SendWorkRequests.globalView(owned);
         this.address = wcs.address();
         this.capacity = capacity;
     }
@@ -124,7 +127,7 @@ public final class WorkCompletions implements AutoCloseable {
 
     /** The raw {@code struct ibv_wc} array. */
     public MemorySegment segment() {
-        return wcs;
+        return owned;
     }
 
     void ensureUsable(String verb) {
