@@ -9,12 +9,10 @@ import static org.verbs4j.natives.WorkRequestLayout.SEND_ATOMIC_RKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_ATOMIC_SWAP;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_FLAGS;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_IMM_DATA;
-import static org.verbs4j.natives.WorkRequestLayout.SEND_NEXT;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_NUM_SGE;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_OPCODE;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_RDMA_REMOTE_ADDR;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_RDMA_RKEY;
-import static org.verbs4j.natives.WorkRequestLayout.SEND_SG_LIST;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_AH;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QPN;
@@ -46,7 +44,7 @@ import org.verbs4j.natives.VerbsException;
  * Owns its native memory (freed by {@link #close()}); not thread-safe: one thread builds and
  * posts it.
  */
-public final class SendWorkRequests implements AutoCloseable {
+public final class SendWorkRequests extends WorkRequestChain {
     /** {@code enum ibv_wr_opcode}. */
     public static final int OP_RDMA_WRITE = 0, OP_RDMA_WRITE_WITH_IMM = 1, OP_SEND = 2, OP_SEND_WITH_IMM = 3,
             OP_RDMA_READ = 4, OP_ATOMIC_CMP_AND_SWP = 5, OP_ATOMIC_FETCH_AND_ADD = 6;
@@ -55,59 +53,25 @@ public final class SendWorkRequests implements AutoCloseable {
 
     private static final boolean CHECKED = Verbs.CHECKED;
 
-    private final OwnedMemory memory;
-    private final MemorySegment wrs;
-    private final MemorySegment owned; // the arena segment, for segment(): a closed arena makes raw access fail safely
-    private final MemorySegment sges;
-    final long address;
-    private final int capacity;
-    private final int maxSge;
-    private final long sgeStride;
-    int count;
     private long cur;       // offset of the current WR in wrs
     private long curSge;    // offset of the current WR's first SGE in sges
     private int curSges;    // SGEs of the current WR
     private int curOpcode;
     private long curInline;       // inline bytes of the current WR
     private boolean curHasDestination;
-    // A summary of the chain, kept as it is built, so that checked mode validates a post in O(1).
-    int maxSges;                  // the most SGEs of any request
+    // A summary of the chain, kept as it is built, so that checked mode validates a post in O(1)
+    // (with maxSges of the base class).
     long maxInline;               // the most inline bytes of any request
     int nonSendOps;               // requests that are not SEND / SEND_WITH_IMM (UD allows only those)
     int readOrAtomicOps;          // RDMA READ and atomics (UC has none)
     int withDestination;          // requests with a UD destination
-    private boolean closed;
 
     /**
      * @param capacity        the most work requests one chain holds
      * @param maxSgePerRequest the most SGEs one request carries
      */
     public SendWorkRequests(int capacity, int maxSgePerRequest) {
-        if (capacity <= 0 || maxSgePerRequest <= 0) {
-            throw new IllegalArgumentException("capacity and maxSgePerRequest must be positive");
-        }
-        this.memory = new OwnedMemory(this, "send work request chain");
-        this.capacity = capacity;
-        this.maxSge = maxSgePerRequest;
-        this.sgeStride = SGE_SIZE * maxSgePerRequest;
-        // Written through global-scope views: no arena liveness check per store. Safe because
-        // every write path is guarded by this object's own state (closed, count) and the memory
-        // is only freed by close() or, once this object is unreachable, by the cleaner.
-        this.owned = memory.allocate(SEND_WR_SIZE * capacity, 64);
-        this.wrs = globalView(owned);
-        this.sges = globalView(memory.allocate(sgeStride * capacity, 64));
-        this.address = wrs.address();
-        long sgeBase = sges.address();
-        for (int i = 0; i < capacity; i++) {
-            long o = SEND_WR_SIZE * i;
-            // next is pre-linked; QueuePair.postSend terminates the chain at count for the call
-            wrs.set(JAVA_LONG, o + SEND_NEXT, i + 1 < capacity ? address + SEND_WR_SIZE * (i + 1) : 0L);
-            wrs.set(JAVA_LONG, o + SEND_SG_LIST, sgeBase + sgeStride * i);
-        }
-    }
-
-    static MemorySegment globalView(MemorySegment owned) {
-        return MemorySegment.ofAddress(owned.address()).reinterpret(owned.byteSize());
+        super("send work request chain", SEND_WR_SIZE, capacity, maxSgePerRequest);
     }
 
     /** Empties the chain (the memory is reused). */
@@ -120,21 +84,6 @@ public final class SendWorkRequests implements AutoCloseable {
         readOrAtomicOps = 0;
         withDestination = 0;
         return this;
-    }
-
-    /** The number of requests in the chain. */
-    public int size() {
-        return count;
-    }
-
-    /** The most requests the chain holds. */
-    public int capacity() {
-        return capacity;
-    }
-
-    /** The most SGEs one request holds. */
-    public int maxSgePerRequest() {
-        return maxSge;
     }
 
     private void begin(long wrId, int opcode, int flags) {
@@ -352,32 +301,12 @@ public final class SendWorkRequests implements AutoCloseable {
 
     // ---- used by QueuePair.postSend ------------------------------------------------------
 
-    boolean isClosed() {
-        return closed;
-    }
-
-    /** Ends the chain after {@code count} requests for one post (restored by {@link #relink}). */
-    void terminate() {
-        wrs.set(JAVA_LONG, SEND_WR_SIZE * (count - 1) + SEND_NEXT, 0L);
-    }
-
-    void relink() {
-        int last = count - 1;
-        if (last + 1 < capacity) {
-            wrs.set(JAVA_LONG, SEND_WR_SIZE * last + SEND_NEXT, address + SEND_WR_SIZE * (last + 1));
-        }
-    }
-
     int opcodeAt(int i) {
         return wrs.get(JAVA_INT, SEND_WR_SIZE * i + SEND_OPCODE);
     }
 
     int flagsAt(int i) {
         return wrs.get(JAVA_INT, SEND_WR_SIZE * i + SEND_FLAGS);
-    }
-
-    int numSgeAt(int i) {
-        return wrs.get(JAVA_INT, SEND_WR_SIZE * i + SEND_NUM_SGE);
     }
 
     long udAhAt(int i) {
@@ -391,28 +320,6 @@ public final class SendWorkRequests implements AutoCloseable {
             total += Integer.toUnsignedLong(sges.get(JAVA_INT, base + SGE_SIZE * s + SGE_LENGTH));
         }
         return total;
-    }
-
-    /** The index of the request at native address {@code wr}, or -1. */
-    int indexOf(long wr) {
-        long d = wr - address;
-        return d >= 0 && d < SEND_WR_SIZE * count && d % SEND_WR_SIZE == 0 ? (int) (d / SEND_WR_SIZE) : -1;
-    }
-
-    /** The raw {@code struct ibv_send_wr} array. */
-    public MemorySegment segment() {
-        return owned;
-    }
-
-    /** Frees the native memory; using it afterwards throws. */
-    @Override
-    public void close() {
-        if (closed) {
-            throw new VerbsException("SendWorkRequests.close", Errno.EBADF, "already closed", "close it once");
-        }
-        closed = true;
-        count = 0;
-        memory.close();
     }
 
     static {

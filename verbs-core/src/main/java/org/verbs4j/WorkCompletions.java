@@ -41,7 +41,7 @@ public final class WorkCompletions implements AutoCloseable {
         this.memory = new OwnedMemory(this, "work completion array");
         // a global-scope view: reads are guarded by count, which close() resets (see SendWorkRequests)
         this.owned = memory.allocate(CompletionLayout.WC_SIZE * capacity, 8);
-        this.wcs = SendWorkRequests.globalView(owned);
+        this.wcs = WorkRequestChain.globalView(owned);
         this.address = wcs.address();
         this.capacity = capacity;
     }
