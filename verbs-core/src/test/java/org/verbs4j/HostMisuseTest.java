@@ -20,12 +20,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.VerbsException;
+import org.verbs4j.testing.StandInProvider;
 
 /**
  * Host tier (no RDMA device): misuse of the public API never crashes the JVM and is refused with
  * the documented {@link VerbsException} (verb, errno, and a message that says what to do).
  * Queue pairs, regions and queues are verbs4j wrappers around the stand-in provider's fake
- * objects ({@link ForeignHandles} + verbs-native's StandInProvider, see {@link StandIn}), so the checked-mode paths and the
+ * objects ({@link ForeignHandles} + verbs-native's StandInProvider, see {@link StandInProvider}), so the checked-mode paths and the
  * real dispatch into a provider's post_send/poll_cq run without hardware.
  */
 class HostMisuseTest {
@@ -130,7 +131,7 @@ class HostMisuseTest {
 
     @Nested
     class WithStandInProvider {
-        private StandIn p;
+        private StandInProvider p;
         private Arena arena;
         private Context ctx;
         private ProtectionDomain pd;
@@ -139,7 +140,7 @@ class HostMisuseTest {
 
         @BeforeEach
         void open() {
-            p = StandIn.open();
+            p = StandInProvider.open();
             arena = Arena.ofShared();
             ctx = ForeignHandles.context(p.context(), "standin0");
             MemorySegment fakePd = arena.allocate(16, 8);
@@ -178,12 +179,12 @@ class HostMisuseTest {
                     wrs.write(11 + i, remote + 64L * i, 0xabcd).sge(mr, 64L * i, 64).signaled();
                 }
                 qp.postSend(wrs);
-                assertEquals(1, p.calls("POST_SEND"));
+                assertEquals(1, p.calls(StandInProvider.Op.POST_SEND));
                 assertEquals(qp.handle().address(), p.lastQp());
                 assertEquals(wrs.segment().address(), p.lastWr(), "the chain's first WR went to post_send");
                 assertEquals(3, p.wqeCount());
                 for (int i = 0; i < 3; i++) {
-                    StandIn.Wqe w = p.wqe(i);
+                    StandInProvider.Wqe w = p.wqe(i);
                     assertEquals(11 + i, w.wrId());
                     assertEquals(SendWorkRequests.OP_RDMA_WRITE, w.opcode());
                     assertEquals(SendWorkRequests.FLAG_SIGNALED, w.sendFlags());
@@ -200,7 +201,7 @@ class HostMisuseTest {
                     assertTrue(wcs.isSuccess(i));
                     assertEquals(CompletionOpcode.RDMA_WRITE, wcs.opcode(i));
                     assertEquals(64, wcs.byteLength(i));
-                    assertEquals(StandIn.QP_NUM, wcs.qpNumber(i));
+                    assertEquals(StandInProvider.QP_NUM, wcs.qpNumber(i));
                 }
                 assertEquals(0, cq.poll(wcs), "nothing more");
                 // the chain is reusable after the post: the same three again
@@ -280,8 +281,8 @@ class HostMisuseTest {
             }
             refused("ibv_destroy_qp", Errno.EBADF, qp::close, "already closed", "close each object exactly once");
             refused("ibv_modify_qp", Errno.EBADF, qp::toError, "closed");
-            assertEquals(0, p.calls("POST_SEND"));
-            assertEquals(0, p.calls("POST_RECV"));
+            assertEquals(0, p.calls(StandInProvider.Op.POST_SEND));
+            assertEquals(0, p.calls(StandInProvider.Op.POST_RECV));
         }
 
         @Test
@@ -299,8 +300,8 @@ class HostMisuseTest {
                 wcs.close();
                 refused("ibv_poll_cq", Errno.EBADF, () -> cq.poll(wcs), "WorkCompletions array is closed");
                 refused("ibv_poll_cq", Errno.EBADF, () -> cq.poll(wcs, 1, Duration.ofMillis(10)), "closed");
-                assertEquals(0, p.calls("POST_SEND"));
-                assertEquals(0, p.calls("POLL_CQ"));
+                assertEquals(0, p.calls(StandInProvider.Op.POST_SEND));
+                assertEquals(0, p.calls(StandInProvider.Op.POLL_CQ));
             } finally {
                 qp.close();
             }
@@ -326,8 +327,8 @@ class HostMisuseTest {
             } finally {
                 reset.close();
             }
-            assertEquals(0, p.calls("POST_SEND"));
-            assertEquals(0, p.calls("POST_RECV"));
+            assertEquals(0, p.calls(StandInProvider.Op.POST_SEND));
+            assertEquals(0, p.calls(StandInProvider.Op.POST_RECV));
         }
 
         @Test
@@ -343,7 +344,7 @@ class HostMisuseTest {
                 // and the chain itself holds no more than it was allocated for
                 refused("ibv_post_send", Errno.EINVAL, () -> wrs.sge(mr, 24, 8).sge(mr, 32, 8), "already has its 3 SGEs",
                         "more SGEs per request");
-                assertEquals(0, p.calls("POST_SEND"));
+                assertEquals(0, p.calls(StandInProvider.Op.POST_SEND));
             } finally {
                 qp.close();
             }
@@ -363,7 +364,7 @@ class HostMisuseTest {
                 wrs.clear().send(3).inline(data.asSlice(0, 16)).signaled();
                 qp.postSend(wrs);
                 assertEquals(1, p.wqeCount());
-                StandIn.Wqe w = p.wqe(0);
+                StandInProvider.Wqe w = p.wqe(0);
                 assertEquals(SendWorkRequests.FLAG_INLINE | SendWorkRequests.FLAG_SIGNALED, w.sendFlags());
                 assertEquals(data.address(), w.addr());
                 assertEquals(16, w.totalLength());
@@ -383,7 +384,7 @@ class HostMisuseTest {
                         "call destination(ah, qpn, qkey)");
                 wrs.clear().write(2, 0, 1).sge(mr, 0, 8);
                 refused("ibv_post_send", Errno.EINVAL, () -> qp.postSend(wrs), "a UD queue pair only sends");
-                assertEquals(0, p.calls("POST_SEND"));
+                assertEquals(0, p.calls(StandInProvider.Op.POST_SEND));
             } finally {
                 qp.close();
             }
@@ -444,10 +445,10 @@ class HostMisuseTest {
         void aFakePdFillIsNeverTouched() {
             // sanity: the stand-in's objects are what the wrappers see
             QueuePair qp = qp(rc(), QueuePairState.RTS);
-            assertEquals(StandIn.QP_NUM, qp.qpNumber());
+            assertEquals(StandInProvider.QP_NUM, qp.qpNumber());
             assertEquals(QueuePairState.RTS, qp.state());
             qp.close();
-            assertEquals(StandIn.CQE, cq.capacity());
+            assertEquals(StandInProvider.CQE, cq.capacity());
             assertEquals(0, mr.segment().get(JAVA_BYTE, 0));
         }
     }

@@ -24,7 +24,7 @@ import org.verbs4j.SendWorkRequests;
 import org.verbs4j.natives.CompletionLayout;
 import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.InlineVerbs;
-import org.verbs4j.natives.StandInProvider;
+import org.verbs4j.testing.StandInProvider;
 
 /**
  * Java against C on the same stand-in provider, in one JMH run (checked mode, the library's

@@ -15,7 +15,7 @@ import org.verbs4j.QueuePair;
 import org.verbs4j.QueuePairInit;
 import org.verbs4j.QueuePairState;
 import org.verbs4j.QueuePairType;
-import org.verbs4j.natives.StandInProvider;
+import org.verbs4j.testing.StandInProvider;
 
 /**
  * The verbs objects the data-path benchmarks use: the stand-in provider's fake context, QP and

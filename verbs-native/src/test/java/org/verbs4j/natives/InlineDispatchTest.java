@@ -12,8 +12,8 @@ import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.verbs4j.natives.StandInProvider.ExtendedOp;
-import org.verbs4j.natives.StandInProvider.Op;
+import org.verbs4j.testing.StandInProvider.ExtendedOp;
+import org.verbs4j.testing.StandInProvider.Op;
 import org.verbs4j.natives.generated.ibverbs.ibv_cq_ex;
 import org.verbs4j.natives.generated.ibverbs.ibv_cq_init_attr_ex;
 import org.verbs4j.natives.generated.ibverbs.ibv_device_attr;
@@ -24,6 +24,7 @@ import org.verbs4j.natives.generated.ibverbs.ibv_send_wr;
 import org.verbs4j.natives.generated.ibverbs.ibv_sge;
 import org.verbs4j.natives.generated.ibverbs.ibv_wc;
 import org.verbs4j.natives.generated.ibverbs.ibverbs_h;
+import org.verbs4j.testing.StandInProvider;
 
 /**
  * Proves, against the stand-in provider, that {@link InlineVerbs} reaches the provider op slots

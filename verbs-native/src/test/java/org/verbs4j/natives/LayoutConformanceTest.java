@@ -31,6 +31,7 @@ import java.util.jar.JarFile;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.verbs4j.testing.NativeToolchain;
 
 /**
  * Proves, against gcc and the installed {@code <infiniband/verbs.h>} / {@code <rdma/rdma_cma.h>},

@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.verbs4j.testing.NativeToolchain;
 
 /**
  * The exported libibverbs on a host without an RDMA device: device discovery fails (or, with a

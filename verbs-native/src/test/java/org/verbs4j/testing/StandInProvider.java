@@ -1,4 +1,4 @@
-package org.verbs4j.natives;
+package org.verbs4j.testing;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -14,6 +14,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.verbs4j.natives.ContextLayout;
+import org.verbs4j.natives.ObjectLayout;
 
 /**
  * Test helper: the stand-in provider ({@code /c/standin_provider.c}, compiled once per JVM with

@@ -1,4 +1,4 @@
-package org.verbs4j.natives;
+package org.verbs4j.testing;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
