@@ -107,17 +107,22 @@ public final class MemoryRegion extends NativeResource {
      * Allocation-free unless it throws.
      */
     void checkSge(String verb, long offset, long len) {
+        // one branch on the hot path; the reasons are sorted out off it (keeps this method inlinable)
+        if (!isOpenPlain() || !segment.scope().isAlive() || !contains(offset, len)) {
+            throw sgeRefused(verb, offset, len);
+        }
+    }
+
+    private VerbsException sgeRefused(String verb, long offset, long len) {
         if (!isOpenPlain()) {
-            throw closedException(verb);
+            return closedException(verb);
         }
         if (!segment.scope().isAlive()) {
-            throw new VerbsException(verb, Errno.EFAULT, "the memory of the registered region was freed (its arena is closed)",
+            return new VerbsException(verb, Errno.EFAULT, "the memory of the registered region was freed (its arena is closed)",
                     "keep the arena open until the memory region is closed and no work request uses it");
         }
-        if (!contains(offset, len)) {
-            throw new VerbsException(verb, Errno.EINVAL, "SGE [offset " + offset + ", length " + len
-                    + ") lies outside the registered region of " + length + " bytes",
-                    "post only buffers inside a registered region, or register a larger one");
-        }
+        return new VerbsException(verb, Errno.EINVAL, "SGE [offset " + offset + ", length " + len
+                + ") lies outside the registered region of " + length + " bytes",
+                "post only buffers inside a registered region, or register a larger one");
     }
 }

@@ -283,11 +283,8 @@ public final class QueuePair extends NativeResource {
      * first request not posted (those before it were posted). Allocation-free on success.
      */
     public void postSend(SendWorkRequests wrs) {
-        if (!isOpenPlain()) {
-            throw closedException("ibv_post_send");
-        }
-        if (wrs.isClosed()) {
-            throw new VerbsException("ibv_post_send", Errno.EBADF, "the SendWorkRequests is closed", "create a new one");
+        if (!isOpenPlain() || wrs.isClosed()) {
+            throw unusable("ibv_post_send", wrs);
         }
         int n = wrs.count;
         if (n == 0) {
@@ -306,11 +303,8 @@ public final class QueuePair extends NativeResource {
 
     /** {@code ibv_post_recv} of the whole chain in one call; allocation-free on success. */
     public void postRecv(ReceiveWorkRequests wrs) {
-        if (!isOpenPlain()) {
-            throw closedException("ibv_post_recv");
-        }
-        if (wrs.isClosed()) {
-            throw new VerbsException("ibv_post_recv", Errno.EBADF, "the ReceiveWorkRequests is closed", "create a new one");
+        if (!isOpenPlain() || wrs.isClosed()) {
+            throw unusable("ibv_post_recv", wrs);
         }
         int n = wrs.count;
         if (n == 0) {
@@ -327,6 +321,14 @@ public final class QueuePair extends NativeResource {
         }
     }
 
+    private VerbsException unusable(String verb, WorkRequestChain wrs) {
+        if (!isOpenPlain()) {
+            return closedException(verb);
+        }
+        return new VerbsException(verb, Errno.EBADF, "the " + wrs.getClass().getSimpleName() + " is closed",
+                "create a new one");
+    }
+
     private static VerbsException postFailed(String verb, int rc, int index, int n) {
         return VerbsException.of(verb, rc, index >= 0
                 ? "work request #" + index + " of " + n + " was not posted (nor those after it; those before it were)"
@@ -335,43 +337,53 @@ public final class QueuePair extends NativeResource {
 
     private void checkSend(SendWorkRequests wrs, int n) {
         QueuePairState s = state;
-        if (s != QueuePairState.RTS && s != QueuePairState.SQD && s != QueuePairState.ERR && s != QueuePairState.SQE) {
-            throw new VerbsException("ibv_post_send", Errno.EINVAL, "the queue pair is in " + s
+        if (s.ordinal() < QueuePairState.RTS.ordinal() || s == QueuePairState.UNKNOWN || n > maxSendWr
+                || wrs.maxSges > maxSendSge || wrs.maxInline > maxInlineData
+                || (type == QueuePairType.UD && (wrs.nonSendOps != 0 || wrs.withDestination != n))
+                || (type == QueuePairType.UC && wrs.readOrAtomicOps != 0)) {
+            throw sendRefused(wrs, n); // the reasons are sorted out off the hot path
+        }
+    }
+
+    private VerbsException sendRefused(SendWorkRequests wrs, int n) {
+        QueuePairState s = state;
+        if (s.ordinal() < QueuePairState.RTS.ordinal() || s == QueuePairState.UNKNOWN) {
+            return new VerbsException("ibv_post_send", Errno.EINVAL, "the queue pair is in " + s
                     + "; sends need RTS", "connect it first (RESET->INIT->RTR->RTS)");
         }
         if (n > maxSendWr) {
-            throw new VerbsException("ibv_post_send", Errno.ENOMEM, "a chain of " + n + " exceeds the send queue of "
+            return new VerbsException("ibv_post_send", Errno.ENOMEM, "a chain of " + n + " exceeds the send queue of "
                     + maxSendWr, null);
         }
-        // O(1): the chain keeps a summary of what it holds; the loops below only find the culprit.
         if (wrs.maxSges > maxSendSge) {
             int i = firstSend(wrs, n, j -> wrs.numSgeAt(j) > maxSendSge);
-            throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
+            return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
                     + " SGEs; the queue pair takes " + maxSendSge, "create the QP with a larger maxSendSge");
         }
         if (wrs.maxInline > maxInlineData) {
             int i = firstSend(wrs, n, j -> (wrs.flagsAt(j) & SendWorkRequests.FLAG_INLINE) != 0
                     && wrs.payloadAt(j) > maxInlineData);
-            throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.payloadAt(i)
+            return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.payloadAt(i)
                     + " inline bytes; the queue pair takes " + maxInlineData, "create the QP with a larger maxInlineData");
         }
         if (type == QueuePairType.UD) {
             if (wrs.nonSendOps != 0) {
                 int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) != SendWorkRequests.OP_SEND
                         && wrs.opcodeAt(j) != SendWorkRequests.OP_SEND_WITH_IMM);
-                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + ": a UD queue pair only sends",
+                return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + ": a UD queue pair only sends",
                         null);
             }
             if (wrs.withDestination != n) {
                 int i = firstSend(wrs, n, j -> wrs.udAhAt(j) == 0);
-                throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has no destination",
+                return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has no destination",
                         "call destination(ah, qpn, qkey) on each UD request");
             }
         } else if (type == QueuePairType.UC && wrs.readOrAtomicOps != 0) {
             int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) >= SendWorkRequests.OP_RDMA_READ);
-            throw new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i
+            return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i
                     + ": UC has no RDMA READ or atomics", "use an RC queue pair");
         }
+        throw new IllegalStateException("sendRefused called for an acceptable chain");
     }
 
     private static int firstSend(SendWorkRequests wrs, int n, java.util.function.IntPredicate bad) {

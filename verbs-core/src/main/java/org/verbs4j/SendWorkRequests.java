@@ -86,13 +86,10 @@ public final class SendWorkRequests extends WorkRequestChain {
         return this;
     }
 
+    // Hot methods keep their throw paths out of line (small bytecode stays inlinable).
     private void begin(long wrId, int opcode, int flags) {
-        if (closed) {
-            throw new VerbsException("ibv_post_send", Errno.EBADF, "the SendWorkRequests is closed", "create a new one");
-        }
-        if (count == capacity) {
-            throw new VerbsException("ibv_post_send", Errno.ENOMEM, "the chain already holds its capacity of "
-                    + capacity + " requests", "post it and clear() before adding more, or allocate a larger chain");
+        if (closed || count == capacity) {
+            throw cannotBegin();
         }
         long o = SEND_WR_SIZE * count;
         cur = o;
@@ -184,17 +181,33 @@ public final class SendWorkRequests extends WorkRequestChain {
         wrs.set(JAVA_INT, cur + SEND_ATOMIC_RKEY, rkey);
     }
 
+    private VerbsException cannotBegin() {
+        if (closed) {
+            return new VerbsException("ibv_post_send", Errno.EBADF, "the SendWorkRequests is closed", "create a new one");
+        }
+        return new VerbsException("ibv_post_send", Errno.ENOMEM, "the chain already holds its capacity of "
+                + capacity + " requests", "post it and clear() before adding more, or allocate a larger chain");
+    }
+
     private void ensureCurrent() {
         if (count == 0) {
-            throw new IllegalStateException("start a work request first (send, write, read, compareAndSwap, ...)");
+            throw noCurrentRequest();
         }
+    }
+
+    private static IllegalStateException noCurrentRequest() {
+        return new IllegalStateException("start a work request first (send, write, read, compareAndSwap, ...)");
     }
 
     private void ensureSgeRoom() {
         if (curSges == maxSge) {
-            throw new VerbsException("ibv_post_send", Errno.EINVAL, "the request already has its "
-                    + maxSge + " SGEs", "allocate the chain with more SGEs per request");
+            throw sgeSlotsFull();
         }
+    }
+
+    private VerbsException sgeSlotsFull() {
+        return new VerbsException("ibv_post_send", Errno.EINVAL, "the request already has its "
+                + maxSge + " SGEs", "allocate the chain with more SGEs per request");
     }
 
     /** Adds the SGE {@code [offset, offset + length)} of a registered region to the current request. */
@@ -217,8 +230,13 @@ public final class SendWorkRequests extends WorkRequestChain {
     }
 
     private void checkLocalAccess(MemoryRegion mr, int length) {
-        boolean writesLocal = curOpcode == OP_RDMA_READ || curOpcode >= OP_ATOMIC_CMP_AND_SWP;
-        if (writesLocal && !mr.access().contains(Access.LOCAL_WRITE)) {
+        if (curOpcode >= OP_RDMA_READ) { // READ and atomics: the adapter writes into the local buffer
+            checkLocalWrite(mr, length);
+        }
+    }
+
+    private void checkLocalWrite(MemoryRegion mr, int length) {
+        if (!mr.access().contains(Access.LOCAL_WRITE)) {
             throw new VerbsException("ibv_post_send", Errno.EINVAL, "RDMA READ and atomics write into the local "
                     + "buffer, but its region lacks LOCAL_WRITE", "register the region with Access.LOCAL_WRITE");
         }
