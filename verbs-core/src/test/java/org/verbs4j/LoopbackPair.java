@@ -59,16 +59,8 @@ public final class LoopbackPair implements AutoCloseable {
             b = pd.createQueuePair(shape.apply(QueuePairInit.of(type, cqB)));
             GidEntry gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow(
                     () -> new IllegalStateException("no RoCE v2 IPv4 GID on port 1 of " + ctx.deviceName()));
-            ConnectOptions o = ConnectOptions.roce(gid.index());
-            a.toInit(1, remoteAccess);
-            b.toInit(1, remoteAccess);
-            QueuePairEndpoint ea = a.localEndpoint(gid.index(), 100);
-            QueuePairEndpoint eb = b.localEndpoint(gid.index(), 200);
-            a.toRtr(eb, o);
-            b.toRtr(ea, o);
-            a.toRts(ea.psn(), o);
-            b.toRts(eb.psn(), o);
-            return new LoopbackPair(ctx, pd, cqA, cqB, a, b, gid, o);
+            GuestSupport.connect(a, b, gid, remoteAccess);
+            return new LoopbackPair(ctx, pd, cqA, cqB, a, b, gid, ConnectOptions.roce(gid.index()));
         } catch (RuntimeException e) {
             for (AutoCloseable c : new AutoCloseable[] {b, a, cqB, cqA, pd, ctx}) {
                 if (c != null) {
