@@ -6,7 +6,10 @@
 module org.verbs4j.core {
     requires transitive org.verbs4j.natives;
     requires org.slf4j;
+    requires java.management; // Restricted: the launcher's native-access grant of the class path
 
     exports org.verbs4j;
     exports org.verbs4j.pool;
+
+    provides org.verbs4j.natives.FailureFactory with org.verbs4j.internal.CoreFailures;
 }

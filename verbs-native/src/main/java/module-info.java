@@ -9,4 +9,6 @@ module org.verbs4j.natives {
     exports org.verbs4j.natives;
     exports org.verbs4j.natives.generated.ibverbs;
     exports org.verbs4j.natives.generated.rdmacm;
+
+    uses org.verbs4j.natives.FailureFactory;
 }

@@ -5,7 +5,10 @@ import org.verbs4j.natives.LibIbverbs;
 
 /**
  * An address handle ({@code struct ibv_ah}): the destination of UD sends. Owned by its
- * protection domain. Immutable after creation; any thread may name it in work requests.
+ * protection domain. Immutable after creation; any thread may name it in work requests. The
+ * provider reads it when a request naming it is posted, so a chain that names it is refused once
+ * it is closed (in every mode), and {@link #close()} waits until no post of its protection domain
+ * is inside the provider before destroying it.
  */
 public final class AddressHandle extends NativeResource {
     private final AddressVector vector;
@@ -15,6 +18,12 @@ public final class AddressHandle extends NativeResource {
         super(pd, "address handle", "ibv_destroy_ah", ah, LibIbverbs::destroyAh, null);
         this.vector = vector;
         this.address = ah.address();
+    }
+
+    @Override
+    void beforeRelease() {
+        Revocations.revoke();
+        ((ProtectionDomain) owner).quiesce();
     }
 
     /** Where it points. */

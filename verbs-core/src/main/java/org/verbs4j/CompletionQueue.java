@@ -10,7 +10,6 @@ import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
-import org.verbs4j.natives.VerbsException;
 
 /**
  * A completion queue ({@code struct ibv_cq}). {@link #poll} reaps completions into a reusable
@@ -18,7 +17,15 @@ import org.verbs4j.natives.VerbsException;
  * allocation and no lock.
  *
  * <p>Owned by its {@link Context}; refuses to close while queue pairs use it. Polling and
- * {@link #requestNotify} are single-threaded: one thread polls a CQ at a time (as in C).
+ * {@link #requestNotify} are single-threaded: one thread polls a CQ at a time (as in C). A second
+ * thread polling at the same moment gets a {@link ResourceBusyException}, and a {@link #close()}
+ * racing a poll waits for it to leave the provider (see {@link Gate}).
+ *
+ * <p>In checked mode each poll also credits the completions to the queue pairs (and shared
+ * receive queues) they belong to, which is how a post knows how much room is left; and if the
+ * queues attached to this CQ could together hold more work than it has entries
+ * ({@link #isOvercommitted()}), posts to them are refused when their outstanding work could
+ * overrun it.
  */
 public final class CompletionQueue extends NativeResource {
     private static final int ACK_BATCH = 16;
@@ -29,6 +36,13 @@ public final class CompletionQueue extends NativeResource {
     private final int capacity;
     private final CompletionChannel channel;
     private int unackedEvents;
+    private static final boolean CHECKED = Verbs.CHECKED;
+    final Gate pollGate = new Gate();
+    private final Gate[] gates = {pollGate};
+    /** The queue pairs whose completions come here, by QP number (copy-on-write). */
+    private volatile QpTable table = QpTable.EMPTY;
+    /** True when its queue pairs and SRQs could together hold more work than it has entries. */
+    volatile boolean overcommitted;
 
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel) {
         this(context, cq, channel, LibIbverbs::destroyCq);
@@ -53,10 +67,82 @@ public final class CompletionQueue extends NativeResource {
         return capacity;
     }
 
-    /** The raw {@code struct ibv_cq *}. */
+    /**
+     * The raw {@code struct ibv_cq *}: restricted to modules with native access; the view stops
+     * working when the CQ closes.
+     */
     public MemorySegment handle() {
-        ensureOpen("ibv_cq");
-        return handle;
+        return rawHandle("CompletionQueue.handle");
+    }
+
+    @Override
+    Gate[] gates() {
+        return gates;
+    }
+
+    /** True when the queues that complete here could together hold more work than its capacity. */
+    public boolean isOvercommitted() {
+        return overcommitted;
+    }
+
+    synchronized void attach(QueueAccount qp) {
+        table = table.with(qp);
+        recompute();
+    }
+
+    synchronized void detach(QueueAccount qp) {
+        table = table.without(qp);
+        recompute();
+    }
+
+    private void recompute() {
+        long committed = 0;
+        java.util.Set<SharedReceiveQueue> srqs = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (QueueAccount q : table.all()) {
+            if (q.sendCq == this) {
+                committed += q.maxSendWr;
+            }
+            if (q.recvCq == this) {
+                if (q.srq == null) {
+                    committed += q.maxRecvWr;
+                } else if (srqs.add(q.srq)) {
+                    committed += q.srq.maxWr();
+                }
+            }
+        }
+        overcommitted = committed > capacity;
+    }
+
+    /**
+     * Checked mode, over-committed CQ, with this CQ's monitor held: refuses {@code n} more work
+     * requests when the work outstanding on its queues could then overrun it.
+     */
+    void checkRoom(String verb, int n) {
+        long outstanding = 0;
+        java.util.Set<SharedReceiveQueue> srqs = null;
+        for (QueueAccount q : table.all()) {
+            if (q.sendCq == this) {
+                outstanding += q.sendOutstanding();
+            }
+            if (q.recvCq == this) {
+                if (q.srq == null) {
+                    outstanding += q.recvOutstanding();
+                } else {
+                    if (srqs == null) {
+                        srqs = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+                    }
+                    if (srqs.add(q.srq)) {
+                        outstanding += q.srq.outstanding();
+                    }
+                }
+            }
+        }
+        if (outstanding + n > capacity) {
+            throw new QueueFullException(verb, "the completion queue of " + capacity + " entries already has "
+                    + outstanding + " completions outstanding on its queues; " + n + " more could overrun it and lose "
+                    + "completions", "poll the completion queue first, or create it larger (at least the sum of the "
+                    + "depths of the queues that complete into it)");
+        }
     }
 
     /**
@@ -64,16 +150,47 @@ public final class CompletionQueue extends NativeResource {
      * (overwriting what it held) and returns how many. Allocation-free.
      */
     public int poll(WorkCompletions wcs) {
-        if (!isOpenPlain()) {
-            throw closedException("ibv_poll_cq");
+        Gate g = pollGate;
+        if (!g.tryEnter()) {
+            throw g.refusal("ibv_poll_cq", this, "polling");
         }
-        wcs.ensureUsable("ibv_poll_cq");
-        int n = InlineVerbs.pollCq(pollFn, address, wcs.capacity, wcs.address);
-        if (n < 0) {
-            throw VerbsException.of("ibv_poll_cq", n == -1 ? Errno.EIO : -n, "the provider reported an error polling the CQ");
+        try {
+            wcs.ensureUsable("ibv_poll_cq");
+            int n = InlineVerbs.pollCq(pollFn, address, wcs.capacity, wcs.address);
+            if (n < 0) {
+                throw VerbsException.of("ibv_poll_cq", n == -1 ? Errno.EIO : -n, "the provider reported an error polling the CQ");
+            }
+            wcs.count = n;
+            if (CHECKED && n > 0) {
+                credit(wcs, 0, n);
+            }
+            return n;
+        } finally {
+            g.exit();
+            java.lang.ref.Reference.reachabilityFence(wcs);
         }
-        wcs.count = n;
-        return n;
+    }
+
+    /** Credits completions {@code [from, to)} of {@code wcs} to their queue pairs (checked mode). */
+    private void credit(WorkCompletions wcs, int from, int to) {
+        QpTable t = table;
+        for (int i = from; i < to; i++) {
+            QueueAccount q = t.get(wcs.rawQpNumber(i));
+            if (q == null) {
+                continue; // a queue pair not created through verbs4j, or already closed
+            }
+            int status = wcs.rawStatus(i);
+            boolean recv;
+            if (status == WorkCompletions.SUCCESS || q.sendCq != q.recvCq) {
+                recv = status == WorkCompletions.SUCCESS ? (wcs.rawOpcode(i) & CompletionOpcode.RECV) != 0 : q.recvCq == this;
+            } else {
+                recv = (wcs.rawOpcode(i) & CompletionOpcode.RECV) != 0; // error on a shared CQ: the opcode is a hint
+            }
+            q.completed(status, recv);
+            if (recv && q.srq != null) {
+                q.srq.completed();
+            }
+        }
     }
 
     /**
@@ -85,16 +202,32 @@ public final class CompletionQueue extends NativeResource {
         ensureOpen("ibv_poll_cq");
         wcs.ensureUsable("ibv_poll_cq");
         if (min > wcs.capacity) {
-            throw new VerbsException("ibv_poll_cq", Errno.EINVAL, "min " + min + " exceeds the array's capacity "
+            throw VerbsException.create("ibv_poll_cq", Errno.EINVAL, "min " + min + " exceeds the array's capacity "
                     + wcs.capacity, null);
         }
         long deadline = System.nanoTime() + timeout.toNanos();
         int have = 0;
+        wcs.count = 0;
         while (have < min) {
-            int n = InlineVerbs.pollCq(pollFn, address, wcs.capacity - have,
-                    wcs.address + (long) have * CompletionLayout.WC_SIZE);
-            if (n < 0) {
-                throw VerbsException.of("ibv_poll_cq", n == -1 ? Errno.EIO : -n, "the provider reported an error polling the CQ");
+            Gate g = pollGate;
+            if (!g.tryEnter()) {
+                throw g.refusal("ibv_poll_cq", this, "polling");
+            }
+            int n;
+            try {
+                wcs.ensureUsable("ibv_poll_cq");
+                n = InlineVerbs.pollCq(pollFn, address, wcs.capacity - have,
+                        wcs.address + (long) have * CompletionLayout.WC_SIZE);
+                if (n < 0) {
+                    throw VerbsException.of("ibv_poll_cq", n == -1 ? Errno.EIO : -n, "the provider reported an error polling the CQ");
+                }
+                if (CHECKED && n > 0) {
+                    wcs.count = have + n;
+                    credit(wcs, have, have + n);
+                }
+            } finally {
+                g.exit();
+                java.lang.ref.Reference.reachabilityFence(wcs);
             }
             have += n;
             if (n == 0) {
@@ -113,9 +246,20 @@ public final class CompletionQueue extends NativeResource {
      * raises an event on its completion channel.
      */
     public void requestNotify(boolean solicitedOnly) {
-        ensureOpen("ibv_req_notify_cq");
+        Gate g = pollGate;
+        if (!g.tryEnter()) {
+            throw g.refusal("ibv_req_notify_cq", this, "polling");
+        }
+        try {
+            requestNotifyNow(solicitedOnly);
+        } finally {
+            g.exit();
+        }
+    }
+
+    private void requestNotifyNow(boolean solicitedOnly) {
         if (channel == null) {
-            throw new VerbsException("ibv_req_notify_cq", Errno.EINVAL, "the CQ has no completion channel",
+            throw VerbsException.create("ibv_req_notify_cq", Errno.EINVAL, "the CQ has no completion channel",
                     "create it with Context.createCompletionQueue(n, channel, vector)");
         }
         int rc = InlineVerbs.reqNotifyCq(notifyFn, address, solicitedOnly ? 1 : 0);

@@ -20,13 +20,13 @@ public record ConnectOptions(int timeout, int retryCount, int rnrRetry, int minR
                              int gidIndex, int hopLimit, int trafficClass, int serviceLevel) {
     public ConnectOptions {
         if (timeout < 1 || timeout > 31) {
-            throw new IllegalArgumentException("timeout must be 1..31 (0 would wait forever): " + timeout);
+            throw new InvalidRequestException("ibv_modify_qp", "timeout must be 1..31 (0 would wait forever): " + timeout, null);
         }
         if (retryCount < 0 || retryCount > 6) {
-            throw new IllegalArgumentException("retryCount must be 0..6 (7 retries forever on rxe): " + retryCount);
+            throw new InvalidRequestException("ibv_modify_qp", "retryCount must be 0..6 (7 retries forever on rxe): " + retryCount, null);
         }
         if (rnrRetry < 0 || rnrRetry > 6) {
-            throw new IllegalArgumentException("rnrRetry must be 0..6 (7 retries forever): " + rnrRetry);
+            throw new InvalidRequestException("ibv_modify_qp", "rnrRetry must be 0..6 (7 retries forever): " + rnrRetry, null);
         }
     }
 

@@ -16,7 +16,6 @@ import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
-import org.verbs4j.natives.VerbsException;
 import org.verbs4j.natives.generated.ibverbs.ibv_async_event;
 import org.verbs4j.natives.generated.ibverbs.ibv_device_attr;
 import org.verbs4j.natives.generated.ibverbs.ibv_gid_entry;
@@ -48,8 +47,7 @@ public final class Context extends NativeResource {
 
     /** The raw {@code struct ibv_context *}, for code that calls libibverbs directly. */
     public MemorySegment handle() {
-        ensureOpen("ibv_context");
-        return handle;
+        return rawHandle("Context.handle");
     }
 
     /** The number of completion vectors (the valid range of a CQ's {@code comp_vector}). */
@@ -125,7 +123,7 @@ public final class Context extends NativeResource {
                 return e;
             }
         }
-        throw new VerbsException("ibv_query_gid_ex", Errno.ENOENT, "port " + port + " of " + deviceName
+        throw VerbsException.create("ibv_query_gid_ex", Errno.ENOENT, "port " + port + " of " + deviceName
                 + " has no RoCE v2 GID for " + address.getHostAddress() + " (table: " + table + ")",
                 "give the RDMA net device that address (ip addr add), or pick the address the GID table shows");
     }
@@ -168,7 +166,7 @@ public final class Context extends NativeResource {
     public CompletionQueue createCompletionQueue(int minEntries, CompletionChannel channel, int compVector) {
         ensureOpen("ibv_create_cq");
         if (minEntries <= 0) {
-            throw new VerbsException("ibv_create_cq", Errno.EINVAL, "minEntries must be positive, not " + minEntries, null);
+            throw VerbsException.create("ibv_create_cq", Errno.EINVAL, "minEntries must be positive, not " + minEntries, null);
         }
         if (channel != null) {
             channel.ensureOpen("ibv_create_cq");

@@ -13,7 +13,8 @@ import org.verbs4j.natives.ObjectLayout;
  * their type (owners, use after close, checked mode).
  *
  * <p>The caller guarantees that each handle is a valid object of its type and outlives the
- * wrapper. Stateless; any thread may call it.
+ * wrapper. Restricted, like the JDK's own restricted methods: callable only from a module with
+ * native access ({@link RestrictedMethodException} otherwise). Stateless; any thread may call it.
  */
 public final class ForeignHandles {
     private static final NativeResource.Destroyer BORROWED = h -> { };
@@ -23,16 +24,19 @@ public final class ForeignHandles {
 
     /** Wraps a {@code struct ibv_context *}. */
     public static Context context(MemorySegment ibvContext, String deviceName) {
+        Restricted.check("ForeignHandles.context");
         return new Context(ibvContext.reinterpret(ContextLayout.SIZE), deviceName, BORROWED);
     }
 
     /** Wraps a {@code struct ibv_pd *} of {@code context}. */
     public static ProtectionDomain protectionDomain(Context context, MemorySegment ibvPd) {
+        Restricted.check("ForeignHandles.protectionDomain");
         return new ProtectionDomain(context, ibvPd, BORROWED);
     }
 
     /** Wraps a {@code struct ibv_cq *} of {@code context} (no completion channel). */
     public static CompletionQueue completionQueue(Context context, MemorySegment ibvCq) {
+        Restricted.check("ForeignHandles.completionQueue");
         return new CompletionQueue(context, ibvCq.reinterpret(ObjectLayout.CQ_SIZE), null, BORROWED);
     }
 
@@ -42,15 +46,23 @@ public final class ForeignHandles {
      */
     public static QueuePair queuePair(ProtectionDomain pd, MemorySegment ibvQp, QueuePairInit init,
                                       QueuePairState state) {
+        Restricted.check("ForeignHandles.queuePair");
         QueuePair qp = new QueuePair(pd, ibvQp.reinterpret(ObjectLayout.QP_SIZE), init, init.maxSendWr, init.maxRecvWr,
                 init.maxSendSge, init.maxRecvSge, init.maxInlineData, BORROWED);
         qp.assumeState(state);
         return qp;
     }
 
+    /** Wraps a {@code struct ibv_srq *} of {@code pd} with the capacities it was created with. */
+    public static SharedReceiveQueue sharedReceiveQueue(ProtectionDomain pd, MemorySegment ibvSrq, int maxWr, int maxSge) {
+        Restricted.check("ForeignHandles.sharedReceiveQueue");
+        return new SharedReceiveQueue(pd, ibvSrq, maxWr, maxSge, BORROWED);
+    }
+
     /** Wraps memory registered elsewhere under {@code lkey}/{@code rkey} (e.g. by C code). */
     public static MemoryRegion memoryRegion(ProtectionDomain pd, MemorySegment segment, int lkey, int rkey,
                                             Set<Access> access) {
+        Restricted.check("ForeignHandles.memoryRegion");
         return new MemoryRegion(pd, MemorySegment.NULL, segment, segment.address(), access, BORROWED, lkey, rkey);
     }
 }

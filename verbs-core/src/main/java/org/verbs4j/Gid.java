@@ -24,7 +24,7 @@ public final class Gid {
     /** A GID from its 16 raw bytes. */
     public static Gid of(byte[] raw) {
         if (raw.length != BYTES) {
-            throw new IllegalArgumentException("a GID has 16 bytes, not " + raw.length);
+            throw new InvalidRequestException("ibv_gid", "a GID has 16 bytes, not " + raw.length, null);
         }
         return new Gid(raw.clone());
     }
@@ -72,7 +72,7 @@ public final class Gid {
         try {
             return InetAddress.getByAddress(raw);
         } catch (UnknownHostException e) {
-            throw new IllegalStateException(e);
+            throw new AssertionError(e); // 16 bytes always make an address
         }
     }
 

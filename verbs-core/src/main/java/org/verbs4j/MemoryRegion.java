@@ -7,17 +7,22 @@ import java.util.Set;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
-import org.verbs4j.natives.VerbsException;
 
 /**
  * Registered memory ({@code struct ibv_mr}): a native {@link MemorySegment} pinned and known to
  * the adapter, with the keys work requests name it by. Sizes are longs (regions of 4 GiB and
  * more work).
  *
- * <p>Owns the registration and keeps the segment reachable until it is deregistered (closed);
- * it never frees the memory itself, which belongs to the segment's arena. Posting from a region
- * that is closed, or whose arena was closed, is refused in checked mode. Thread-safe: keys and
- * bounds are immutable.
+ * <p>Lifetimes: the memory of a region is never freed before the region is deregistered, so the
+ * adapter never writes into memory the JVM has handed to someone else. A region made by
+ * {@link ProtectionDomain#allocateMemoryRegion} owns its memory and frees it right after
+ * deregistration; one over {@link java.lang.foreign.Arena#ofAuto()} or global memory keeps it
+ * reachable until then; one tied to a shared arena with
+ * {@link ProtectionDomain#register(java.lang.foreign.Arena, MemorySegment, Access...)} is
+ * deregistered by that arena's close before the arena frees the memory. Closing a region (or its
+ * arena) revokes the device's access at once: work still outstanding on it completes with an
+ * error, and chains that name it are refused at their next post, in every mode. Thread-safe: keys
+ * and bounds are immutable.
  */
 public final class MemoryRegion extends NativeResource {
     private final MemorySegment segment;
@@ -28,8 +33,13 @@ public final class MemoryRegion extends NativeResource {
     private final int rkey;
     private final Set<Access> access;
 
-    MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, long iova, Set<Access> access) {
-        this(pd, mr.reinterpret(ObjectLayout.MR_SIZE), segment, iova, access, LibIbverbs::deregMr,
+    /** @param owned the arena of memory the region owns (closed right after deregistration), or null */
+    MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, long iova, Set<Access> access,
+                 java.lang.foreign.Arena owned) {
+        this(pd, mr.reinterpret(ObjectLayout.MR_SIZE), segment, iova, access, owned == null ? LibIbverbs::deregMr : h -> {
+                    LibIbverbs.deregMr(h);
+                    owned.close(); // deregistered first: only then may the memory go
+                },
                 mr.reinterpret(ObjectLayout.MR_SIZE).get(JAVA_INT, ObjectLayout.MR_LKEY),
                 mr.reinterpret(ObjectLayout.MR_SIZE).get(JAVA_INT, ObjectLayout.MR_RKEY));
     }
@@ -81,10 +91,35 @@ public final class MemoryRegion extends NativeResource {
         return access;
     }
 
-    /** The raw {@code struct ibv_mr *}. */
+    /**
+     * The raw {@code struct ibv_mr *}: restricted to modules with native access; the view stops
+     * working when the region closes.
+     */
     public MemorySegment handle() {
-        ensureOpen("ibv_mr");
-        return handle;
+        return rawHandle("MemoryRegion.handle");
+    }
+
+    @Override
+    void beforeRelease() {
+        Revocations.revoke();                       // chains naming it re-check before their next post
+        ((ProtectionDomain) owner).quiesce();       // and no post that missed the revocation is still inside
+    }
+
+    /** Run by the close of the shared arena it is tied to: deregister (once) before the arena frees the memory. */
+    void closeWithArena() {
+        if (isOpen()) {
+            try {
+                close();
+                return;
+            } catch (ResourceClosedException raced) {
+                // closed by its owner at the same moment: wait below until the deregistration finished
+            } catch (RuntimeException e) {
+                org.slf4j.LoggerFactory.getLogger(MemoryRegion.class).warn("verbs4j: deregistering a region when its arena "
+                        + "closed failed: {}", e.getMessage());
+                return;
+            }
+        }
+        awaitReleased();
     }
 
     /** The protection domain it belongs to. */
@@ -118,10 +153,10 @@ public final class MemoryRegion extends NativeResource {
             return closedException(verb);
         }
         if (!segment.scope().isAlive()) {
-            return new VerbsException(verb, Errno.EFAULT, "the memory of the registered region was freed (its arena is closed)",
+            return VerbsException.create(verb, Errno.EFAULT, "the memory of the registered region was freed (its arena is closed)",
                     "keep the arena open until the memory region is closed and no work request uses it");
         }
-        return new VerbsException(verb, Errno.EINVAL, "SGE [offset " + offset + ", length " + len
+        return VerbsException.create(verb, Errno.EINVAL, "SGE [offset " + offset + ", length " + len
                 + ") lies outside the registered region of " + length + " bytes",
                 "post only buffers inside a registered region, or register a larger one");
     }

@@ -29,7 +29,7 @@ public enum Mtu {
                 return m;
             }
         }
-        throw new IllegalArgumentException("not an enum ibv_mtu value: " + value);
+        throw new InvalidRequestException("ibv_mtu", "not an enum ibv_mtu value: " + value, "use 1 (256) to 5 (4096)");
     }
 
     /** The smaller of two MTUs. */

@@ -6,7 +6,6 @@ import java.lang.invoke.VarHandle;
 import java.lang.ref.Cleaner;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.VerbsException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,6 +52,9 @@ abstract sealed class NativeResource implements AutoCloseable
     private final Cleaner.Cleanable cleanable;
     @SuppressWarnings("unused") // accessed through STATE
     private volatile int state;
+    /** The arena of the raw views {@link #rawHandle} handed out; closed with this object. */
+    private volatile java.lang.foreign.Arena views;
+    private static final Gate[] NO_GATES = new Gate[0];
 
     /**
      * @param kind        what the object is, e.g. "memory region"
@@ -167,8 +169,45 @@ abstract sealed class NativeResource implements AutoCloseable
     }
 
     final VerbsException closedException(String verb) {
-        return new VerbsException(verb, Errno.EBADF, "the " + kind + " is closed",
+        return new ResourceClosedException(verb, "the " + kind + " is closed",
                 "do not use a " + kind + " after close(); create a new one");
+    }
+
+    /** What the object is, e.g. "queue pair". */
+    final String kind() {
+        return kind;
+    }
+
+    /**
+     * The data-path gates of this object (posts, polls): {@link #close()} closes them, waiting for
+     * an operation inside to finish, before the native object is destroyed.
+     */
+    Gate[] gates() {
+        return NO_GATES;
+    }
+
+    /**
+     * The raw native handle for code that calls libibverbs itself: restricted to modules with
+     * native access, and a view that stops working (IllegalStateException on access) when this
+     * object closes, so nothing stays writable after its owner is gone.
+     */
+    final MemorySegment rawHandle(String method) {
+        Restricted.check(method);
+        ensureOpen(method);
+        java.lang.foreign.Arena a = views;
+        if (a == null) {
+            synchronized (this) {
+                a = views;
+                if (a == null) {
+                    views = a = java.lang.foreign.Arena.ofShared();
+                }
+            }
+        }
+        try {
+            return MemorySegment.ofAddress(handle.address()).reinterpret(handle.byteSize(), a, null);
+        } catch (IllegalStateException e) {
+            throw closedException(method);
+        }
     }
 
     /** Called once, before the handle is released; a subclass frees what it allocated itself. */
@@ -186,22 +225,41 @@ abstract sealed class NativeResource implements AutoCloseable
     @Override
     public final void close() {
         if (!STATE.compareAndSet(this, OPEN, CLOSING)) {
-            throw new VerbsException(destroyVerb, Errno.EBADF, "the " + kind + " is already closed",
+            throw VerbsException.create(destroyVerb, Errno.EBADF, "the " + kind + " is already closed",
                     "close each object exactly once");
         }
         int children = liveChildren.get();
         if (children != 0) {
             state = OPEN;
-            throw new VerbsException(destroyVerb, Errno.EBUSY, "the " + kind + " still has " + children
+            throw VerbsException.create(destroyVerb, Errno.EBUSY, "the " + kind + " still has " + children
                     + " open object(s) created from it or using it", "close what was created from it first "
                     + "(memory regions, queue pairs, queues, address handles), e.g. with nested try-with-resources");
+        }
+        Gate[] gates = gates();
+        for (int i = 0; i < gates.length; i++) {
+            if (!gates[i].close()) {
+                for (int j = 0; j < i; j++) {
+                    gates[j].reopen();
+                }
+                state = OPEN;
+                throw new ResourceBusyException(destroyVerb, "a post or poll on the " + kind + " did not finish within 10 s",
+                        "close a queue only after the threads that post to it or poll it have stopped");
+            }
         }
         beforeRelease();
         try {
             releaser.destroy.destroy(handle);
         } catch (RuntimeException e) {
+            for (Gate g : gates) {
+                g.reopen();
+            }
             state = OPEN;
             throw e;
+        }
+        synchronized (this) {
+            if (views != null) {
+                views.close();
+            }
         }
         releaser.explicit = true;
         state = CLOSED;
@@ -209,6 +267,14 @@ abstract sealed class NativeResource implements AutoCloseable
         afterRelease();
         for (NativeResource h : held) {
             h.liveChildren.decrementAndGet();
+        }
+    }
+
+    /** Waits (bounded) until a close that another thread started has released the native object. */
+    final void awaitReleased() {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (state == CLOSING && System.nanoTime() - deadline < 0) {
+            Thread.onSpinWait();
         }
     }
 

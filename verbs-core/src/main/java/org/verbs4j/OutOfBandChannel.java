@@ -4,12 +4,12 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
+import org.verbs4j.natives.Errno;
 
 /**
  * A small TCP side channel that lets two processes connect RC/UC queue pairs without rdma_cm:
@@ -39,9 +39,10 @@ public final class OutOfBandChannel implements AutoCloseable {
             server.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis())));
             return new OutOfBandChannel(server.accept(), timeout);
         } catch (SocketTimeoutException e) {
-            throw new UncheckedIOException("no peer connected to port " + server.getLocalPort() + " within " + timeout, e);
+            throw new VerbsTimeoutException("oob_accept", "no peer connected to port " + server.getLocalPort() + " within " + timeout,
+                    "start the peer, or wait longer");
         } catch (IOException e) {
-            throw new UncheckedIOException("accepting the out-of-band connection failed", e);
+            throw io("oob_accept", "accepting the out-of-band connection failed", e);
         }
     }
 
@@ -66,12 +67,16 @@ public final class OutOfBandChannel implements AutoCloseable {
                     Thread.sleep(100);
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
-                    throw new UncheckedIOException("interrupted while connecting to " + peer, e);
+                    throw new VerbsException("oob_connect", Errno.EINTR, "interrupted while connecting to " + peer, null, ie);
                 }
             }
         }
-        throw new UncheckedIOException("could not connect to " + peer + " within " + timeout
-                + " (is the peer listening?)", last == null ? new IOException("timeout") : last);
+        VerbsTimeoutException t = new VerbsTimeoutException("oob_connect", "could not connect to " + peer + " within "
+                + timeout, "is the peer listening?");
+        if (last != null) {
+            t.initCause(last);
+        }
+        throw t;
     }
 
     /** Sends ours, receives the peer's. */
@@ -80,9 +85,9 @@ public final class OutOfBandChannel implements AutoCloseable {
             write(local);
             return read();
         } catch (SocketTimeoutException e) {
-            throw new UncheckedIOException("the peer sent no connection data in time", e);
+            throw new VerbsTimeoutException("oob_exchange", "the peer sent no connection data in time", null);
         } catch (IOException e) {
-            throw new UncheckedIOException("exchanging connection data failed", e);
+            throw io("oob_exchange", "exchanging connection data failed", e);
         }
     }
 
@@ -93,15 +98,15 @@ public final class OutOfBandChannel implements AutoCloseable {
             out.flush();
             String theirs = in.readUTF();
             if (!theirs.equals(name)) {
-                throw new IllegalStateException("out-of-band barrier mismatch: we are at '" + name + "', the peer at '"
-                        + theirs + "'");
+                throw new VerbsException("oob_barrier", Errno.EPROTO, "out-of-band barrier mismatch: we are at '" + name
+                        + "', the peer at '" + theirs + "'", "both sides must pass the same barriers in the same order");
             }
         } catch (SocketTimeoutException e) {
-            throw new UncheckedIOException("the peer did not reach barrier '" + name + "' in time", e);
+            throw new VerbsTimeoutException("oob_barrier", "the peer did not reach barrier '" + name + "' in time", null);
         } catch (EOFException e) {
-            throw new UncheckedIOException("the peer closed the channel before barrier '" + name + "'", e);
+            throw io("oob_barrier", "the peer closed the channel before barrier '" + name + "'", e);
         } catch (IOException e) {
-            throw new UncheckedIOException("barrier '" + name + "' failed", e);
+            throw io("oob_barrier", "barrier '" + name + "' failed", e);
         }
     }
 
@@ -111,7 +116,7 @@ public final class OutOfBandChannel implements AutoCloseable {
             out.writeLong(v);
             out.flush();
         } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            throw io("oob_send", "sending a value failed", e);
         }
     }
 
@@ -120,7 +125,7 @@ public final class OutOfBandChannel implements AutoCloseable {
         try {
             return in.readLong();
         } catch (IOException e) {
-            throw new UncheckedIOException("the peer sent no value in time", e);
+            throw io("oob_receive", "the peer sent no value in time", e);
         }
     }
 
@@ -162,7 +167,16 @@ public final class OutOfBandChannel implements AutoCloseable {
         try {
             socket.close();
         } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            throw io("oob_close", "closing the socket failed", e);
         }
+    }
+
+    private static VerbsException io(String verb, String detail, IOException e) {
+        if (e instanceof SocketTimeoutException) {
+            VerbsTimeoutException t = new VerbsTimeoutException(verb, detail, null);
+            t.initCause(e);
+            return t;
+        }
+        return new VerbsException(verb, Errno.EIO, detail + ": " + e, null, e);
     }
 }

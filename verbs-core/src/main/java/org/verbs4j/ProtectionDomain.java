@@ -8,7 +8,6 @@ import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
-import org.verbs4j.natives.VerbsException;
 import org.verbs4j.natives.generated.ibverbs.ibv_ah_attr;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_cap;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_init_attr;
@@ -24,6 +23,9 @@ import org.verbs4j.natives.generated.ibverbs.ibv_srq_init_attr;
  */
 public final class ProtectionDomain extends NativeResource {
     private final Context context;
+    /** The data-path gates of its queue pairs and SRQs (not the objects: a dropped QP stays collectable). */
+    final java.util.Set<Gate> gates = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final Thread PROBE = Thread.ofPlatform().unstarted(() -> { });
 
     ProtectionDomain(Context context, MemorySegment pd) {
         this(context, pd, LibIbverbs::deallocPd);
@@ -39,47 +41,155 @@ public final class ProtectionDomain extends NativeResource {
         return context;
     }
 
-    /** The raw {@code struct ibv_pd *}. */
+    /**
+     * The raw {@code struct ibv_pd *}: restricted to modules with native access; the view stops
+     * working when the protection domain closes.
+     */
     public MemorySegment handle() {
-        ensureOpen("ibv_pd");
-        return handle;
+        return rawHandle("ProtectionDomain.handle");
     }
 
-    /** {@code ibv_reg_mr} of a native segment with the given rights (none: local read only). */
+    /** Waits until no post of its queue pairs or SRQs is inside the provider (before a region or handle dies). */
+    void quiesce() {
+        for (Gate g : gates) {
+            g.awaitQuiescent();
+        }
+    }
+
+    private static Set<Access> set(Access... access) {
+        return access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access);
+    }
+
+    /**
+     * Allocates {@code size} bytes (page-aligned, zeroed) and registers them: the region owns the
+     * memory and frees it only after it has been deregistered, so the adapter can never write into
+     * memory the JVM has handed to someone else. {@link MemoryRegion#segment()} stops working when
+     * the region closes. The first choice for buffers.
+     */
+    public MemoryRegion allocateMemoryRegion(long size, Access... access) {
+        return allocateMemoryRegion(size, set(access));
+    }
+
+    /** {@link #allocateMemoryRegion(long, Access...)} with a set of rights. */
+    public MemoryRegion allocateMemoryRegion(long size, Set<Access> access) {
+        ensureOpen("ibv_reg_mr");
+        if (size <= 0) {
+            throw new InvalidRequestException("ibv_reg_mr", "the size must be positive: " + size, null);
+        }
+        checkAccess("ibv_reg_mr", access);
+        Arena owned = Arena.ofShared();
+        MemorySegment memory;
+        try {
+            memory = owned.allocate(size, PAGE);
+        } catch (OutOfMemoryError e) {
+            owned.close();
+            throw new VerbsException("ibv_reg_mr", Errno.ENOMEM, "cannot allocate " + size + " bytes", null, e);
+        }
+        try {
+            MemorySegment mr = InlineVerbs.regMr(handle, memory.address(), size, Access.mask(access));
+            return new MemoryRegion(this, mr, memory, memory.address(), access, owned);
+        } catch (RuntimeException e) {
+            owned.close();
+            throw e;
+        }
+    }
+
+    private static final long PAGE = 4096;
+
+    /**
+     * {@code ibv_reg_mr} of memory whose lifetime the region can guarantee: a segment of
+     * {@link Arena#ofAuto()} (kept reachable by the region until it is deregistered) or of
+     * {@link Arena#global()} (never freed). Memory of an arena that can be closed
+     * ({@link Arena#ofShared()}, {@link Arena#ofConfined()}) is refused here, since closing it would
+     * free memory the adapter may still write: register it with {@link #register(Arena,
+     * MemorySegment, Access...)}, or let the region own its memory ({@link #allocateMemoryRegion}).
+     * No rights given: local read only (least privilege).
+     */
     public MemoryRegion register(MemorySegment segment, Access... access) {
-        Set<Access> set = access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access);
-        return register(segment, set);
+        return register(segment, set(access));
     }
 
-    /** {@code ibv_reg_mr} (the macro: {@code ibv_reg_mr_iova2} when optional access bits are set). */
+    /** {@code ibv_reg_mr} (the macro: {@code ibv_reg_mr_iova2} when optional access bits are set); see {@link #register(MemorySegment, Access...)}. */
     public MemoryRegion register(MemorySegment segment, Set<Access> access) {
         checkRegistration("ibv_reg_mr", segment, access);
+        checkKeptAlive("ibv_reg_mr", segment);
         MemorySegment mr = InlineVerbs.regMr(handle, segment.address(), segment.byteSize(), Access.mask(access));
-        return new MemoryRegion(this, mr, segment, segment.address(), access);
+        return new MemoryRegion(this, mr, segment, segment.address(), access, null);
     }
 
-    /** {@code ibv_reg_mr_iova2}: peers address the region's first byte as {@code iova}. */
+    /** {@code ibv_reg_mr_iova2}: peers address the region's first byte as {@code iova}; see {@link #register(MemorySegment, Access...)}. */
     public MemoryRegion register(MemorySegment segment, long iova, Set<Access> access) {
         checkRegistration("ibv_reg_mr_iova2", segment, access);
+        checkKeptAlive("ibv_reg_mr_iova2", segment);
         MemorySegment mr = LibIbverbs.regMrIova2(handle, segment.address(), segment.byteSize(), iova, Access.mask(access));
-        return new MemoryRegion(this, mr, segment, iova, access);
+        return new MemoryRegion(this, mr, segment, iova, access, null);
+    }
+
+    /**
+     * {@code ibv_reg_mr} of memory of a shared arena: the region is tied to {@code arena}, so that
+     * closing the arena first deregisters the region (if it is still open), then frees the memory
+     * (a shared arena runs the actions of its close in reverse order of registration, which a test
+     * checks). A confined arena is refused: it frees its first allocation before later actions.
+     */
+    public MemoryRegion register(Arena arena, MemorySegment segment, Access... access) {
+        return register(arena, segment, set(access));
+    }
+
+    /** {@link #register(Arena, MemorySegment, Access...)} with a set of rights. */
+    public MemoryRegion register(Arena arena, MemorySegment segment, Set<Access> access) {
+        checkRegistration("ibv_reg_mr", segment, access);
+        if (!segment.scope().equals(arena.scope())) {
+            throw new InvalidRequestException("ibv_reg_mr", "the segment does not belong to the arena given",
+                    "pass the arena the segment was allocated from");
+        }
+        if (!segment.isAccessibleBy(PROBE)) {
+            throw new InvalidRequestException("ibv_reg_mr", "memory of a confined arena cannot be registered safely: "
+                    + "a confined arena frees its first allocation before the actions attached to its close, so the "
+                    + "adapter could write into freed memory", "allocate from Arena.ofShared(), or use allocateMemoryRegion");
+        }
+        MemorySegment mr = InlineVerbs.regMr(handle, segment.address(), segment.byteSize(), Access.mask(access));
+        MemoryRegion region = new MemoryRegion(this, mr, segment, segment.address(), access, null);
+        try {
+            MemorySegment.ofAddress(segment.address()).reinterpret(arena, ignored -> region.closeWithArena());
+        } catch (IllegalStateException e) { // the arena was closed meanwhile
+            region.close();
+            throw new InvalidRequestException("ibv_reg_mr", Errno.EFAULT, "the segment's arena was closed", null);
+        }
+        return region;
+    }
+
+    private static void checkKeptAlive(String verb, MemorySegment segment) {
+        String kind = segment.scope().getClass().getSimpleName();
+        if (!kind.equals("GlobalSession") && !kind.equals("ImplicitSession")) {
+            throw new InvalidRequestException(verb, "the segment belongs to an arena that can be closed at any time "
+                    + "(Arena.ofShared or Arena.ofConfined): closing it while the region is registered would free memory "
+                    + "the adapter may still write", "register(arena, segment, ...) ties the region to a shared arena; "
+                    + "allocateMemoryRegion(size, ...) lets the region own its memory; Arena.ofAuto() memory is kept alive");
+        }
+    }
+
+    private static void checkAccess(String verb, Set<Access> access) {
+        if ((access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_ATOMIC))
+                && !access.contains(Access.LOCAL_WRITE)) {
+            throw new InvalidRequestException(verb, "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE", "add Access.LOCAL_WRITE");
+        }
     }
 
     private void checkRegistration(String verb, MemorySegment segment, Set<Access> access) {
         ensureOpen(verb);
         if (!segment.isNative()) {
-            throw new VerbsException(verb, Errno.EINVAL, "a heap segment cannot be registered (the GC moves it)",
+            throw VerbsException.create(verb, Errno.EINVAL, "a heap segment cannot be registered (the GC moves it)",
                     "allocate the buffer from an Arena");
         }
         if (!segment.scope().isAlive()) {
-            throw new VerbsException(verb, Errno.EFAULT, "the segment's arena is closed", "register live memory");
+            throw VerbsException.create(verb, Errno.EFAULT, "the segment's arena is closed", "register live memory");
         }
         if (segment.byteSize() == 0) {
-            throw new VerbsException(verb, Errno.EINVAL, "the segment is empty", null);
+            throw VerbsException.create(verb, Errno.EINVAL, "the segment is empty", null);
         }
         if ((access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_ATOMIC))
                 && !access.contains(Access.LOCAL_WRITE)) {
-            throw new VerbsException(verb, Errno.EINVAL, "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE",
+            throw VerbsException.create(verb, Errno.EINVAL, "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE",
                     "add Access.LOCAL_WRITE");
         }
     }

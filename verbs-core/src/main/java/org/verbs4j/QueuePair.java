@@ -10,7 +10,6 @@ import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
-import org.verbs4j.natives.VerbsException;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_attr;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_cap;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_init_attr;
@@ -24,7 +23,16 @@ import org.verbs4j.natives.generated.ibverbs.ibv_qp_init_attr;
  * <p>Owned by its protection domain; uses its completion queues and SRQ (they refuse to close
  * while it is open). State transitions are control-path calls, serialised by the caller.
  * Posting is single-threaded per queue: one thread posts sends and one thread posts receives
- * at a time, and {@link #close()} must not race with a post (as in C).
+ * at a time. Breaking that rule is caught, not undefined: each side has a {@link Gate}, so a
+ * second thread posting at the same moment gets a {@link ResourceBusyException}, and a
+ * {@link #close()} racing a post waits for it to leave the provider before the QP is destroyed.
+ *
+ * <p>Checked mode accounts for outstanding work: a post that could overrun the send queue, the
+ * receive queue or the completion queue their completions go to is refused with a
+ * {@link QueueFullException} (nothing of the chain is posted). A send's slot comes back when its
+ * completion, or that of a later signaled send, is polled, so unsignaled sends must be followed by
+ * a signaled one often enough. After an error completion the QP is in ERR: further posts are
+ * refused until {@link #reset()}.
  */
 public final class QueuePair extends NativeResource {
     private static final boolean CHECKED = Verbs.CHECKED;
@@ -45,6 +53,12 @@ public final class QueuePair extends NativeResource {
     private final long badWrAddress;
     private final int maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData;
     private final SharedReceiveQueue srq;
+    final CompletionQueue sendCq, recvCq;
+    final Gate sendGate, recvGate;
+    private final Gate[] gates;
+
+    /** Checked-mode accounting of outstanding work; shared with the CQs' tables (never this object). */
+    final QueueAccount account;
     /** As of the last transition or query through this object (transitions are control path, by the owner). */
     private QueuePairState state = QueuePairState.RESET;
     private int port = 1;
@@ -56,8 +70,25 @@ public final class QueuePair extends NativeResource {
 
     QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
               int maxRecvSge, int maxInlineData, Destroyer destroy) {
+        QueueAccount acct = new QueueAccount(qp.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.QP_QP_NUM),
+                init.sendCq, init.recvCq, init.srq, maxSendWr, maxRecvWr, init.signalAll);
+        Gate send = new Gate(), recv = new Gate();
+        // the destroyer (also run by the cleaner for a leaked QP) takes the account out of the CQs'
+        // tables and the gates out of the PD's set; it captures neither this object nor anything holding it
+        java.util.Set<Gate> pdGates = pd.gates;
         super(pd, new NativeResource[] {init.sendCq, init.recvCq, init.srq}, "queue pair", "ibv_destroy_qp", qp,
-                destroy, null);
+                h -> {
+                    destroy.destroy(h);
+                    acct.detach();
+                    pdGates.remove(send);
+                    pdGates.remove(recv);
+                }, null);
+        this.account = acct;
+        this.sendGate = send;
+        this.recvGate = recv;
+        this.gates = new Gate[] {send, recv};
+        pdGates.add(send);
+        pdGates.add(recv);
         this.pd = pd;
         this.type = init.type;
         this.address = qp.address();
@@ -74,7 +105,17 @@ public final class QueuePair extends NativeResource {
         this.maxRecvSge = maxRecvSge;
         this.maxInlineData = maxInlineData;
         this.srq = init.srq;
+        this.sendCq = init.sendCq;
+        this.recvCq = init.recvCq;
+        acct.attach();
     }
+
+    @Override
+    Gate[] gates() {
+        return gates;
+    }
+
+
 
     public QueuePairType type() {
         return type;
@@ -115,10 +156,12 @@ public final class QueuePair extends NativeResource {
         return maxInlineData;
     }
 
-    /** The raw {@code struct ibv_qp *}. */
+    /**
+     * The raw {@code struct ibv_qp *}, for code that calls libibverbs itself: restricted to modules
+     * with native access; the view stops working when the queue pair closes.
+     */
     public MemorySegment handle() {
-        ensureOpen("ibv_qp");
-        return handle;
+        return rawHandle("QueuePair.handle");
     }
 
     // ---- state transitions ----------------------------------------------------------------
@@ -129,7 +172,7 @@ public final class QueuePair extends NativeResource {
         try {
             LibIbverbs.modifyQp(handle, attr, mask | MASK_STATE);
         } catch (VerbsException e) {
-            throw new VerbsException("ibv_modify_qp", e.errno(), state + "->" + to + " of " + type + " QP " + qpNumber
+            throw VerbsException.create("ibv_modify_qp", e.errno(), state + "->" + to + " of " + type + " QP " + qpNumber
                     + " with attribute mask 0x" + Integer.toHexString(mask | MASK_STATE) + " refused", null);
         }
         state = to;
@@ -141,7 +184,7 @@ public final class QueuePair extends NativeResource {
      */
     public void toInit(int port, Set<Access> remoteAccess) {
         if (type == QueuePairType.UD) {
-            throw new VerbsException("ibv_modify_qp", Errno.EINVAL, "a UD queue pair takes a Q_Key, not access flags",
+            throw VerbsException.create("ibv_modify_qp", Errno.EINVAL, "a UD queue pair takes a Q_Key, not access flags",
                     "use toInitUd(port, qkey)");
         }
         try (Arena a = Arena.ofConfined()) {
@@ -157,7 +200,7 @@ public final class QueuePair extends NativeResource {
     /** RESET→INIT→RTR→RTS for UD with the given Q_Key and send PSN. */
     public void activateUd(int port, int qkey, int sqPsn) {
         if (type != QueuePairType.UD) {
-            throw new VerbsException("ibv_modify_qp", Errno.EINVAL, "activateUd is for UD queue pairs", "use connect()");
+            throw VerbsException.create("ibv_modify_qp", Errno.EINVAL, "activateUd is for UD queue pairs", "use connect()");
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_qp_attr.layout());
@@ -245,11 +288,15 @@ public final class QueuePair extends NativeResource {
         }
     }
 
-    /** Moves to RESET (from any state); the queues are emptied. */
+    /**
+     * Moves to RESET (from any state); the queues are emptied and the accounting of outstanding
+     * work starts over. Call it only when no thread posts to or polls for this queue pair.
+     */
     public void reset() {
         try (Arena a = Arena.ofConfined()) {
             modify(a.allocate(ibv_qp_attr.layout()), 0, QueuePairState.RESET);
         }
+        account.reset();
     }
 
     /** {@code ibv_query_qp}: the state, as the provider sees it, and the main attributes. */
@@ -283,49 +330,116 @@ public final class QueuePair extends NativeResource {
      * first request not posted (those before it were posted). Allocation-free on success.
      */
     public void postSend(SendWorkRequests wrs) {
-        if (!isOpenPlain() || wrs.isClosed()) {
-            throw unusable("ibv_post_send", wrs);
+        Gate g = sendGate;
+        if (!g.tryEnter()) {
+            throw g.refusal("ibv_post_send", this, "posting sends to");
         }
-        int n = wrs.count;
-        if (n == 0) {
-            return;
+        try {
+            int n = wrs.count;
+            if (wrs.closed || n == 0) {
+                if (wrs.closed) {
+                    throw unusable("ibv_post_send", wrs);
+                }
+                return;
+            }
+            wrs.verifyLive("ibv_post_send");
+            if (type == QueuePairType.UD && !wrs.everyRequestHasDestination()) {
+                throw sendRefused(wrs, n); // every mode: the provider reads the address handle
+            }
+            if (CHECKED) {
+                checkSend(wrs, n);
+                if (sendCq.overcommitted) {
+                    synchronized (sendCq) {
+                        sendCq.checkRoom("ibv_post_send", n);
+                        postSendNow(wrs, n);
+                    }
+                    return;
+                }
+            }
+            postSendNow(wrs, n);
+        } finally {
+            g.exit();
+            java.lang.ref.Reference.reachabilityFence(wrs);
+        }
+    }
+
+    private void postSendNow(SendWorkRequests wrs, int n) {
+        wrs.terminate(n);
+        int rc = InlineVerbs.postSend(postSendFn, address, wrs.address, badWrAddress);
+        wrs.relink(n);
+        if (rc != 0) {
+            int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
+            if (CHECKED && index > 0) {
+                account.posted(wrs, index);
+            }
+            throw postFailed("ibv_post_send", rc, index, n);
         }
         if (CHECKED) {
-            checkSend(wrs, n);
-        }
-        wrs.terminate();
-        int rc = InlineVerbs.postSend(postSendFn, address, wrs.address, badWrAddress);
-        wrs.relink();
-        if (rc != 0) {
-            throw postFailed("ibv_post_send", rc, wrs.indexOf(badWr.get(ADDRESS, 0).address()), n);
+            account.posted(wrs, n);
         }
     }
 
     /** {@code ibv_post_recv} of the whole chain in one call; allocation-free on success. */
     public void postRecv(ReceiveWorkRequests wrs) {
-        if (!isOpenPlain() || wrs.isClosed()) {
-            throw unusable("ibv_post_recv", wrs);
+        Gate g = recvGate;
+        if (!g.tryEnter()) {
+            throw g.refusal("ibv_post_recv", this, "posting receives to");
         }
-        int n = wrs.count;
-        if (n == 0) {
-            return;
+        try {
+            int n = wrs.count;
+            if (wrs.closed || n == 0) {
+                if (wrs.closed) {
+                    throw unusable("ibv_post_recv", wrs);
+                }
+                return;
+            }
+            wrs.verifyLive("ibv_post_recv");
+            if (CHECKED) {
+                checkRecv(wrs, n);
+                if (recvCq.overcommitted) {
+                    synchronized (recvCq) {
+                        recvCq.checkRoom("ibv_post_recv", n);
+                        postRecvNow(wrs, n);
+                    }
+                    return;
+                }
+            }
+            postRecvNow(wrs, n);
+        } finally {
+            g.exit();
+            java.lang.ref.Reference.reachabilityFence(wrs);
         }
-        if (CHECKED) {
-            checkRecv(wrs, n);
-        }
-        wrs.terminate();
+    }
+
+    private void postRecvNow(ReceiveWorkRequests wrs, int n) {
+        wrs.terminate(n);
         int rc = InlineVerbs.postRecv(postRecvFn, address, wrs.address, badWrAddress);
-        wrs.relink();
+        wrs.relink(n);
         if (rc != 0) {
-            throw postFailed("ibv_post_recv", rc, wrs.indexOf(badWr.get(ADDRESS, 0).address()), n);
+            int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
+            if (index > 0) {
+                account.recvPosted(index);
+            }
+            throw postFailed("ibv_post_recv", rc, index, n);
         }
+        account.recvPosted(n);
+    }
+
+    /** Sends that may still produce a completion (or hold a send-queue slot). */
+    long sendOutstanding() {
+        return account.sendOutstanding();
+    }
+
+    /** Receives posted and not yet completed. */
+    long recvOutstanding() {
+        return account.recvOutstanding();
     }
 
     private VerbsException unusable(String verb, WorkRequestChain wrs) {
         if (!isOpenPlain()) {
             return closedException(verb);
         }
-        return new VerbsException(verb, Errno.EBADF, "the " + wrs.getClass().getSimpleName() + " is closed",
+        return VerbsException.create(verb, Errno.EBADF, "the " + wrs.getClass().getSimpleName() + " is closed",
                 "create a new one");
     }
 
@@ -338,6 +452,7 @@ public final class QueuePair extends NativeResource {
     private void checkSend(SendWorkRequests wrs, int n) {
         QueuePairState s = state;
         if (s.ordinal() < QueuePairState.RTS.ordinal() || s == QueuePairState.UNKNOWN || n > maxSendWr
+                || account.failedStatus() != 0 || sendOutstanding() + n > maxSendWr
                 || wrs.maxSges > maxSendSge || wrs.maxInline > maxInlineData
                 || (type == QueuePairType.UD && (wrs.nonSendOps != 0 || wrs.withDestination != n))
                 || (type == QueuePairType.UC && wrs.readOrAtomicOps != 0)) {
@@ -348,42 +463,53 @@ public final class QueuePair extends NativeResource {
     private VerbsException sendRefused(SendWorkRequests wrs, int n) {
         QueuePairState s = state;
         if (s.ordinal() < QueuePairState.RTS.ordinal() || s == QueuePairState.UNKNOWN) {
-            return new VerbsException("ibv_post_send", Errno.EINVAL, "the queue pair is in " + s
+            return VerbsException.create("ibv_post_send", Errno.EINVAL, "the queue pair is in " + s
                     + "; sends need RTS", "connect it first (RESET->INIT->RTR->RTS)");
         }
         if (n > maxSendWr) {
-            return new VerbsException("ibv_post_send", Errno.ENOMEM, "a chain of " + n + " exceeds the send queue of "
-                    + maxSendWr, null);
+            return new QueueFullException("ibv_post_send", "a chain of " + n + " exceeds the send queue of "
+                    + maxSendWr, "post shorter chains, or create the QP with a larger maxSendWr");
+        }
+        if (account.failedStatus() != 0) {
+            return failed("ibv_post_send");
+        }
+        if (sendOutstanding() + n > maxSendWr) {
+            return new QueueFullException("ibv_post_send", "the send queue of " + maxSendWr + " holds "
+                    + sendOutstanding() + " outstanding requests; " + n + " more would overrun it",
+                    "poll the send completion queue first, and signal at least every maxSendWr-th send so "
+                            + "that its completion frees the slots of the unsignaled ones before it");
         }
         if (wrs.maxSges > maxSendSge) {
             int i = firstSend(wrs, n, j -> wrs.numSgeAt(j) > maxSendSge);
-            return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
+            return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
                     + " SGEs; the queue pair takes " + maxSendSge, "create the QP with a larger maxSendSge");
         }
         if (wrs.maxInline > maxInlineData) {
             int i = firstSend(wrs, n, j -> (wrs.flagsAt(j) & SendWorkRequests.FLAG_INLINE) != 0
                     && wrs.payloadAt(j) > maxInlineData);
-            return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.payloadAt(i)
+            return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.payloadAt(i)
                     + " inline bytes; the queue pair takes " + maxInlineData, "create the QP with a larger maxInlineData");
         }
         if (type == QueuePairType.UD) {
             if (wrs.nonSendOps != 0) {
                 int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) != SendWorkRequests.OP_SEND
                         && wrs.opcodeAt(j) != SendWorkRequests.OP_SEND_WITH_IMM);
-                return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + ": a UD queue pair only sends",
+                return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + ": a UD queue pair only sends",
                         null);
             }
             if (wrs.withDestination != n) {
                 int i = firstSend(wrs, n, j -> wrs.udAhAt(j) == 0);
-                return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i + " has no destination",
+                return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + " has no destination",
                         "call destination(ah, qpn, qkey) on each UD request");
             }
         } else if (type == QueuePairType.UC && wrs.readOrAtomicOps != 0) {
             int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) >= SendWorkRequests.OP_RDMA_READ);
-            return new VerbsException("ibv_post_send", Errno.EINVAL, "request #" + i
+            return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i
                     + ": UC has no RDMA READ or atomics", "use an RC queue pair");
         }
-        throw new IllegalStateException("sendRefused called for an acceptable chain");
+        // the queue had no room when checked, and a poller on another thread freed some meanwhile
+        return new QueueFullException("ibv_post_send", "the send queue of " + maxSendWr + " was full when checked",
+                "poll the send completion queue, then post again");
     }
 
     private static int firstSend(SendWorkRequests wrs, int n, java.util.function.IntPredicate bad) {
@@ -395,22 +521,36 @@ public final class QueuePair extends NativeResource {
         return -1;
     }
 
+    private VerbsException failed(String verb) {
+        return new InvalidRequestException(verb, "the queue pair is in error: a completion failed with "
+                + CompletionStatus.text(account.failedStatus()) + " (status " + account.failedStatus() + "); outstanding work is flushed",
+                "poll the remaining (flushed) completions, then reset() and reconnect the queue pair, or create a new one");
+    }
+
     private void checkRecv(ReceiveWorkRequests wrs, int n) {
         if (srq != null) {
-            throw new VerbsException("ibv_post_recv", Errno.EINVAL, "the queue pair receives through a shared receive queue",
+            throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "the queue pair receives through a shared receive queue",
                     "post receives to the SharedReceiveQueue");
         }
         if (state == QueuePairState.RESET) {
-            throw new VerbsException("ibv_post_recv", Errno.EINVAL, "the queue pair is in RESET", "move it to INIT first");
+            throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "the queue pair is in RESET", "move it to INIT first");
         }
         if (n > maxRecvWr) {
-            throw new VerbsException("ibv_post_recv", Errno.ENOMEM, "a chain of " + n + " exceeds the receive queue of "
-                    + maxRecvWr, null);
+            throw new QueueFullException("ibv_post_recv", "a chain of " + n + " exceeds the receive queue of "
+                    + maxRecvWr, "post shorter chains, or create the QP with a larger maxRecvWr");
+        }
+        if (account.failedStatus() != 0) {
+            throw failed("ibv_post_recv");
+        }
+        if (recvOutstanding() + n > maxRecvWr) {
+            throw new QueueFullException("ibv_post_recv", "the receive queue of " + maxRecvWr + " holds "
+                    + recvOutstanding() + " posted receives; " + n + " more would overrun it",
+                    "poll receive completions first, or create the QP with a larger maxRecvWr");
         }
         if (wrs.maxSges > maxRecvSge) {
             for (int i = 0; i < n; i++) {
                 if (wrs.numSgeAt(i) > maxRecvSge) {
-                    throw new VerbsException("ibv_post_recv", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
+                    throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
                             + " SGEs; the queue pair takes " + maxRecvSge, "create the QP with a larger maxRecvSge");
                 }
             }

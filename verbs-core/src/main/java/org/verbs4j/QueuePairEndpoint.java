@@ -8,7 +8,7 @@ package org.verbs4j;
 public record QueuePairEndpoint(int qpNumber, int psn, int lid, Gid gid, Mtu mtu) {
     public QueuePairEndpoint {
         if ((psn & ~0xffffff) != 0) {
-            throw new IllegalArgumentException("a PSN has 24 bits: " + psn);
+            throw new InvalidRequestException("ibv_modify_qp", "a PSN has 24 bits: " + psn, null);
         }
     }
 }

@@ -26,6 +26,6 @@ public enum QueuePairType {
                 return t;
             }
         }
-        throw new IllegalArgumentException("unsupported enum ibv_qp_type value: " + value);
+        throw new InvalidRequestException("ibv_qp_type", "unsupported enum ibv_qp_type value: " + value, "use RC, UC or UD");
     }
 }

@@ -11,7 +11,6 @@ import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.VerbsException;
 
 /**
  * A preallocated chain of receive work requests ({@code struct ibv_recv_wr} with their SGEs),
@@ -35,6 +34,7 @@ public final class ReceiveWorkRequests extends WorkRequestChain {
     /** Empties the chain. */
     public ReceiveWorkRequests clear() {
         count = 0;
+        restartEpoch();
         curSges = 0;
         maxSges = 0;
         return this;
@@ -43,10 +43,10 @@ public final class ReceiveWorkRequests extends WorkRequestChain {
     /** Starts a receive request. */
     public ReceiveWorkRequests add(long wrId) {
         if (closed) {
-            throw new VerbsException("ibv_post_recv", Errno.EBADF, "the ReceiveWorkRequests is closed", "create a new one");
+            throw new ResourceClosedException("ibv_post_recv", "the ReceiveWorkRequests is closed", "create a new one");
         }
         if (count == capacity) {
-            throw new VerbsException("ibv_post_recv", Errno.ENOMEM, "the chain already holds its capacity of "
+            throw new QueueFullException("ibv_post_recv", Errno.ENOMEM, "the chain already holds its capacity of "
                     + capacity + " requests", "post it and clear() before adding more");
         }
         cur = RECV_WR_SIZE * count;
@@ -61,19 +61,22 @@ public final class ReceiveWorkRequests extends WorkRequestChain {
     /** Adds the SGE {@code [offset, offset + length)} of a registered region to the current request. */
     public ReceiveWorkRequests sge(MemoryRegion mr, long offset, int length) {
         if (count == 0) {
-            throw new IllegalStateException("start a receive request with add(wrId) first");
+            throw closed ? new ResourceClosedException("ibv_post_recv", "the ReceiveWorkRequests is closed", null)
+                    : new InvalidRequestException("ibv_post_recv", "no receive request to add to",
+                            "start a receive request with add(wrId) first");
         }
         if (curSges == maxSge) {
-            throw new VerbsException("ibv_post_recv", Errno.EINVAL, "the request already has its " + maxSge + " SGEs",
+            throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "the request already has its " + maxSge + " SGEs",
                     "allocate the chain with more SGEs per request");
         }
         if (CHECKED) {
             mr.checkSge("ibv_post_recv", offset, Integer.toUnsignedLong(length));
             if (!mr.access().contains(Access.LOCAL_WRITE)) {
-                throw new VerbsException("ibv_post_recv", Errno.EINVAL, "a receive buffer's region lacks LOCAL_WRITE",
+                throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "a receive buffer's region lacks LOCAL_WRITE",
                         "register receive buffers with Access.LOCAL_WRITE");
             }
         }
+        noteRegion("ibv_post_recv", count - 1, curSges, mr);
         long s = curSge + SGE_SIZE * curSges;
         sges.set(JAVA_LONG, s + SGE_ADDR, mr.address() + offset);
         sges.set(JAVA_INT, s + SGE_LENGTH, length);

@@ -25,7 +25,6 @@ import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.VerbsException;
 
 /**
  * A preallocated chain of send work requests ({@code struct ibv_send_wr} with their
@@ -40,9 +39,11 @@ import org.verbs4j.natives.VerbsException;
  * }</pre>
  *
  * <p>In checked mode each SGE is validated against its live {@link MemoryRegion} when it is
- * added. Immediate data is given in host byte order (converted to the wire's big-endian here).
- * Owns its native memory (freed by {@link #close()}); not thread-safe: one thread builds and
- * posts it.
+ * added; in every mode a post is refused if a region or address handle the chain names was closed
+ * since. Inline data is copied into the chain's own memory when it is added (so it may come from
+ * any segment, heap included, and be reused at once). Immediate data is given in host byte order
+ * (converted to the wire's big-endian here). Owns its native memory (see {@link WorkRequestChain}
+ * for its lifetime); not thread-safe: one thread builds and posts it.
  */
 public final class SendWorkRequests extends WorkRequestChain {
     /** {@code enum ibv_wr_opcode}. */
@@ -52,6 +53,13 @@ public final class SendWorkRequests extends WorkRequestChain {
     public static final int FLAG_FENCE = 1, FLAG_SIGNALED = 2, FLAG_SOLICITED = 4, FLAG_INLINE = 8;
 
     private static final boolean CHECKED = Verbs.CHECKED;
+    /** Inline bytes per request when the constructor does not say (staged on first use). */
+    public static final int DEFAULT_INLINE_BYTES = 256;
+
+    private final int inlineStride;          // staging bytes per request
+    private MemorySegment staging;           // capacity x inlineStride, allocated on first inline()
+    private long stagingAddress;
+    private final AddressHandle[] destinations;
 
     private long cur;       // offset of the current WR in wrs
     private long curSge;    // offset of the current WR's first SGE in sges
@@ -71,12 +79,28 @@ public final class SendWorkRequests extends WorkRequestChain {
      * @param maxSgePerRequest the most SGEs one request carries
      */
     public SendWorkRequests(int capacity, int maxSgePerRequest) {
+        this(capacity, maxSgePerRequest, DEFAULT_INLINE_BYTES);
+    }
+
+    /**
+     * @param capacity           the most work requests one chain holds
+     * @param maxSgePerRequest   the most SGEs one request carries
+     * @param maxInlinePerRequest the most inline bytes one request carries (staged in the chain)
+     */
+    public SendWorkRequests(int capacity, int maxSgePerRequest, int maxInlinePerRequest) {
         super("send work request chain", SEND_WR_SIZE, capacity, maxSgePerRequest);
+        if (maxInlinePerRequest < 0 || maxInlinePerRequest > 1 << 20) {
+            throw new InvalidRequestException("ibv_post_send", "maxInlinePerRequest must be 0..1 MiB: "
+                    + maxInlinePerRequest, null);
+        }
+        this.inlineStride = (maxInlinePerRequest + 7) & ~7;
+        this.destinations = new AddressHandle[capacity];
     }
 
     /** Empties the chain (the memory is reused). */
     public SendWorkRequests clear() {
         count = 0;
+        restartEpoch();
         curSges = 0;
         maxSges = 0;
         maxInline = 0;
@@ -104,6 +128,7 @@ public final class SendWorkRequests extends WorkRequestChain {
         if (opcode >= OP_RDMA_READ) {
             readOrAtomicOps++;
         }
+        destinations[count] = null;
         count++;
         wrs.set(JAVA_LONG, o + SEND_WR_ID, wrId);
         wrs.set(JAVA_INT, o + SEND_NUM_SGE, 0);
@@ -157,6 +182,7 @@ public final class SendWorkRequests extends WorkRequestChain {
      * 8-byte SGE that must follow.
      */
     public SendWorkRequests compareAndSwap(long wrId, long remoteAddress, int rkey, long compare, long swap) {
+        checkAtomicAddress(remoteAddress);
         begin(wrId, OP_ATOMIC_CMP_AND_SWP, 0);
         atomic(remoteAddress, rkey, compare, swap);
         return this;
@@ -164,17 +190,21 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     /** Starts an ATOMIC_FETCH_AND_ADD of {@code add} to the 8 bytes at {@code remoteAddress}; the old value lands in the SGE. */
     public SendWorkRequests fetchAndAdd(long wrId, long remoteAddress, int rkey, long add) {
+        checkAtomicAddress(remoteAddress);
         begin(wrId, OP_ATOMIC_FETCH_AND_ADD, 0);
         atomic(remoteAddress, rkey, add, 0L);
         return this;
     }
 
-    private void atomic(long remoteAddress, int rkey, long compareAdd, long swap) {
+    // checked before begin(), so that a refused request leaves the chain exactly as it was
+    private static void checkAtomicAddress(long remoteAddress) {
         if (CHECKED && (remoteAddress & 7) != 0) {
-            count--;
-            throw new VerbsException("ibv_post_send", Errno.EINVAL, "atomic remote address 0x"
+            throw new InvalidRequestException("ibv_post_send", "atomic remote address 0x"
                     + Long.toHexString(remoteAddress) + " is not 8-byte aligned", "atomics work on aligned 8-byte words");
         }
+    }
+
+    private void atomic(long remoteAddress, int rkey, long compareAdd, long swap) {
         wrs.set(JAVA_LONG, cur + SEND_ATOMIC_REMOTE_ADDR, remoteAddress);
         wrs.set(JAVA_LONG, cur + SEND_ATOMIC_COMPARE_ADD, compareAdd);
         wrs.set(JAVA_LONG, cur + SEND_ATOMIC_SWAP, swap);
@@ -183,9 +213,9 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     private VerbsException cannotBegin() {
         if (closed) {
-            return new VerbsException("ibv_post_send", Errno.EBADF, "the SendWorkRequests is closed", "create a new one");
+            return new ResourceClosedException("ibv_post_send", "the SendWorkRequests is closed", "create a new one");
         }
-        return new VerbsException("ibv_post_send", Errno.ENOMEM, "the chain already holds its capacity of "
+        return new QueueFullException("ibv_post_send", Errno.ENOMEM, "the chain already holds its capacity of "
                 + capacity + " requests", "post it and clear() before adding more, or allocate a larger chain");
     }
 
@@ -195,8 +225,12 @@ public final class SendWorkRequests extends WorkRequestChain {
         }
     }
 
-    private static IllegalStateException noCurrentRequest() {
-        return new IllegalStateException("start a work request first (send, write, read, compareAndSwap, ...)");
+    private VerbsException noCurrentRequest() {
+        if (closed) {
+            return new ResourceClosedException("ibv_post_send", "the SendWorkRequests is closed", "create a new one");
+        }
+        return new InvalidRequestException("ibv_post_send", "no work request to add to",
+                "start a work request first (send, write, read, compareAndSwap, ...)");
     }
 
     private void ensureSgeRoom() {
@@ -206,7 +240,7 @@ public final class SendWorkRequests extends WorkRequestChain {
     }
 
     private VerbsException sgeSlotsFull() {
-        return new VerbsException("ibv_post_send", Errno.EINVAL, "the request already has its "
+        return VerbsException.create("ibv_post_send", Errno.EINVAL, "the request already has its "
                 + maxSge + " SGEs", "allocate the chain with more SGEs per request");
     }
 
@@ -218,6 +252,7 @@ public final class SendWorkRequests extends WorkRequestChain {
             mr.checkSge("ibv_post_send", offset, Integer.toUnsignedLong(length));
             checkLocalAccess(mr, length);
         }
+        noteRegion("ibv_post_send", count - 1, curSges, mr);
         long s = curSge + SGE_SIZE * curSges;
         sges.set(JAVA_LONG, s + SGE_ADDR, mr.address() + offset);
         sges.set(JAVA_INT, s + SGE_LENGTH, length);
@@ -237,46 +272,73 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     private void checkLocalWrite(MemoryRegion mr, int length) {
         if (!mr.access().contains(Access.LOCAL_WRITE)) {
-            throw new VerbsException("ibv_post_send", Errno.EINVAL, "RDMA READ and atomics write into the local "
+            throw VerbsException.create("ibv_post_send", Errno.EINVAL, "RDMA READ and atomics write into the local "
                     + "buffer, but its region lacks LOCAL_WRITE", "register the region with Access.LOCAL_WRITE");
         }
         if (curOpcode >= OP_ATOMIC_CMP_AND_SWP && (length != 8 || curSges != 0)) {
-            throw new VerbsException("ibv_post_send", Errno.EINVAL, "an atomic takes exactly one 8-byte SGE",
+            throw VerbsException.create("ibv_post_send", Errno.EINVAL, "an atomic takes exactly one 8-byte SGE",
                     "give the atomic one SGE of length 8");
         }
     }
 
     /**
-     * Adds {@code data} as inline payload (copied into the work queue entry at post time, so it
-     * need not be registered and may be reused as soon as postSend returns) and marks the request
-     * INLINE. The queue pair must have been created with enough {@code maxInlineData}.
+     * Adds {@code data} as inline payload and marks the request INLINE. The bytes are copied into
+     * the chain now (the provider copies them into the work queue entry at post time), so
+     * {@code data} need not be registered, may be any segment (heap included), and may be reused
+     * or freed as soon as this returns. At most the chain's inline capacity per request
+     * ({@link #DEFAULT_INLINE_BYTES} unless the constructor said otherwise); the queue pair must
+     * have been created with enough {@code maxInlineData}.
      */
     public SendWorkRequests inline(MemorySegment data) {
         ensureCurrent();
         ensureSgeRoom();
-        if (CHECKED) {
-            if (!data.isNative() || !data.scope().isAlive()) {
-                throw new VerbsException("ibv_post_send", Errno.EFAULT, "inline data must be live native memory", null);
-            }
-            if (curOpcode == OP_RDMA_READ || curOpcode >= OP_ATOMIC_CMP_AND_SWP) {
-                throw new VerbsException("ibv_post_send", Errno.EINVAL, "only SEND and RDMA WRITE can be inline", null);
-            }
+        long len = data.byteSize();
+        if (len > inlineStride - curInline) {
+            throw new InvalidRequestException("ibv_post_send", "inline data of " + len + " bytes exceeds what is left ("
+                    + (inlineStride - curInline) + " of " + inlineStride + ") of this request's inline capacity",
+                    "create the chain with new SendWorkRequests(capacity, maxSge, maxInlinePerRequest)");
+        }
+        if (CHECKED && (curOpcode == OP_RDMA_READ || curOpcode >= OP_ATOMIC_CMP_AND_SWP)) {
+            throw new InvalidRequestException("ibv_post_send", "only SEND and RDMA WRITE can be inline", null);
+        }
+        if (staging == null) {
+            stage();
+        }
+        long at = (long) (count - 1) * inlineStride + curInline;
+        try {
+            MemorySegment.copy(data, 0, staging, at, len);
+        } catch (IllegalStateException e) {
+            throw new InvalidRequestException("ibv_post_send", Errno.EFAULT, "the inline data's memory was freed "
+                    + "(its arena is closed)", "add inline data while its memory is alive");
         }
         long s = curSge + SGE_SIZE * curSges;
-        sges.set(JAVA_LONG, s + SGE_ADDR, data.address());
-        sges.set(JAVA_INT, s + SGE_LENGTH, (int) data.byteSize());
+        sges.set(JAVA_LONG, s + SGE_ADDR, stagingAddress + at);
+        sges.set(JAVA_INT, s + SGE_LENGTH, (int) len);
         sges.set(JAVA_INT, s + SGE_LKEY, 0);
+        sgeRegions[(count - 1) * maxSge + curSges] = null;
         wrs.set(JAVA_INT, cur + SEND_NUM_SGE, ++curSges);
         if (curSges > maxSges) {
             maxSges = curSges;
         }
-        curInline += data.byteSize();
+        curInline += len;
         if (curInline > maxInline) {
             maxInline = curInline;
         }
         flag(FLAG_INLINE);
         return this;
     }
+
+    private void stage() {
+        if (inlineStride == 0) {
+            throw new InvalidRequestException("ibv_post_send", "this chain was created without inline capacity",
+                    "create it with new SendWorkRequests(capacity, maxSge, maxInlinePerRequest)");
+        }
+        // one allocation on the first inline request, none after; freed with the chain (see WorkRequestChain)
+        staging = globalView(stagingArena.allocate((long) capacity * inlineStride, 64));
+        stagingAddress = staging.address();
+    }
+
+    private final java.lang.foreign.Arena stagingArena = java.lang.foreign.Arena.ofAuto();
 
     private void flag(int f) {
         ensureCurrent();
@@ -304,9 +366,10 @@ public final class SendWorkRequests extends WorkRequestChain {
     /** Addresses the current (UD) request: the address handle, the remote QP number and Q_Key. */
     public SendWorkRequests destination(AddressHandle ah, int remoteQpn, int remoteQkey) {
         ensureCurrent();
-        if (CHECKED && !ah.isOpen()) {
+        if (!ah.isOpenPlain()) { // every mode: the provider reads the handle at post time
             throw ah.closedException("ibv_post_send");
         }
+        destinations[count - 1] = ah;
         wrs.set(JAVA_LONG, cur + SEND_UD_AH, ah.address);
         wrs.set(JAVA_INT, cur + SEND_UD_REMOTE_QPN, remoteQpn);
         wrs.set(JAVA_INT, cur + SEND_UD_REMOTE_QKEY, remoteQkey);
@@ -318,6 +381,22 @@ public final class SendWorkRequests extends WorkRequestChain {
     }
 
     // ---- used by QueuePair.postSend ------------------------------------------------------
+
+    @Override
+    void verifyMore(String verb) {
+        for (int i = 0; i < count; i++) {
+            AddressHandle ah = destinations[i];
+            if (ah != null && !ah.isOpen()) {
+                throw new InvalidRequestException(verb, "work request #" + i + " names an address handle that was "
+                        + "closed after destination() was set; nothing was posted", "rebuild the chain with a live handle");
+            }
+        }
+    }
+
+    /** For a UD queue pair, in every mode: each request has a live destination (the provider reads it). */
+    boolean everyRequestHasDestination() {
+        return withDestination == count;
+    }
 
     int opcodeAt(int i) {
         return wrs.get(JAVA_INT, SEND_WR_SIZE * i + SEND_OPCODE);

@@ -6,14 +6,15 @@ import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibIbverbs;
-import org.verbs4j.natives.VerbsException;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
 /**
  * A shared receive queue ({@code struct ibv_srq}): one pool of receive buffers that several
  * queue pairs consume. Owned by its protection domain; refuses to close while queue pairs use
- * it. One thread posts to it at a time.
+ * it. One thread posts to it at a time: a second thread posting at the same moment gets a
+ * {@link ResourceBusyException}, and a close racing a post waits for it (see {@link Gate}). In
+ * checked mode a post that would overrun it is refused with a {@link QueueFullException}.
  */
 public final class SharedReceiveQueue extends NativeResource {
     private static final boolean CHECKED = Verbs.CHECKED;
@@ -23,9 +24,34 @@ public final class SharedReceiveQueue extends NativeResource {
     private final int maxSge;
     private final OwnedMemory memory;
     private final MemorySegment badWr;
+    final Gate postGate;
+    private final Gate[] gates;
+    private static final java.lang.invoke.VarHandle POSTED, COMPLETED;
+    static {
+        try {
+            java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+            POSTED = l.findVarHandle(SharedReceiveQueue.class, "posted", long.class);
+            COMPLETED = l.findVarHandle(SharedReceiveQueue.class, "completedCount", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+    @SuppressWarnings("unused") private long posted, completedCount; // poster-owned, poller-owned
 
     SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxWr, int maxSge) {
-        super(pd, "shared receive queue", "ibv_destroy_srq", srq.reinterpret(128), LibIbverbs::destroySrq, null);
+        this(pd, srq, maxWr, maxSge, LibIbverbs::destroySrq);
+    }
+
+    SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxWr, int maxSge, Destroyer destroy) {
+        Gate gate = new Gate();
+        java.util.Set<Gate> pdGates = pd.gates;
+        super(pd, "shared receive queue", "ibv_destroy_srq", srq.reinterpret(128), h -> {
+            destroy.destroy(h);
+            pdGates.remove(gate);
+        }, null);
+        this.postGate = gate;
+        this.gates = new Gate[] {gate};
+        pdGates.add(gate);
         this.address = srq.address();
         this.postFn = InlineVerbs.contextOp(pd.context().handle, ContextLayout.OPS_POST_SRQ_RECV);
         this.maxWr = maxWr;
@@ -42,31 +68,65 @@ public final class SharedReceiveQueue extends NativeResource {
         return maxSge;
     }
 
+    @Override
+    Gate[] gates() {
+        return gates;
+    }
+
+    /** Receives posted and not yet completed (checked mode's count). */
+    long outstanding() {
+        return (long) POSTED.getAcquire(this) - (long) COMPLETED.getAcquire(this);
+    }
+
+    /** One of its receives completed (the polling thread). */
+    void completed() {
+        COMPLETED.setRelease(this, (long) COMPLETED.get(this) + 1);
+    }
+
     /** {@code ibv_post_srq_recv} of the whole chain in one call; allocation-free on success. */
     public void postRecv(ReceiveWorkRequests wrs) {
-        if (!isOpenPlain()) {
-            throw closedException("ibv_post_srq_recv");
+        Gate g = postGate;
+        if (!g.tryEnter()) {
+            throw g.refusal("ibv_post_srq_recv", this, "posting receives to");
         }
-        if (wrs.isClosed()) {
-            throw new VerbsException("ibv_post_srq_recv", Errno.EBADF, "the ReceiveWorkRequests is closed", null);
-        }
-        int n = wrs.count;
-        if (n == 0) {
-            return;
-        }
-        if (CHECKED && wrs.maxSges > maxSge) {
-            for (int i = 0; i < n; i++) {
-                if (wrs.numSgeAt(i) > maxSge) {
-                    throw new VerbsException("ibv_post_srq_recv", Errno.EINVAL, "request #" + i + " has too many SGEs", null);
+        try {
+            if (wrs.isClosed()) {
+                throw new ResourceClosedException("ibv_post_srq_recv", "the ReceiveWorkRequests is closed", null);
+            }
+            int n = wrs.count;
+            if (n == 0) {
+                return;
+            }
+            wrs.verifyLive("ibv_post_srq_recv");
+            if (CHECKED) {
+                if (wrs.maxSges > maxSge) {
+                    for (int i = 0; i < n; i++) {
+                        if (wrs.numSgeAt(i) > maxSge) {
+                            throw new InvalidRequestException("ibv_post_srq_recv", "request #" + i + " has "
+                                    + wrs.numSgeAt(i) + " SGEs; the SRQ takes " + maxSge, null);
+                        }
+                    }
+                }
+                if (outstanding() + n > maxWr) {
+                    throw new QueueFullException("ibv_post_srq_recv", "the shared receive queue of " + maxWr + " holds "
+                            + outstanding() + " posted receives; " + n + " more would overrun it",
+                            "poll receive completions first, or create a larger SRQ");
                 }
             }
-        }
-        wrs.terminate();
-        int rc = InlineVerbs.postSrqRecv(postFn, address, wrs.address, badWr.address());
-        wrs.relink();
-        if (rc != 0) {
-            int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
-            throw VerbsException.of("ibv_post_srq_recv", rc, "work request #" + index + " of " + n + " was not posted");
+            wrs.terminate(n);
+            int rc = InlineVerbs.postSrqRecv(postFn, address, wrs.address, badWr.address());
+            wrs.relink(n);
+            if (rc != 0) {
+                int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
+                if (index > 0) {
+                    POSTED.setRelease(this, (long) POSTED.get(this) + index);
+                }
+                throw VerbsException.of("ibv_post_srq_recv", rc, "work request #" + index + " of " + n + " was not posted");
+            }
+            POSTED.setRelease(this, (long) POSTED.get(this) + n);
+        } finally {
+            g.exit();
+            java.lang.ref.Reference.reachabilityFence(wrs);
         }
     }
 

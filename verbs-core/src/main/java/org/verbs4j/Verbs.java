@@ -12,7 +12,6 @@ import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.NativeLibraries;
 import org.verbs4j.natives.ObjectLayout;
-import org.verbs4j.natives.VerbsException;
 
 /**
  * Entry point: is RDMA usable here (and if not, why), which devices exist, open one.
@@ -89,7 +88,7 @@ public final class Verbs {
     /** Throws a {@link VerbsException} with the cause when verbs cannot be used here. */
     public static void ensureAvailable() {
         unavailabilityCause().ifPresent(c -> {
-            throw new VerbsException("ibv_get_device_list", Errno.ENODEV, c, null);
+            throw VerbsException.create("ibv_get_device_list", Errno.ENODEV, c, null);
         });
     }
 
@@ -120,7 +119,7 @@ public final class Verbs {
                         return new Context(LibIbverbs.openDevice(dev), devName);
                     }
                 }
-                throw new VerbsException("ibv_open_device", Errno.ENODEV,
+                throw VerbsException.create("ibv_open_device", Errno.ENODEV,
                         name == null ? "no RDMA device is present" : "no device named " + name + " (present: " + names + ")",
                         "list the devices with ibv_devices or Verbs.devices()");
             } finally {

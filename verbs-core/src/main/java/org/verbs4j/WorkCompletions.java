@@ -5,17 +5,17 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Objects;
 import org.verbs4j.natives.CompletionLayout;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.VerbsException;
 
 /**
  * A reusable native array of {@code struct ibv_wc} that {@link CompletionQueue#poll} fills, read
  * in place by index, like a flyweight: reading a completion allocates nothing (status texts are
  * libibverbs' own strings, fetched once).
  *
- * <p>Owns its native memory (freed by {@link #close()}). Not thread-safe: one poller uses it.
+ * <p>Owns its native memory: an automatic arena freed once the array is unreachable, so a
+ * {@link #close()} racing a poll on another thread cannot free memory the provider writes into;
+ * close makes the array unusable and invalidates the raw view. Not thread-safe: one poller uses it.
  */
 public final class WorkCompletions implements AutoCloseable {
     /** {@code IBV_WC_SUCCESS}. */
@@ -25,9 +25,10 @@ public final class WorkCompletions implements AutoCloseable {
     /** {@code IBV_WC_GRH}. */
     public static final int WC_GRH = 1 << 0;
 
-    private final OwnedMemory memory;
+    private final LeakReport leak;
+    private final java.lang.foreign.Arena memory = java.lang.foreign.Arena.ofAuto(); // freed with this object
+    private final java.lang.foreign.Arena views = java.lang.foreign.Arena.ofShared();  // closed by close()
     private final MemorySegment wcs;
-    private final MemorySegment owned; // the arena segment, for segment(): a closed arena makes raw access fail safely
     final long address;
     final int capacity;
     int count;
@@ -35,13 +36,12 @@ public final class WorkCompletions implements AutoCloseable {
 
     /** An array of {@code capacity} completions. */
     public WorkCompletions(int capacity) {
-        if (capacity <= 0) {
-            throw new IllegalArgumentException("capacity must be positive: " + capacity);
+        if (capacity <= 0 || capacity > 1 << 24) {
+            throw new InvalidRequestException("ibv_poll_cq", "capacity must be 1..2^24: " + capacity, null);
         }
-        this.memory = new OwnedMemory(this, "work completion array");
-        // a global-scope view: reads are guarded by count, which close() resets (see SendWorkRequests)
-        this.owned = memory.allocate(CompletionLayout.WC_SIZE * capacity, 8);
-        this.wcs = WorkRequestChain.globalView(owned);
+        this.leak = new LeakReport(this, "work completion array");
+        // a global-scope view: reads are guarded by count, which close() resets (see WorkRequestChain)
+        this.wcs = WorkRequestChain.globalView(memory.allocate(CompletionLayout.WC_SIZE * capacity, 8));
         this.address = wcs.address();
         this.capacity = capacity;
     }
@@ -57,7 +57,15 @@ public final class WorkCompletions implements AutoCloseable {
     }
 
     private long at(int i, long field) {
-        return (long) Objects.checkIndex(i, count) * CompletionLayout.WC_SIZE + field;
+        if (Integer.compareUnsigned(i, count) >= 0) {
+            throw outOfRange(i);
+        }
+        return (long) i * CompletionLayout.WC_SIZE + field;
+    }
+
+    private VerbsException outOfRange(int i) {
+        return new InvalidRequestException("ibv_wc", "completion #" + i + " does not exist: the last poll reaped "
+                + count + (closed ? " (the array is closed)" : ""), "read indexes 0 .. count()-1");
     }
 
     /** The work request id of completion {@code i}. */
@@ -125,14 +133,35 @@ public final class WorkCompletions implements AutoCloseable {
         return Byte.toUnsignedInt(wcs.get(JAVA_BYTE, at(i, CompletionLayout.SL)));
     }
 
-    /** The raw {@code struct ibv_wc} array. */
+    // unchecked reads for the poller's own bookkeeping (index already known to be in range)
+    int rawQpNumber(int i) {
+        return wcs.get(JAVA_INT, (long) i * CompletionLayout.WC_SIZE + CompletionLayout.QP_NUM);
+    }
+
+    int rawStatus(int i) {
+        return wcs.get(JAVA_INT, (long) i * CompletionLayout.WC_SIZE + CompletionLayout.STATUS);
+    }
+
+    int rawOpcode(int i) {
+        return wcs.get(JAVA_INT, (long) i * CompletionLayout.WC_SIZE + CompletionLayout.OPCODE);
+    }
+
+    /**
+     * The raw {@code struct ibv_wc} array: restricted to modules with native access, and a view
+     * that stops working when the array is closed.
+     */
     public MemorySegment segment() {
-        return owned;
+        Restricted.check("WorkCompletions.segment");
+        try {
+            return MemorySegment.ofAddress(address).reinterpret(CompletionLayout.WC_SIZE * capacity, views, null);
+        } catch (IllegalStateException e) {
+            throw new ResourceClosedException("WorkCompletions.segment", "the array is closed", null);
+        }
     }
 
     void ensureUsable(String verb) {
         if (closed) {
-            throw new VerbsException(verb, Errno.EBADF, "the WorkCompletions array is closed", "create a new one");
+            throw new ResourceClosedException(verb, "the WorkCompletions array is closed", "create a new one");
         }
     }
 
@@ -140,10 +169,11 @@ public final class WorkCompletions implements AutoCloseable {
     @Override
     public void close() {
         if (closed) {
-            throw new VerbsException("WorkCompletions.close", Errno.EBADF, "already closed", "close it once");
+            throw new ResourceClosedException("WorkCompletions.close", "already closed", "close it once");
         }
         closed = true;
         count = 0;
-        memory.close();
+        leak.closed();
+        views.close();
     }
 }

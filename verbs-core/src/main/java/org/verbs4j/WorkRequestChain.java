@@ -12,7 +12,6 @@ import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.VerbsException;
 
 /**
  * What send and receive chains share: a native array of work requests whose {@code next} and
@@ -21,10 +20,15 @@ import org.verbs4j.natives.VerbsException;
  * {@code struct ibv_recv_wr} agree on the offsets of {@code next}, {@code sg_list} and
  * {@code num_sge}; only their sizes differ.
  *
- * <p>The descriptors are written through global-scope views of the chain's own memory, so a store
- * pays no arena liveness check: every write path is guarded by this object's state ({@code closed},
- * {@code count}), and the memory is freed only by {@link #close()} or, once the chain is
- * unreachable, by the cleaner. Not thread-safe: one thread builds and posts a chain.
+ * <p>Lifetimes. The descriptors live in memory of an automatic arena that only the chain
+ * references: it is freed by the garbage collector once the chain is unreachable, never by
+ * {@link #close()}. A post holds the chain (reachability fence) while the provider reads it, so a
+ * {@code close()} racing a post on another thread cannot free memory under the provider; close
+ * only marks the chain unusable and invalidates the raw view {@link #segment()} hands out. The
+ * chain also keeps every {@link MemoryRegion} its SGEs name (and every address handle of a UD
+ * request) and re-checks at post time, in every mode, that they are still open: cheaply, since it
+ * re-checks only when some region or handle was closed since its last check ({@link Revocations}).
+ * A dropped chain is reported as a leak. Not thread-safe: one thread builds and posts a chain.
  */
 abstract sealed class WorkRequestChain implements AutoCloseable permits SendWorkRequests, ReceiveWorkRequests {
     static final long NEXT = SEND_NEXT;
@@ -37,8 +41,8 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         }
     }
 
-    private final OwnedMemory memory;
-    private final MemorySegment owned; // the arena segment, for segment(): a closed arena makes raw access fail safely
+    private final LeakReport leak;
+    private final java.lang.foreign.Arena views = java.lang.foreign.Arena.ofShared(); // closed by close(): segment() dies
     private final long wrSize;
     final MemorySegment wrs;
     final MemorySegment sges;
@@ -46,22 +50,30 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     final int capacity;
     final int maxSge;
     final long sgeStride;
+    /** The region of each SGE slot (capacity x maxSge), so a post can verify they are still open. */
+    final MemoryRegion[] sgeRegions;
+    /** The {@link Revocations#epoch()} at which every region (and handle) named was last known open. */
+    long epoch = Revocations.epoch();
     int count;
     int maxSges;          // the most SGEs of any request (checked mode validates a post in O(1))
     boolean closed;
 
     WorkRequestChain(String kind, long wrSize, int capacity, int maxSgePerRequest) {
-        if (capacity <= 0 || maxSgePerRequest <= 0) {
-            throw new IllegalArgumentException("capacity and maxSgePerRequest must be positive");
+        if (capacity <= 0 || maxSgePerRequest <= 0 || (long) capacity * maxSgePerRequest > 1 << 26) {
+            throw new InvalidRequestException(kind.startsWith("send") ? "ibv_post_send" : "ibv_post_recv",
+                    "a chain needs a positive capacity and SGE count (at most 2^26 SGEs in all): " + capacity + " x "
+                            + maxSgePerRequest, null);
         }
         this.wrSize = wrSize;
-        this.memory = new OwnedMemory(this, kind);
+        this.leak = new LeakReport(this, kind);
         this.capacity = capacity;
         this.maxSge = maxSgePerRequest;
         this.sgeStride = SGE_SIZE * maxSgePerRequest;
-        this.owned = memory.allocate(wrSize * capacity, 64);
-        this.wrs = globalView(owned);
-        this.sges = globalView(memory.allocate(sgeStride * capacity, 64));
+        java.lang.foreign.Arena auto = java.lang.foreign.Arena.ofAuto();
+        this.wrs = globalView(auto.allocate(wrSize * capacity, 64));
+        this.sges = globalView(auto.allocate(sgeStride * capacity, 64));
+        this.sgeRegions = new MemoryRegion[capacity * maxSgePerRequest];
+        this.memoryOwner = auto;
         this.address = wrs.address();
         long sgeBase = sges.address();
         for (int i = 0; i < capacity; i++) {
@@ -72,8 +84,55 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         }
     }
 
+    /** Keeps the automatic arena of the descriptors reachable exactly as long as the chain. */
+    @SuppressWarnings("unused")
+    private final java.lang.foreign.Arena memoryOwner;
+
     static MemorySegment globalView(MemorySegment owned) {
         return MemorySegment.ofAddress(owned.address()).reinterpret(owned.byteSize());
+    }
+
+    /**
+     * Before a post, in every mode: refuses the chain if a region (or address handle) it names was
+     * closed since it was last checked. One volatile read when nothing was closed.
+     */
+    final void verifyLive(String verb) {
+        if (Revocations.epoch() != epoch) {
+            reverify(verb);
+        }
+    }
+
+    private void reverify(String verb) {
+        long now = Revocations.epoch();
+        for (int i = 0; i < count; i++) {
+            for (int s = 0, n = numSgeAt(i); s < n; s++) {
+                MemoryRegion r = sgeRegions[i * maxSge + s];
+                if (r != null && !r.isOpen()) {
+                    throw new InvalidRequestException(verb, "work request #" + i + " names a memory region that was "
+                            + "closed (deregistered) after the SGE was added; nothing was posted",
+                            "rebuild the chain with live regions (clear() and add the requests again)");
+                }
+            }
+        }
+        verifyMore(verb);
+        epoch = now;
+    }
+
+    /** A subclass re-checks what else it names (address handles). */
+    void verifyMore(String verb) {
+    }
+
+    /** Records the region of SGE {@code s} of the current request (every mode: it must be open). */
+    final void noteRegion(String verb, int request, int s, MemoryRegion mr) {
+        if (!mr.isOpenPlain()) {
+            throw mr.closedException(verb);
+        }
+        sgeRegions[request * maxSge + s] = mr;
+    }
+
+    /** Restarts the liveness bookkeeping for a chain that is rebuilt from scratch. */
+    final void restartEpoch() {
+        epoch = Revocations.epoch();
     }
 
     /** The number of requests in the chain. */
@@ -91,22 +150,33 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         return maxSge;
     }
 
-    /** The raw work request array. */
+    /**
+     * The raw work request array: restricted to modules with native access, and a view that stops
+     * working when the chain is closed.
+     */
     public final MemorySegment segment() {
-        return owned;
+        Restricted.check(getClass().getSimpleName() + ".segment");
+        try {
+            return MemorySegment.ofAddress(address).reinterpret(wrSize * capacity, views, null);
+        } catch (IllegalStateException e) {
+            throw new ResourceClosedException(getClass().getSimpleName() + ".segment", "the chain is closed", null);
+        }
     }
 
     final boolean isClosed() {
         return closed;
     }
 
-    /** Ends the chain after {@code count} requests for one post (restored by {@link #relink}). */
-    final void terminate() {
-        wrs.set(JAVA_LONG, wrSize * (count - 1) + NEXT, 0L);
+    /**
+     * Ends the chain after {@code n} requests for one post (restored by {@link #relink}); {@code n}
+     * is the poster's snapshot of the count, so a close racing the post cannot move it.
+     */
+    final void terminate(int n) {
+        wrs.set(JAVA_LONG, wrSize * (n - 1) + NEXT, 0L);
     }
 
-    final void relink() {
-        int last = count - 1;
+    final void relink(int n) {
+        int last = n - 1;
         if (last + 1 < capacity) {
             wrs.set(JAVA_LONG, wrSize * last + NEXT, address + wrSize * (last + 1));
         }
@@ -122,14 +192,18 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         return d >= 0 && d < wrSize * count && d % wrSize == 0 ? (int) (d / wrSize) : -1;
     }
 
-    /** Frees the native memory; using the chain afterwards throws. */
+    /**
+     * Makes the chain unusable (a post, an added request and the raw view then throw); its memory is
+     * freed once the chain is unreachable, so a post racing this close on another thread still reads
+     * live memory.
+     */
     @Override
     public final void close() {
         if (closed) {
-            throw new VerbsException(getClass().getSimpleName() + ".close", Errno.EBADF, "already closed", "close it once");
+            throw new ResourceClosedException(getClass().getSimpleName() + ".close", "already closed", "close it once");
         }
-        closed = true;
-        count = 0;
-        memory.close();
+        closed = true; // count and the descriptors stay as they were: a post racing this close reads live memory
+        leak.closed();
+        views.close();
     }
 }

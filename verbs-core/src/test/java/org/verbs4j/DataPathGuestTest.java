@@ -26,7 +26,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.VerbsException;
 import org.verbs4j.testing.RdmaTest;
 
 /**
@@ -59,8 +58,8 @@ class DataPathGuestTest {
         arena = Arena.ofShared();
         aBuf = arena.allocate(SIZE, 4096);
         bBuf = arena.allocate(SIZE, 4096);
-        aMr = pair.pd.register(aBuf, ALL);
-        bMr = pair.pd.register(bBuf, ALL);
+        aMr = pair.pd.register(arena, aBuf, ALL);
+        bMr = pair.pd.register(arena, bBuf, ALL);
         sends = new SendWorkRequests(32, 4);
         recvs = new ReceiveWorkRequests(8, 4);
         wcs = new WorkCompletions(64);

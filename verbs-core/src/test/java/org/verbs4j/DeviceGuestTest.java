@@ -16,7 +16,6 @@ import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.VerbsException;
 import org.verbs4j.testing.RdmaTest;
 import org.verbs4j.testing.RdmaTestSupport;
 
@@ -80,11 +79,10 @@ class DeviceGuestTest {
             assertEquals(Errno.ENOENT, none.errno());
             assertTrue(none.getMessage().contains("ip addr add"), none.getMessage());
 
-            try (ProtectionDomain pd = ctx.allocateProtectionDomain();
-                 Arena arena = Arena.ofConfined()) {
-                MemorySegment gib = arena.allocate(1L << 30, 4096);
-                try (MemoryRegion mr = pd.register(gib, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            try (ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+                try (MemoryRegion mr = pd.allocateMemoryRegion(1L << 30, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
                      CompletionQueue cq = ctx.createCompletionQueue(64)) {
+                    MemorySegment gib = mr.segment();
                     assertEquals(1L << 30, mr.length());
                     assertEquals(gib.address(), mr.address());
                     assertEquals(gib.address(), mr.iova());
@@ -137,11 +135,9 @@ class DeviceGuestTest {
     void theCleanerReleasesALeakedRegion() throws InterruptedException {
         String name = device();
         try (Context ctx = Verbs.open(name);
-             ProtectionDomain pd = ctx.allocateProtectionDomain();
-             Arena arena = Arena.ofConfined()) {
-            MemorySegment buf = arena.allocate(64 * 1024, 4096);
+             ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             int mrBefore = GuestSupport.resourceCounts(name).get("mr");
-            registerAndDrop(pd, buf);
+            registerAndDrop(pd);
             assertEquals(mrBefore + 1, GuestSupport.resourceCounts(name).get("mr"));
             assertEquals(1, pd.liveChildren());
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
@@ -154,8 +150,8 @@ class DeviceGuestTest {
         } // pd.close() succeeds: nothing is left on it
     }
 
-    private static void registerAndDrop(ProtectionDomain pd, MemorySegment buf) {
-        MemoryRegion mr = pd.register(buf, Access.LOCAL_WRITE);
+    private static void registerAndDrop(ProtectionDomain pd) {
+        MemoryRegion mr = pd.allocateMemoryRegion(64 * 1024, Access.LOCAL_WRITE);
         assertTrue(mr.isOpen() && mr.lkey() != 0);
     }
 }

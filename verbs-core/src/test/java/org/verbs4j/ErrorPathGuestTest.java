@@ -1,6 +1,8 @@
 package org.verbs4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.verbs4j.GuestSupport.assertAll;
 import static org.verbs4j.GuestSupport.awaitAny;
 import static org.verbs4j.GuestSupport.pattern;
@@ -35,14 +37,14 @@ class ErrorPathGuestTest {
     @Test
     void aWrongRkeyIsARemoteAccessErrorAndTheQueuePairGoesToErr() throws InterruptedException {
         try (LoopbackPair pair = LoopbackPair.rc();
-             Arena arena = Arena.ofConfined();
+             Arena arena = Arena.ofShared();
              SendWorkRequests sends = new SendWorkRequests(2, 1);
              WorkCompletions wcs = new WorkCompletions(4)) {
             MemorySegment a = arena.allocate(4096, 4096);
             MemorySegment b = arena.allocate(4096, 4096);
             pattern(a, 1);
-            try (MemoryRegion aMr = pair.pd.register(a, Access.LOCAL_WRITE);
-                 MemoryRegion bMr = pair.pd.register(b, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+            try (MemoryRegion aMr = pair.pd.register(arena, a, Access.LOCAL_WRITE);
+                 MemoryRegion bMr = pair.pd.register(arena, b, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
                 int wrongRkey = bMr.rkey() ^ 0x00ff_ff00;
                 pair.a.postSend(sends.write(77, bMr.address(), wrongRkey).sge(aMr, 0, 256).signaled());
                 awaitAny(pair.cqA, wcs, 1);
@@ -54,11 +56,18 @@ class ErrorPathGuestTest {
                 assertAll(b, (byte) 0, "nothing was written with a wrong rkey");
                 awaitState(pair.a, QueuePairState.ERR);
 
-                // a queue pair in ERR flushes what is posted to it afterwards
-                pair.a.postSend(sends.clear().write(78, bMr.address(), bMr.rkey()).sge(aMr, 0, 64).signaled());
-                awaitAny(pair.cqA, wcs, 1);
-                assertEquals(78, wcs.wrId(0));
-                assertEquals(CompletionStatus.WR_FLUSH_ERR, wcs.status(0), wcs.statusText(0));
+                if (Verbs.CHECKED) {
+                    // checked mode refuses posts to a queue pair that had an error completion (they would only be flushed)
+                    InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> pair.a.postSend(
+                            sends.clear().write(78, bMr.address(), bMr.rkey()).sge(aMr, 0, 64).signaled()));
+                    assertTrue(e.getMessage().contains("queue pair is in error"), e.getMessage());
+                } else {
+                    // a queue pair in ERR flushes what is posted to it afterwards
+                    pair.a.postSend(sends.clear().write(78, bMr.address(), bMr.rkey()).sge(aMr, 0, 64).signaled());
+                    awaitAny(pair.cqA, wcs, 1);
+                    assertEquals(78, wcs.wrId(0));
+                    assertEquals(CompletionStatus.WR_FLUSH_ERR, wcs.status(0), wcs.statusText(0));
+                }
                 assertAll(b, (byte) 0, "nothing was written by a flushed request");
             }
             pair.cqB.poll(wcs); // the responder side may or may not report anything; drain it
@@ -68,7 +77,7 @@ class ErrorPathGuestTest {
     @Test
     void aWritePastTheEndOfARegionLeavesTheGuardBytesUntouched() throws InterruptedException {
         try (LoopbackPair pair = LoopbackPair.rc();
-             Arena arena = Arena.ofConfined();
+             Arena arena = Arena.ofShared();
              SendWorkRequests sends = new SendWorkRequests(2, 1);
              WorkCompletions wcs = new WorkCompletions(4)) {
             MemorySegment src = arena.allocate(4096, 4096);
@@ -76,8 +85,8 @@ class ErrorPathGuestTest {
             MemorySegment whole = arena.allocate(3 * 4096, 4096);
             whole.fill((byte) 0x5A);
             MemorySegment inner = whole.asSlice(4096, 4096); // the registered region; a page of guard on each side
-            try (MemoryRegion aMr = pair.pd.register(src, Access.LOCAL_WRITE);
-                 MemoryRegion bMr = pair.pd.register(inner, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+            try (MemoryRegion aMr = pair.pd.register(arena, src, Access.LOCAL_WRITE);
+                 MemoryRegion bMr = pair.pd.register(arena, inner, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
                 // 128 bytes starting 64 before the end: half of it would land in the guard page after the region
                 pair.a.postSend(sends.write(88, bMr.address() + 4096 - 64, bMr.rkey()).sge(aMr, 0, 128).signaled());
                 awaitAny(pair.cqA, wcs, 1);
@@ -99,11 +108,11 @@ class ErrorPathGuestTest {
     @Test
     void movingToErrFlushesEveryPostedReceiveWithItsOwnWrId() {
         try (LoopbackPair pair = LoopbackPair.rc();
-             Arena arena = Arena.ofConfined();
+             Arena arena = Arena.ofShared();
              ReceiveWorkRequests recvs = new ReceiveWorkRequests(8, 1);
              WorkCompletions wcs = new WorkCompletions(16)) {
             MemorySegment buf = arena.allocate(8 * 256, 4096);
-            try (MemoryRegion mr = pair.pd.register(buf, Access.LOCAL_WRITE)) {
+            try (MemoryRegion mr = pair.pd.register(arena, buf, Access.LOCAL_WRITE)) {
                 for (int i = 0; i < 8; i++) {
                     recvs.add(500 + i).sge(mr, 256L * i, 256);
                 }

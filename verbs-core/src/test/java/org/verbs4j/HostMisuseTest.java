@@ -3,6 +3,7 @@ package org.verbs4j;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -19,7 +20,6 @@ import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.VerbsException;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -62,7 +62,7 @@ class HostMisuseTest {
         WorkCompletions wcs = new WorkCompletions(4);
         wcs.close();
         assertEquals(0, wcs.count());
-        assertThrows(IndexOutOfBoundsException.class, () -> wcs.wrId(0), "nothing to read after close");
+        assertThrows(InvalidRequestException.class, () -> wcs.wrId(0), "nothing to read after close");
         refused("WorkCompletions.close", Errno.EBADF, wcs::close, "close it once");
     }
 
@@ -71,12 +71,12 @@ class HostMisuseTest {
         try (SendWorkRequests sends = new SendWorkRequests(1, 1)) {
             sends.send(1);
             refused("ibv_post_send", Errno.ENOMEM, () -> sends.send(2), "capacity of 1", "clear()");
-            assertThrows(IllegalStateException.class, () -> new SendWorkRequests(2, 1).inline(MemorySegment.NULL),
+            assertThrows(InvalidRequestException.class, () -> new SendWorkRequests(2, 1).inline(MemorySegment.NULL),
                     "an SGE before any request");
         }
-        assertThrows(IllegalArgumentException.class, () -> new SendWorkRequests(0, 1));
-        assertThrows(IllegalArgumentException.class, () -> new ReceiveWorkRequests(1, 0));
-        assertThrows(IllegalArgumentException.class, () -> new WorkCompletions(0));
+        assertThrows(InvalidRequestException.class, () -> new SendWorkRequests(0, 1));
+        assertThrows(InvalidRequestException.class, () -> new ReceiveWorkRequests(1, 0));
+        assertThrows(InvalidRequestException.class, () -> new WorkCompletions(0));
     }
 
     @Test
@@ -108,11 +108,11 @@ class HostMisuseTest {
         ConnectOptions ok = ConnectOptions.roce(1);
         assertEquals(6, ok.retryCount());
         assertTrue(ok.rnrRetry() > 0 && ok.rnrRetry() < 7);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ok.withRetry(7, 6));
+        InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> ok.withRetry(7, 6));
         assertTrue(e.getMessage().contains("retryCount"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> ok.withRetry(6, 7));
+        e = assertThrows(InvalidRequestException.class, () -> ok.withRetry(6, 7));
         assertTrue(e.getMessage().contains("rnrRetry"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> ok.withTimeout(0));
+        e = assertThrows(InvalidRequestException.class, () -> ok.withTimeout(0));
         assertTrue(e.getMessage().contains("timeout"), e.getMessage());
         assertDoesNotThrow(() -> ok.withRetry(0, 1).withTimeout(31));
     }
@@ -222,7 +222,7 @@ class HostMisuseTest {
                         "do not use a memory region after close()");
             }
             refused("ibv_dereg_mr", Errno.EBADF, other::close, "already closed", "close each object exactly once");
-            refused("ibv_mr", Errno.EBADF, other::handle, "closed");
+            refused("MemoryRegion.handle", Errno.EBADF, other::handle, "closed");
         }
 
         @Test
@@ -360,14 +360,21 @@ class HostMisuseTest {
                         "larger maxInlineData");
                 refused("ibv_post_send", Errno.EINVAL, () -> wrs.clear().read(2, 0, 1).inline(data.asSlice(0, 8)),
                         "only SEND and RDMA WRITE can be inline");
-                // within the limit it reaches the provider, flagged INLINE, with the unregistered address
+                // within the limit it reaches the provider, flagged INLINE, with the bytes copied into the
+                // chain when inline() was called: later changes to (or the death of) the source do not matter
+                data.asSlice(0, 16).fill((byte) 0x5a);
                 wrs.clear().send(3).inline(data.asSlice(0, 16)).signaled();
+                data.fill((byte) 0);
                 qp.postSend(wrs);
                 assertEquals(1, p.wqeCount());
                 StandInProvider.Wqe w = p.wqe(0);
                 assertEquals(SendWorkRequests.FLAG_INLINE | SendWorkRequests.FLAG_SIGNALED, w.sendFlags());
-                assertEquals(data.address(), w.addr());
+                assertNotEquals(data.address(), w.addr(), "the provider reads the chain's copy, not the source");
                 assertEquals(16, w.totalLength());
+                MemorySegment staged = MemorySegment.ofAddress(w.addr()).reinterpret(16);
+                for (int i = 0; i < 16; i++) {
+                    assertEquals((byte) 0x5a, staged.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i));
+                }
             } finally {
                 qp.close();
             }

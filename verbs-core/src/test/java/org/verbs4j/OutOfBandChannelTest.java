@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -53,13 +52,13 @@ class OutOfBandChannelTest {
             CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
                 try (OutOfBandChannel ch = OutOfBandChannel.accept(ss, T)) {
                     ch.barrier("phase-1");
-                } catch (IllegalStateException expected) {
+                } catch (VerbsException expected) {
                     // the client is elsewhere
                 }
             });
             try (OutOfBandChannel ch = OutOfBandChannel.connect(
                     new InetSocketAddress(InetAddress.getLoopbackAddress(), ss.getLocalPort()), T)) {
-                IllegalStateException e = assertThrows(IllegalStateException.class, () -> ch.barrier("phase-2"));
+                VerbsException e = assertThrows(VerbsException.class, () -> ch.barrier("phase-2"));
                 assertTrue(e.getMessage().contains("phase-1") && e.getMessage().contains("phase-2"), e.getMessage());
             }
             server.get(10, TimeUnit.SECONDS);
@@ -70,7 +69,7 @@ class OutOfBandChannelTest {
     void waitsAreBounded() throws Exception {
         long t0 = System.nanoTime();
         try (ServerSocket ss = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            UncheckedIOException e = assertThrows(UncheckedIOException.class,
+            VerbsTimeoutException e = assertThrows(VerbsTimeoutException.class,
                     () -> OutOfBandChannel.accept(ss, Duration.ofMillis(300)));
             assertTrue(e.getMessage().contains("no peer connected"), e.getMessage());
         }
@@ -78,7 +77,7 @@ class OutOfBandChannelTest {
         try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             freePort = probe.getLocalPort();
         }
-        UncheckedIOException e = assertThrows(UncheckedIOException.class, () -> OutOfBandChannel.connect(
+        VerbsTimeoutException e = assertThrows(VerbsTimeoutException.class, () -> OutOfBandChannel.connect(
                 new InetSocketAddress(InetAddress.getLoopbackAddress(), freePort), Duration.ofMillis(500)));
         assertTrue(e.getMessage().contains("could not connect"), e.getMessage());
         assertTrue(System.nanoTime() - t0 < 10_000_000_000L, "the bounded waits took too long");

@@ -15,14 +15,14 @@ class OwnedMemoryLeakTest {
 
     @Test
     void droppedChainsAndArraysAreReportedAndFreed() throws InterruptedException {
-        long before = OwnedMemory.leaksReported();
+        long before = LeakReport.leaksReported();
         dropUnclosed();
         long deadline = System.nanoTime() + 20_000_000_000L;
-        while (OwnedMemory.leaksReported() < before + 3 && System.nanoTime() < deadline) {
+        while (LeakReport.leaksReported() < before + 3 && System.nanoTime() < deadline) {
             System.gc();
             Thread.sleep(20);
         }
-        assertTrue(OwnedMemory.leaksReported() >= before + 3,
-                "3 leaks expected, reported " + (OwnedMemory.leaksReported() - before));
+        assertTrue(LeakReport.leaksReported() >= before + 3,
+                "3 leaks expected, reported " + (LeakReport.leaksReported() - before));
     }
 }

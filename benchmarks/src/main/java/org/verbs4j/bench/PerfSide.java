@@ -74,7 +74,7 @@ final class PerfSide implements AutoCloseable {
             q = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, c).maxSendWr(sendDepth)
                     .maxRecvWr(Math.max(1, recvDepth)).maxSendSge(1).maxRecvSge(1));
             buffer = arena.allocate(2 * slot, 4096);
-            m = pd.register(buffer, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
+            m = pd.register(arena, buffer, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
         } catch (RuntimeException e) {
             for (AutoCloseable r : new AutoCloseable[] {m, q, c}) {
                 if (r != null) {

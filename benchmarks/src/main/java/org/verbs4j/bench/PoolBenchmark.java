@@ -63,7 +63,8 @@ public class PoolBenchmark {
         pool = BufferPool.builder(pd).name("bench").sizeClass(4096, 256).sizeClass(65536, 64).access(ACCESS)
                 .leakTracking(false).leakSites(false).build();
         arena = Arena.ofShared();
-        memory = arena.allocate(size, 4096);
+        // an automatic arena: the region keeps it alive while registered (register() refuses closeable arenas)
+        memory = Arena.ofAuto().allocate(size, 4096);
     }
 
     @TearDown(Level.Trial)

@@ -31,7 +31,7 @@ import org.verbs4j.QueuePairEndpoint;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.Verbs;
 import org.verbs4j.natives.InlineVerbs;
-import org.verbs4j.natives.VerbsException;
+import org.verbs4j.VerbsException;
 
 /**
  * {@code verbs-perf}: a perftest-like command-line tool on verbs4j's public API. See

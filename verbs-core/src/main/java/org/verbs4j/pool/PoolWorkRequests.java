@@ -4,7 +4,7 @@ import org.verbs4j.ReceiveWorkRequests;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.Verbs;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.VerbsException;
+import org.verbs4j.VerbsException;
 
 /**
  * One-call SGEs and RDMA targets from {@link PooledBuffer}s, on top of
@@ -53,12 +53,12 @@ public final class PoolWorkRequests {
     private static void check(String verb, PooledBuffer buffer, int length) {
         if (Verbs.CHECKED) {
             if (length < 0 || length > buffer.capacity()) {
-                throw new VerbsException(verb, Errno.EINVAL, "SGE length " + Integer.toUnsignedString(length)
+                throw VerbsException.create(verb, Errno.EINVAL, "SGE length " + Integer.toUnsignedString(length)
                         + " exceeds the pooled buffer's " + buffer.capacity() + " bytes (it would run into the next buffer)",
                         "lease a buffer of at least the length you post");
             }
             if (!buffer.isLeased()) {
-                throw new VerbsException(verb, Errno.EINVAL, buffer + " is not leased (it was released, or never leased)",
+                throw VerbsException.create(verb, Errno.EINVAL, buffer + " is not leased (it was released, or never leased)",
                         "post only buffers you hold a lease on, and release them after their completion");
             }
         }

@@ -25,8 +25,13 @@ public interface Registrar {
      */
     MemoryRegion register(ProtectionDomain pd, MemorySegment memory, Set<Access> access);
 
-    /** {@code ibv_reg_mr}: {@link ProtectionDomain#register(MemorySegment, Set)}. */
+    /**
+     * {@code ibv_reg_mr}: {@link ProtectionDomain#register(MemorySegment, Set)} of a global view of
+     * the pool's own allocation: the pool owns that memory and frees it only after it has
+     * deregistered the region, which is what the registration of closeable arena memory requires.
+     */
     static Registrar ibvRegMr() {
-        return ProtectionDomain::register;
+        return (pd, memory, access) -> pd.register(MemorySegment.ofAddress(memory.address()).reinterpret(memory.byteSize()),
+                access);
     }
 }

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
 import org.verbs4j.Access;
 import org.verbs4j.MemoryRegion;
 import org.verbs4j.SendWorkRequests;
-import org.verbs4j.natives.VerbsException;
+import org.verbs4j.VerbsException;
 
 /** Host tests of the pool's contract, over a fake protection domain (no RDMA device needed). */
 class BufferPoolTest {

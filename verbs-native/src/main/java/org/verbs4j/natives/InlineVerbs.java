@@ -161,7 +161,7 @@ public final class InlineVerbs {
      * {@code ibv_query_port} as verbs.h's {@code ___ibv_query_port} does it: the extended
      * {@code query_port} op with the full 52-byte {@code ibv_port_attr}; only when the context has
      * none, the exported compat symbol, which fills the first 48 bytes (the rest is zeroed).
-     * Throws {@link VerbsException} on failure.
+     * Throws {@link VerbsFailure} on failure.
      *
      * @param attr at least {@link ContextLayout#PORT_ATTR_SIZE} bytes
      */
@@ -201,7 +201,7 @@ public final class InlineVerbs {
             attr.asSlice(0, attrExSize).fill((byte) 0);
             int rc = (int) LibIbverbs.IBV_QUERY_DEVICE.invokeExact(cap, ctx, attr);
             LibIbverbs.checkRc("ibv_query_device_ex", rc, cap);
-        } catch (VerbsException e) {
+        } catch (RuntimeException e) {
             throw e;
         } catch (Throwable t) {
             throw rethrow(t);
@@ -212,7 +212,7 @@ public final class InlineVerbs {
     public static MemorySegment createCqEx(MemorySegment ctx, MemorySegment cqInitAttrEx) {
         MemorySegment op = verbsGetCtxOp(ctx, ContextLayout.VCTX_CREATE_CQ_EX);
         if (op.equals(MemorySegment.NULL)) {
-            throw VerbsException.of("ibv_create_cq_ex", Errno.EOPNOTSUPP, "the provider has no create_cq_ex op");
+            throw Failures.of("ibv_create_cq_ex", Errno.EOPNOTSUPP, "the provider has no create_cq_ex op");
         }
         MemorySegment cap = Errno.captureSegment();
         MemorySegment cq;

@@ -32,7 +32,7 @@ public final class LibC {
      * the remaining time).
      *
      * @return true when readable, false on timeout
-     * @throws VerbsException naming {@code verb} when poll fails or the fd reports an error
+     * @throws RuntimeException (a {@link VerbsFailure}) naming {@code verb} when poll fails or the fd reports an error
      */
     public static boolean pollReadable(String verb, int fd, long timeoutMillis) {
         long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
@@ -50,7 +50,7 @@ public final class LibC {
                     if ((revents & POLLIN) != 0) {
                         return true;
                     }
-                    throw VerbsException.of(verb, Errno.EIO, "poll(2) on fd " + fd + " reported revents 0x"
+                    throw Failures.of(verb, Errno.EIO, "poll(2) on fd " + fd + " reported revents 0x"
                             + Integer.toHexString(revents));
                 }
                 if (rc == 0) {
@@ -61,10 +61,10 @@ public final class LibC {
                 }
                 int e = Errno.captured(cap);
                 if (e != Errno.EINTR) {
-                    throw VerbsException.of(verb, e, "poll(2) on fd " + fd + " failed");
+                    throw Failures.of(verb, e, "poll(2) on fd " + fd + " failed");
                 }
             }
-        } catch (VerbsException e) {
+        } catch (RuntimeException e) {
             throw e;
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);

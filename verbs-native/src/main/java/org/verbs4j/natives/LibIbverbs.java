@@ -17,10 +17,10 @@ import java.lang.invoke.MethodHandle;
  * every handle is the capture segment ({@link Errno#captureSegment()}).
  *
  * <p>The thin static methods below call a handle, turn a {@code NULL} pointer or a non-zero
- * return into a {@link VerbsException} naming the verb and the errno, and are the raw escape
+ * return into a {@link VerbsFailure} naming the verb and the errno, and are the raw escape
  * hatch for code that needs a verb the public API does not wrap. Touching this class loads
  * libibverbs: check {@link NativeLibraries#ibverbs()} first (the public API does), else the class
- * initialiser throws the {@link VerbsException} that says what to install.
+ * initialiser throws the {@link VerbsFailure} that says what to install.
  * Stateless; any thread may call it.
  */
 public final class LibIbverbs {
@@ -111,7 +111,7 @@ public final class LibIbverbs {
     public static MemorySegment checkPtr(String verb, MemorySegment p, MemorySegment capture) {
         if (p.address() == 0L) {
             int e = Errno.captured(capture);
-            throw VerbsException.of(verb, e == 0 ? Errno.EINVAL : e, e == 0 ? "returned NULL without setting errno" : null);
+            throw Failures.of(verb, e == 0 ? Errno.EINVAL : e, e == 0 ? "returned NULL without setting errno" : null);
         }
         return p;
     }
@@ -123,7 +123,7 @@ public final class LibIbverbs {
     public static void checkRc(String verb, int rc, MemorySegment capture) {
         if (rc != 0) {
             int e = rc > 0 ? rc : Errno.captured(capture);
-            throw VerbsException.of(verb, e != 0 ? e : -rc);
+            throw Failures.of(verb, e != 0 ? e : -rc);
         }
     }
 
@@ -207,7 +207,7 @@ public final class LibIbverbs {
     /** {@code ibv_query_gid_ex}: fills a 32-byte {@code ibv_gid_entry}; throws (ENODATA for an empty slot). */
     public static void queryGidEx(MemorySegment ctx, int port, int index, MemorySegment entry) {
         if (IBV_QUERY_GID_EX == null) {
-            throw VerbsException.of("ibv_query_gid_ex", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.11");
+            throw Failures.of("ibv_query_gid_ex", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.11");
         }
         MemorySegment cap = Errno.captureSegment();
         try {
@@ -248,7 +248,7 @@ public final class LibIbverbs {
 
     public static MemorySegment regMrIova2(MemorySegment pd, long addr, long length, long iova, int access) {
         if (IBV_REG_MR_IOVA2 == null) {
-            throw VerbsException.of("ibv_reg_mr_iova2", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.8");
+            throw Failures.of("ibv_reg_mr_iova2", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.8");
         }
         MemorySegment cap = Errno.captureSegment();
         try {
@@ -261,7 +261,7 @@ public final class LibIbverbs {
 
     public static MemorySegment regDmabufMr(MemorySegment pd, long offset, long length, long iova, int fd, int access) {
         if (IBV_REG_DMABUF_MR == null) {
-            throw VerbsException.of("ibv_reg_dmabuf_mr", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.12");
+            throw Failures.of("ibv_reg_dmabuf_mr", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.12");
         }
         MemorySegment cap = Errno.captureSegment();
         try {

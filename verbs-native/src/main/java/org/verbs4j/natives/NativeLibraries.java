@@ -69,11 +69,11 @@ public final class NativeLibraries {
         return Optional.ofNullable(Ibverbs.LIB.cause());
     }
 
-    /** libibverbs, or a {@link VerbsException} (verb {@code dlopen}) that says what to install. */
+    /** libibverbs, or a {@link VerbsFailure} (verb {@code dlopen}) that says what to install. */
     public static SymbolLookup ibverbsOrThrow() {
         Loaded l = Ibverbs.LIB;
         if (l.lookup() == null) {
-            throw new VerbsException("dlopen(" + l.name() + ")", Errno.ENOENT, null, l.cause());
+            throw Failures.create("dlopen(" + l.name() + ")", Errno.ENOENT, null, l.cause());
         }
         return l.lookup();
     }
@@ -88,11 +88,11 @@ public final class NativeLibraries {
         return Optional.ofNullable(Rdmacm.LIB.cause());
     }
 
-    /** librdmacm, or a {@link VerbsException} (verb {@code dlopen}) that says what to install. */
+    /** librdmacm, or a {@link VerbsFailure} (verb {@code dlopen}) that says what to install. */
     public static SymbolLookup rdmacmOrThrow() {
         Loaded l = Rdmacm.LIB;
         if (l.lookup() == null) {
-            throw new VerbsException("dlopen(" + l.name() + ")", Errno.ENOENT, null, l.cause());
+            throw Failures.create("dlopen(" + l.name() + ")", Errno.ENOENT, null, l.cause());
         }
         return l.lookup();
     }

@@ -397,10 +397,10 @@ class InlineDispatchTest {
     }
 
     @Test
-    void queryPortErrorBecomesVerbsException() {
+    void queryPortErrorBecomesNativeCallException() {
         p.setControlRc(Errno.EINVAL);
         MemorySegment attr = arena.allocate(ibv_port_attr.layout());
-        VerbsException e = assertThrows(VerbsException.class, () -> InlineVerbs.queryPort(p.context(), 3, attr));
+        NativeCallException e = assertThrows(NativeCallException.class, () -> InlineVerbs.queryPort(p.context(), 3, attr));
         assertEquals("ibv_query_port", e.verb());
         assertEquals(Errno.EINVAL, e.errno());
         assertEquals(3, p.lastPortNum());
@@ -426,10 +426,10 @@ class InlineDispatchTest {
     }
 
     @Test
-    void queryDeviceExErrorBecomesVerbsException() {
+    void queryDeviceExErrorBecomesNativeCallException() {
         p.setControlRc(Errno.EINVAL);
         MemorySegment attr = arena.allocate(ibv_device_attr_ex.layout());
-        VerbsException e = assertThrows(VerbsException.class,
+        NativeCallException e = assertThrows(NativeCallException.class,
                 () -> InlineVerbs.queryDeviceEx(p.context(), attr, ibv_device_attr_ex.sizeof()));
         assertEquals("ibv_query_device_ex", e.verb());
         assertEquals(Errno.EINVAL, e.errno());
@@ -458,7 +458,7 @@ class InlineDispatchTest {
     void createCqExFailureCarriesTheCapturedErrno() {
         p.setControlRc(Errno.ENOMEM);
         MemorySegment attr = ibv_cq_init_attr_ex.allocate(arena);
-        VerbsException e = assertThrows(VerbsException.class, () -> InlineVerbs.createCqEx(p.context(), attr));
+        NativeCallException e = assertThrows(NativeCallException.class, () -> InlineVerbs.createCqEx(p.context(), attr));
         assertEquals("ibv_create_cq_ex", e.verb());
         assertEquals(Errno.ENOMEM, e.errno(), "errno set by the op must be captured at the call");
     }
@@ -467,7 +467,7 @@ class InlineDispatchTest {
     void createCqExOnANonExtendedContextIsEopnotsupp() {
         MemorySegment plain = p.makeContext(false);
         MemorySegment attr = ibv_cq_init_attr_ex.allocate(arena);
-        VerbsException e = assertThrows(VerbsException.class, () -> InlineVerbs.createCqEx(plain, attr));
+        NativeCallException e = assertThrows(NativeCallException.class, () -> InlineVerbs.createCqEx(plain, attr));
         assertEquals("ibv_create_cq_ex", e.verb());
         assertEquals(95, e.errno());
         assertEquals("EOPNOTSUPP", e.errnoName());
@@ -478,7 +478,7 @@ class InlineDispatchTest {
     void createCqExWithTooSmallVerbsContextIsEopnotsupp() {
         p.setVerbsContextSz(p.context(), ContextLayout.VERBS_CONTEXT_SIZE - ContextLayout.VCTX_CREATE_CQ_EX - 1);
         MemorySegment attr = ibv_cq_init_attr_ex.allocate(arena);
-        VerbsException e = assertThrows(VerbsException.class, () -> InlineVerbs.createCqEx(p.context(), attr));
+        NativeCallException e = assertThrows(NativeCallException.class, () -> InlineVerbs.createCqEx(p.context(), attr));
         assertEquals(Errno.EOPNOTSUPP, e.errno());
         assertEquals(0, p.calls(Op.CREATE_CQ_EX));
     }

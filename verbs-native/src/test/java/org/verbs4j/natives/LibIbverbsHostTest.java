@@ -24,7 +24,7 @@ import org.verbs4j.testing.NativeToolchain;
 /**
  * The exported libibverbs on a host without an RDMA device: device discovery fails (or, with a
  * device, lists it) exactly as the C library does; the description strings come from
- * libibverbs itself; {@link VerbsException} messages carry verb, errno name, number, strerror
+ * libibverbs itself; {@link NativeCallException} messages carry verb, errno name, number, strerror
  * text and hint; a library override that points nowhere is reported with its cause.
  */
 class LibIbverbsHostTest {
@@ -81,7 +81,7 @@ class LibIbverbsHostTest {
             MemorySegment num = arena.allocate(JAVA_INT);
             num.set(JAVA_INT, 0, -7);
             if (c.get("devlist.null").equals("1")) {
-                VerbsException e = assertThrows(VerbsException.class, () -> LibIbverbs.getDeviceList(num));
+                NativeCallException e = assertThrows(NativeCallException.class, () -> LibIbverbs.getDeviceList(num));
                 int errno = Integer.parseInt(c.get("devlist.errno"));
                 assertEquals("ibv_get_device_list", e.verb());
                 assertEquals(errno, e.errno(), "errno captured at the call");
@@ -150,7 +150,7 @@ class LibIbverbsHostTest {
 
     @Test
     void verbsExceptionMessageForRegMrEnomemExplainsMemlock() {
-        VerbsException e = VerbsException.of("ibv_reg_mr", Errno.ENOMEM);
+        NativeCallException e = (NativeCallException) Failures.of("ibv_reg_mr", Errno.ENOMEM);
         String m = e.getMessage();
         assertEquals("ibv_reg_mr", e.verb());
         assertEquals(12, e.errno());
@@ -163,7 +163,7 @@ class LibIbverbsHostTest {
 
     @Test
     void verbsExceptionMessageForModifyQpEinvalNamesTheAttributeMask() {
-        VerbsException e = VerbsException.of("ibv_modify_qp", Errno.EINVAL, "RTR->RTS");
+        NativeCallException e = (NativeCallException) Failures.of("ibv_modify_qp", Errno.EINVAL, "RTR->RTS");
         String m = e.getMessage();
         assertTrue(m.startsWith("ibv_modify_qp failed: EINVAL (errno 22, " + c.get("strerror.22") + "): RTR->RTS"), m);
         assertTrue(m.contains("attribute mask"), m);
@@ -172,35 +172,35 @@ class LibIbverbsHostTest {
 
     @Test
     void verbsExceptionWithoutAKnownHint() {
-        VerbsException e = VerbsException.of("ibv_get_device_list", Errno.ENOSYS);
+        NativeCallException e = (NativeCallException) Failures.of("ibv_get_device_list", Errno.ENOSYS);
         assertNull(e.hint());
         assertEquals("ibv_get_device_list failed: ENOSYS (errno 38, " + c.get("strerror.38") + ")", e.getMessage());
-        VerbsException explicit = new VerbsException("ibv_alloc_pd", 0, "no errno", "do this");
+        NativeCallException explicit = new NativeCallException("ibv_alloc_pd", 0, "no errno", "do this");
         assertEquals("ibv_alloc_pd failed: no errno. Hint: do this", explicit.getMessage());
         assertEquals("do this", explicit.hint());
-        assertThrows(NullPointerException.class, () -> new VerbsException(null, 1, null, null));
+        assertThrows(NullPointerException.class, () -> new NativeCallException(null, 1, null, null));
     }
 
     @Test
     void checkRcAndCheckPtrUseTheReturnedOrCapturedErrno() {
         MemorySegment cap = Errno.captureSegment();
         LibIbverbs.checkRc("ibv_dealloc_pd", 0, cap); // no throw
-        VerbsException positive = assertThrows(VerbsException.class, () -> LibIbverbs.checkRc("ibv_dealloc_pd", Errno.EBUSY, cap));
+        NativeCallException positive = assertThrows(NativeCallException.class, () -> LibIbverbs.checkRc("ibv_dealloc_pd", Errno.EBUSY, cap));
         assertEquals(Errno.EBUSY, positive.errno());
         assertEquals("ibv_dealloc_pd", positive.verb());
 
         VarHandle errno = Errno.CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
         errno.set(cap, 0L, Errno.EAGAIN);
         assertEquals(Errno.EAGAIN, Errno.captured(cap));
-        VerbsException negative = assertThrows(VerbsException.class, () -> LibIbverbs.checkRc("ibv_destroy_qp", -1, cap));
+        NativeCallException negative = assertThrows(NativeCallException.class, () -> LibIbverbs.checkRc("ibv_destroy_qp", -1, cap));
         assertEquals(Errno.EAGAIN, negative.errno(), "a negative return falls back to the captured errno");
-        VerbsException ptr = assertThrows(VerbsException.class,
+        NativeCallException ptr = assertThrows(NativeCallException.class,
                 () -> LibIbverbs.checkPtr("ibv_alloc_pd", MemorySegment.NULL, cap));
         assertEquals(Errno.EAGAIN, ptr.errno());
 
         MemorySegment clean = Errno.captureSegment();
         assertEquals(0, Errno.captured(clean), "captureSegment() clears errno");
-        VerbsException noErrno = assertThrows(VerbsException.class,
+        NativeCallException noErrno = assertThrows(NativeCallException.class,
                 () -> LibIbverbs.checkPtr("ibv_alloc_pd", MemorySegment.NULL, clean));
         assertEquals(Errno.EINVAL, noErrno.errno());
         assertTrue(noErrno.getMessage().contains("returned NULL without setting errno"), noErrno.getMessage());
@@ -220,7 +220,7 @@ class LibIbverbsHostTest {
             try {
                 NativeLibraries.ibverbsOrThrow();
                 System.out.println("orThrow=returned");
-            } catch (VerbsException e) {
+            } catch (NativeCallException e) {
                 System.out.println("orThrow.verb=" + e.verb());
                 System.out.println("orThrow.errno=" + e.errno());
                 System.out.println("orThrow.message=" + e.getMessage().replace('\n', ' '));
@@ -276,7 +276,7 @@ class LibIbverbsHostTest {
         assertEquals("dlopen(" + lib + ")", out.get("orThrow.verb"), out.toString());
         assertEquals(String.valueOf(Errno.ENOENT), out.get("orThrow.errno"));
         assertTrue(out.get("orThrow.message").contains(cause), out.get("orThrow.message"));
-        assertTrue(out.get("LibIbverbs.cause").startsWith("VerbsException: dlopen(" + lib + ")"), out.toString());
+        assertTrue(out.get("LibIbverbs.cause").startsWith("NativeCallException: dlopen(" + lib + ")"), out.toString());
     }
 
     @Test
@@ -298,11 +298,11 @@ class LibIbverbsHostTest {
     }
 
     /**
-     * With native access denied, ibverbsOrThrow() throws the VerbsException carrying the cause
+     * With native access denied, ibverbsOrThrow() throws the NativeCallException carrying the cause
      * (building its message must not need native access: Errno links strerror lazily).
      */
     @Test
-    void deniedNativeAccessOrThrowGivesTheVerbsException() throws Exception {
+    void deniedNativeAccessOrThrowGivesTheNativeCallException() throws Exception {
         Map<String, String> out = fork(List.of("--illegal-native-access=deny"));
         assertEquals("dlopen(libibverbs.so.1)", out.get("orThrow.verb"), out.toString());
         assertTrue(out.get("orThrow.message").contains("--enable-native-access"), out.toString());

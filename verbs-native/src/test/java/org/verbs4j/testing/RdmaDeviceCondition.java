@@ -13,7 +13,8 @@ import org.junit.jupiter.api.extension.ExecutionCondition;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.NativeLibraries;
-import org.verbs4j.natives.VerbsException;
+import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.VerbsFailure;
 
 /**
  * Enables a test only when a real verbs device exists, decided once per JVM through verbs4j's own
@@ -101,10 +102,13 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
             } finally {
                 LibIbverbs.freeDeviceList(list);
             }
-        } catch (VerbsException e) {
-            return new Probe(List.of(), "no RDMA device: ibv_get_device_list: " + e.errnoName() + " ("
-                    + e.getMessage() + ")");
-        } catch (RuntimeException | LinkageError e) {
+        } catch (RuntimeException e) {
+            if (e instanceof VerbsFailure f) {
+                return new Probe(List.of(), "no RDMA device: ibv_get_device_list: " + Errno.name(f.errno()) + " ("
+                        + e.getMessage() + ")");
+            }
+            return new Probe(List.of(), "no RDMA device: probing libibverbs failed: " + e);
+        } catch (LinkageError e) {
             return new Probe(List.of(), "no RDMA device: probing libibverbs failed: " + e);
         }
     }

@@ -3,8 +3,11 @@ package org.verbs4j.natives;
 import java.util.Objects;
 
 /**
- * The one exception type of verbs4j: a verb failed, or was refused before it reached the
- * library because the call would have been invalid.
+ * The exception the native layer throws when no richer type is installed (see {@link Failures}):
+ * a verb failed, or was refused before it reached the library because the call would have been
+ * invalid. Applications meet {@code org.verbs4j.VerbsException} instead, which verbs-core
+ * installs through {@link FailureFactory}; this type shows up only where the native layer is
+ * used on its own (its tests).
  *
  * <p>Every instance names the verb ({@code ibv_reg_mr}, {@code ibv_post_send}, …), the errno
  * (captured at the call with {@code Linker.Option.captureCallState}, or the errno the library
@@ -13,7 +16,7 @@ import java.util.Objects;
  *
  * <p>Immutable; safe to share between threads.
  */
-public class VerbsException extends RuntimeException {
+public class NativeCallException extends RuntimeException implements VerbsFailure {
     private static final long serialVersionUID = 1L;
 
     private final String verb;
@@ -26,29 +29,21 @@ public class VerbsException extends RuntimeException {
      * @param detail what went wrong, in words (may be null)
      * @param hint   what to do about it (may be null: a known hint for the verb and errno is used)
      */
-    public VerbsException(String verb, int errno, String detail, String hint) {
-        super(format(verb, errno, detail, hint == null ? Errno.hint(verb, errno) : hint));
+    public NativeCallException(String verb, int errno, String detail, String hint) {
+        super(Failures.format(verb, errno, detail, hint == null ? Errno.hint(verb, errno) : hint));
         this.verb = Objects.requireNonNull(verb, "verb");
         this.errno = errno;
         this.hint = hint == null ? Errno.hint(verb, errno) : hint;
     }
 
-    /** A verb that failed in the library with {@code errno}. */
-    public static VerbsException of(String verb, int errno) {
-        return new VerbsException(verb, errno, null, null);
-    }
-
-    /** A verb that failed in the library with {@code errno}, with more detail. */
-    public static VerbsException of(String verb, int errno, String detail) {
-        return new VerbsException(verb, errno, detail, null);
-    }
-
     /** The C verb that failed, e.g. {@code ibv_modify_qp}. */
+    @Override
     public String verb() {
         return verb;
     }
 
     /** The errno (e.g. 22 for EINVAL), or 0 where there is none. */
+    @Override
     public int errno() {
         return errno;
     }
@@ -59,22 +54,9 @@ public class VerbsException extends RuntimeException {
     }
 
     /** What to do about it, or null where no hint is known. */
+    @Override
     public String hint() {
         return hint;
     }
 
-    private static String format(String verb, int errno, String detail, String hint) {
-        StringBuilder sb = new StringBuilder(verb).append(" failed");
-        if (errno != 0) {
-            sb.append(": ").append(Errno.name(errno)).append(" (errno ").append(errno).append(", ")
-                    .append(Errno.describe(errno)).append(')');
-        }
-        if (detail != null && !detail.isEmpty()) {
-            sb.append(": ").append(detail);
-        }
-        if (hint != null && !hint.isEmpty()) {
-            sb.append(". Hint: ").append(hint);
-        }
-        return sb.toString();
-    }
 }

@@ -1,0 +1,143 @@
+package org.verbs4j;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+/**
+ * Checked mode's count of the outstanding work of one queue pair: what its send and receive
+ * queues hold, so that a post that would overrun them (or the completion queues their completions
+ * go to) is refused instead of losing completions. The posting threads write the posted counts,
+ * the polling thread the completed ones (single writer each, published with release stores): no
+ * lock and no atomic read-modify-write.
+ *
+ * <p>A send's slot comes back when its completion or that of a later signaled send of the same QP
+ * is polled (completions come in order), which is what the ring of signaled sequence numbers
+ * tracks. An error completion stands for exactly one request and puts the QP in ERR; from then on
+ * checked mode refuses posts until {@link QueuePair#reset()}.
+ *
+ * <p>Held by the queue pair and by the tables of its completion queues, never the other way round,
+ * so that a queue pair dropped without close can still be collected and released.
+ */
+final class QueueAccount {
+    private static final VarHandle SEND_COMPLETED, RECV_COMPLETED, RING_HEAD, RECV_POSTED, SEND_POSTED;
+
+    static {
+        try {
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            SEND_COMPLETED = l.findVarHandle(QueueAccount.class, "sendCompleted", long.class);
+            RECV_COMPLETED = l.findVarHandle(QueueAccount.class, "recvCompleted", long.class);
+            RING_HEAD = l.findVarHandle(QueueAccount.class, "ringHead", long.class);
+            RECV_POSTED = l.findVarHandle(QueueAccount.class, "recvPosted", long.class);
+            SEND_POSTED = l.findVarHandle(QueueAccount.class, "sendPosted", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    final int qpNumber;
+    final CompletionQueue sendCq, recvCq;
+    final SharedReceiveQueue srq;
+    final int maxSendWr, maxRecvWr;
+    private final boolean signalAll;
+    private final long[] signaledRing; // sequence number of each outstanding signaled send, in order
+    private final int ringMask;
+    // poster-owned
+    @SuppressWarnings("unused") private long sendPosted, recvPosted, ringHead;
+    // poller-owned
+    @SuppressWarnings("unused") private long sendCompleted, recvCompleted;
+    private long ringTail;
+    private volatile int failedStatus;
+
+    QueueAccount(int qpNumber, CompletionQueue sendCq, CompletionQueue recvCq, SharedReceiveQueue srq, int maxSendWr,
+                 int maxRecvWr, boolean signalAll) {
+        this.qpNumber = qpNumber;
+        this.sendCq = sendCq;
+        this.recvCq = recvCq;
+        this.srq = srq;
+        this.maxSendWr = maxSendWr;
+        this.maxRecvWr = maxRecvWr;
+        this.signalAll = signalAll;
+        this.signaledRing = new long[Integer.highestOneBit(Math.max(1, maxSendWr) * 2 - 1)];
+        this.ringMask = signaledRing.length - 1;
+    }
+
+    void attach() {
+        sendCq.attach(this);
+        if (recvCq != sendCq) {
+            recvCq.attach(this);
+        }
+    }
+
+    void detach() {
+        sendCq.detach(this);
+        if (recvCq != sendCq) {
+            recvCq.detach(this);
+        }
+    }
+
+    int failedStatus() {
+        return failedStatus;
+    }
+
+    long sendOutstanding() {
+        return (long) SEND_POSTED.getAcquire(this) - (long) SEND_COMPLETED.getAcquire(this);
+    }
+
+    long recvOutstanding() {
+        return (long) RECV_POSTED.getAcquire(this) - (long) RECV_COMPLETED.getAcquire(this);
+    }
+
+    /** The first {@code n} requests of {@code wrs} were handed to the provider (posting thread). */
+    void posted(SendWorkRequests wrs, int n) {
+        long seq = (long) SEND_POSTED.get(this);
+        long head = (long) RING_HEAD.get(this);
+        for (int i = 0; i < n; i++) {
+            seq++;
+            if (signalAll || (wrs.flagsAt(i) & SendWorkRequests.FLAG_SIGNALED) != 0) {
+                signaledRing[(int) head & ringMask] = seq;
+                head++;
+            }
+        }
+        RING_HEAD.setRelease(this, head);
+        SEND_POSTED.setRelease(this, seq);
+    }
+
+    /** {@code n} receives were handed to the provider (posting thread). */
+    void recvPosted(int n) {
+        RECV_POSTED.setRelease(this, (long) RECV_POSTED.get(this) + n);
+    }
+
+    /** A completion of this QP was polled (polling thread); {@code recv} tells the side. */
+    void completed(int status, boolean recv) {
+        if (status != WorkCompletions.SUCCESS && failedStatus == 0) {
+            failedStatus = status;
+        }
+        if (recv) {
+            if (srq == null) {
+                RECV_COMPLETED.setRelease(this, (long) RECV_COMPLETED.get(this) + 1);
+            }
+            return;
+        }
+        long head = (long) RING_HEAD.getAcquire(this);
+        if (status == WorkCompletions.SUCCESS) {
+            if (ringTail < head) {
+                SEND_COMPLETED.setRelease(this, signaledRing[(int) ringTail++ & ringMask]);
+            }
+            return;
+        }
+        // an error completion stands for exactly one request (signaled or not)
+        long done = Math.min((long) SEND_COMPLETED.get(this) + 1, (long) SEND_POSTED.getAcquire(this));
+        while (ringTail < head && signaledRing[(int) ringTail & ringMask] <= done) {
+            ringTail++;
+        }
+        SEND_COMPLETED.setRelease(this, done);
+    }
+
+    /** After a reset to RESET: nothing is outstanding any more (no thread posts or polls). */
+    void reset() {
+        SEND_COMPLETED.setRelease(this, (long) SEND_POSTED.getAcquire(this));
+        RECV_COMPLETED.setRelease(this, (long) RECV_POSTED.getAcquire(this));
+        ringTail = (long) RING_HEAD.getAcquire(this);
+        failedStatus = 0;
+    }
+}
