@@ -139,7 +139,7 @@ if ((${#EXTRA[@]})); then
 else
     SELECT=(--scan-class-path "$(IFS=:; echo "${TEST_DIRS[*]}")")
 fi
-JUNIT=(java --enable-native-access=ALL-UNNAMED -jar "$LAUNCHER" execute
+JUNIT=(java --enable-native-access=ALL-UNNAMED -XX:NativeMemoryTracking=summary -jar "$LAUNCHER" execute
     --class-path "@CP@" "${SELECT[@]}"
     --include-engine junit-jupiter --include-tag rdma --fail-if-no-tests
     --reports-dir "$REPORTS" --details=tree --disable-banner --disable-ansi-colors)

@@ -22,7 +22,8 @@ import org.verbs4j.natives.ObjectLayout;
  */
 public final class CompletionChannel extends NativeResource {
     private final int fd;
-    private final Map<Long, CompletionQueue> queues = new ConcurrentHashMap<>();
+    // weak: a CQ dropped without close must stay collectable (its cleaner holds this channel)
+    private final Map<Long, java.lang.ref.WeakReference<CompletionQueue>> queues = new ConcurrentHashMap<>();
 
     CompletionChannel(Context context, MemorySegment channel) {
         super(context, "completion channel", "ibv_destroy_comp_channel", channel.reinterpret(16),
@@ -36,7 +37,7 @@ public final class CompletionChannel extends NativeResource {
     }
 
     void attach(CompletionQueue cq) {
-        queues.put(cq.address, cq);
+        queues.put(cq.address, new java.lang.ref.WeakReference<>(cq));
     }
 
     void detach(CompletionQueue cq) {
@@ -58,7 +59,8 @@ public final class CompletionChannel extends NativeResource {
             MemorySegment ctxOut = arena.allocate(ADDRESS);
             LibIbverbs.getCqEvent(handle, cqOut, ctxOut);
             long cqAddr = cqOut.get(ADDRESS, 0).address();
-            CompletionQueue cq = queues.get(cqAddr);
+            java.lang.ref.WeakReference<CompletionQueue> ref = queues.get(cqAddr);
+            CompletionQueue cq = ref == null ? null : ref.get();
             if (cq == null) {
                 LibIbverbs.ackCqEvents(cqOut.get(ADDRESS, 0), 1);
                 throw new IllegalStateException("ibv_get_cq_event returned an unknown CQ 0x" + Long.toHexString(cqAddr));

@@ -42,7 +42,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     }
 
     private final LeakReport leak;
-    private final java.lang.foreign.Arena views = java.lang.foreign.Arena.ofShared(); // closed by close(): segment() dies
+    private java.lang.foreign.Arena views; // made by the first segment(), closed by close(): the raw view dies
     private final long wrSize;
     final MemorySegment wrs;
     final MemorySegment sges;
@@ -130,6 +130,16 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         sgeRegions[request * maxSge + s] = mr;
     }
 
+    private synchronized java.lang.foreign.Arena views() {
+        if (closed) {
+            throw new IllegalStateException("closed");
+        }
+        if (views == null) {
+            views = java.lang.foreign.Arena.ofShared();
+        }
+        return views;
+    }
+
     /** Restarts the liveness bookkeeping for a chain that is rebuilt from scratch. */
     final void restartEpoch() {
         epoch = Revocations.epoch();
@@ -157,7 +167,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     public final MemorySegment segment() {
         Restricted.check(getClass().getSimpleName() + ".segment");
         try {
-            return MemorySegment.ofAddress(address).reinterpret(wrSize * capacity, views, null);
+            return MemorySegment.ofAddress(address).reinterpret(wrSize * capacity, views(), null);
         } catch (IllegalStateException e) {
             throw new ResourceClosedException(getClass().getSimpleName() + ".segment", "the chain is closed", null);
         }
@@ -204,6 +214,10 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         }
         closed = true; // count and the descriptors stay as they were: a post racing this close reads live memory
         leak.closed();
-        views.close();
+        synchronized (this) {
+            if (views != null) {
+                views.close();
+            }
+        }
     }
 }
