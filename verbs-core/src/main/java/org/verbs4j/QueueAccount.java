@@ -87,7 +87,7 @@ final class QueueAccount {
         return (long) RECV_POSTED.getAcquire(this) - (long) RECV_COMPLETED.getAcquire(this);
     }
 
-    /** The first {@code n} requests of {@code wrs} were handed to the provider (posting thread). */
+    /** The first {@code n} requests of {@code wrs} are being handed to the provider (posting thread). */
     void posted(SendWorkRequests wrs, int n) {
         long seq = (long) SEND_POSTED.get(this);
         long head = (long) RING_HEAD.get(this);
@@ -100,6 +100,18 @@ final class QueueAccount {
         }
         RING_HEAD.setRelease(this, head);
         SEND_POSTED.setRelease(this, seq);
+    }
+
+    /** Requests {@code [from, n)} of {@code wrs}, counted by {@link #posted}, were not posted after all. */
+    void notPosted(SendWorkRequests wrs, int from, int n) {
+        long head = (long) RING_HEAD.get(this);
+        for (int i = from; i < n; i++) {
+            if (signalAll || (wrs.flagsAt(i) & SendWorkRequests.FLAG_SIGNALED) != 0) {
+                head--;
+            }
+        }
+        RING_HEAD.setRelease(this, head);
+        SEND_POSTED.setRelease(this, (long) SEND_POSTED.get(this) - (n - from));
     }
 
     /** {@code n} receives were handed to the provider (posting thread). */

@@ -364,18 +364,20 @@ public final class QueuePair extends NativeResource {
     }
 
     private void postSendNow(SendWorkRequests wrs, int n) {
+        if (CHECKED) {
+            // counted BEFORE the provider sees them: a poller on another thread may reap the
+            // completion before post_send has even returned
+            account.posted(wrs, n);
+        }
         wrs.terminate(n);
         int rc = InlineVerbs.postSend(postSendFn, address, wrs.address, badWrAddress);
         wrs.relink(n);
         if (rc != 0) {
             int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
-            if (CHECKED && index > 0) {
-                account.posted(wrs, index);
+            if (CHECKED) {
+                account.notPosted(wrs, Math.max(index, 0), n);
             }
             throw postFailed("ibv_post_send", rc, index, n);
-        }
-        if (CHECKED) {
-            account.posted(wrs, n);
         }
     }
 
