@@ -232,7 +232,7 @@ abstract sealed class NativeResource implements AutoCloseable
         if (children != 0) {
             state = OPEN;
             throw VerbsException.create(destroyVerb, Errno.EBUSY, "the " + kind + " still has " + children
-                    + " open object(s) created from it or using it", "close what was created from it first "
+                    + " open object(s) created from it or using it, or a call on another thread is using it", "close what was created from it first "
                     + "(memory regions, queue pairs, queues, address handles), e.g. with nested try-with-resources");
         }
         Gate[] gates = gates();
@@ -267,6 +267,47 @@ abstract sealed class NativeResource implements AutoCloseable
         afterRelease();
         for (NativeResource h : held) {
             h.liveChildren.decrementAndGet();
+        }
+    }
+
+    /**
+     * Keeps this object from being destroyed during a control-path call that uses its handle (a
+     * query, a state transition, creating a child): a {@link #close()} on another thread meanwhile
+     * gets EBUSY instead of freeing what the call is using. Throws if it is already closed.
+     * Pair with {@link #unpin()} in a finally block.
+     */
+    final void pin(String verb) {
+        liveChildren.incrementAndGet(); // a full fence, as is close()'s CAS: one of the two sees the other
+        if (state != OPEN) {
+            liveChildren.decrementAndGet();
+            throw closedException(verb);
+        }
+    }
+
+    final void unpin() {
+        liveChildren.decrementAndGet();
+    }
+
+    /** {@link #pin} of each of {@code objects} (nulls skipped), all or none. */
+    static void pinAll(String verb, NativeResource... objects) {
+        int i = 0;
+        try {
+            for (; i < objects.length; i++) {
+                if (objects[i] != null) {
+                    objects[i].pin(verb);
+                }
+            }
+        } catch (RuntimeException e) {
+            unpinAll(java.util.Arrays.copyOf(objects, i));
+            throw e;
+        }
+    }
+
+    static void unpinAll(NativeResource... objects) {
+        for (NativeResource o : objects) {
+            if (o != null) {
+                o.unpin();
+            }
         }
     }
 

@@ -72,11 +72,19 @@ public final class ProtectionDomain extends NativeResource {
 
     /** {@link #allocateMemoryRegion(long, Access...)} with a set of rights. */
     public MemoryRegion allocateMemoryRegion(long size, Set<Access> access) {
-        ensureOpen("ibv_reg_mr");
         if (size <= 0) {
             throw new InvalidRequestException("ibv_reg_mr", "the size must be positive: " + size, null);
         }
         checkAccess("ibv_reg_mr", access);
+        pin("ibv_reg_mr");
+        try {
+            return allocateAndRegister(size, access);
+        } finally {
+            unpin();
+        }
+    }
+
+    private MemoryRegion allocateAndRegister(long size, Set<Access> access) {
         Arena owned = Arena.ofShared();
         MemorySegment memory;
         try {
@@ -113,16 +121,26 @@ public final class ProtectionDomain extends NativeResource {
     public MemoryRegion register(MemorySegment segment, Set<Access> access) {
         checkRegistration("ibv_reg_mr", segment, access);
         checkKeptAlive("ibv_reg_mr", segment);
-        MemorySegment mr = InlineVerbs.regMr(handle, segment.address(), segment.byteSize(), Access.mask(access));
-        return new MemoryRegion(this, mr, segment, segment.address(), access, null);
+        pin("ibv_reg_mr");
+        try {
+            MemorySegment mr = InlineVerbs.regMr(handle, segment.address(), segment.byteSize(), Access.mask(access));
+            return new MemoryRegion(this, mr, segment, segment.address(), access, null);
+        } finally {
+            unpin();
+        }
     }
 
     /** {@code ibv_reg_mr_iova2}: peers address the region's first byte as {@code iova}; see {@link #register(MemorySegment, Access...)}. */
     public MemoryRegion register(MemorySegment segment, long iova, Set<Access> access) {
         checkRegistration("ibv_reg_mr_iova2", segment, access);
         checkKeptAlive("ibv_reg_mr_iova2", segment);
-        MemorySegment mr = LibIbverbs.regMrIova2(handle, segment.address(), segment.byteSize(), iova, Access.mask(access));
-        return new MemoryRegion(this, mr, segment, iova, access, null);
+        pin("ibv_reg_mr_iova2");
+        try {
+            MemorySegment mr = LibIbverbs.regMrIova2(handle, segment.address(), segment.byteSize(), iova, Access.mask(access));
+            return new MemoryRegion(this, mr, segment, iova, access, null);
+        } finally {
+            unpin();
+        }
     }
 
     /**
@@ -147,8 +165,14 @@ public final class ProtectionDomain extends NativeResource {
                     + "a confined arena frees its first allocation before the actions attached to its close, so the "
                     + "adapter could write into freed memory", "allocate from Arena.ofShared(), or use allocateMemoryRegion");
         }
-        MemorySegment mr = InlineVerbs.regMr(handle, segment.address(), segment.byteSize(), Access.mask(access));
-        MemoryRegion region = new MemoryRegion(this, mr, segment, segment.address(), access, null);
+        MemoryRegion region;
+        pin("ibv_reg_mr");
+        try {
+            MemorySegment mr = InlineVerbs.regMr(handle, segment.address(), segment.byteSize(), Access.mask(access));
+            region = new MemoryRegion(this, mr, segment, segment.address(), access, null);
+        } finally {
+            unpin();
+        }
         try {
             MemorySegment.ofAddress(segment.address()).reinterpret(arena, ignored -> region.closeWithArena());
         } catch (IllegalStateException e) { // the arena was closed meanwhile
@@ -196,12 +220,8 @@ public final class ProtectionDomain extends NativeResource {
 
     /** {@code ibv_create_qp}; the created QP is in RESET. */
     public QueuePair createQueuePair(QueuePairInit init) {
-        ensureOpen("ibv_create_qp");
-        init.sendCq.ensureOpen("ibv_create_qp");
-        init.recvCq.ensureOpen("ibv_create_qp");
-        if (init.srq != null) {
-            init.srq.ensureOpen("ibv_create_qp");
-        }
+        NativeResource[] used = {this, init.sendCq, init.recvCq, init.srq};
+        pinAll("ibv_create_qp", used);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment a = arena.allocate(ibv_qp_init_attr.layout());
             ibv_qp_init_attr.send_cq(a, init.sendCq.handle);
@@ -220,12 +240,14 @@ public final class ProtectionDomain extends NativeResource {
             return new QueuePair(this, qp.reinterpret(ObjectLayout.QP_SIZE), init,
                     ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap), ibv_qp_cap.max_send_sge(cap),
                     ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+        } finally {
+            unpinAll(used);
         }
     }
 
     /** {@code ibv_create_srq}. */
     public SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge) {
-        ensureOpen("ibv_create_srq");
+        pin("ibv_create_srq");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment a = arena.allocate(ibv_srq_init_attr.layout());
             MemorySegment attr = ibv_srq_init_attr.attr(a);
@@ -233,16 +255,20 @@ public final class ProtectionDomain extends NativeResource {
             ibv_srq_attr.max_sge(attr, maxSge);
             MemorySegment srq = LibIbverbs.createSrq(handle, a);
             return new SharedReceiveQueue(this, srq, ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr));
+        } finally {
+            unpin();
         }
     }
 
     /** {@code ibv_create_ah}: the destination of UD sends. */
     public AddressHandle createAddressHandle(AddressVector av) {
-        ensureOpen("ibv_create_ah");
+        pin("ibv_create_ah");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment a = arena.allocate(ibv_ah_attr.layout());
             av.write(a);
             return new AddressHandle(this, LibIbverbs.createAh(handle, a), av);
+        } finally {
+            unpin();
         }
     }
 }

@@ -167,13 +167,15 @@ public final class QueuePair extends NativeResource {
     // ---- state transitions ----------------------------------------------------------------
 
     private void modify(MemorySegment attr, int mask, QueuePairState to) {
-        ensureOpen("ibv_modify_qp");
+        pin("ibv_modify_qp"); // a close on another thread meanwhile gets EBUSY
         ibv_qp_attr.qp_state(attr, to.value());
         try {
             LibIbverbs.modifyQp(handle, attr, mask | MASK_STATE);
         } catch (VerbsException e) {
             throw VerbsException.create("ibv_modify_qp", e.errno(), state + "->" + to + " of " + type + " QP " + qpNumber
                     + " with attribute mask 0x" + Integer.toHexString(mask | MASK_STATE) + " refused", null);
+        } finally {
+            unpin();
         }
         state = to;
     }
@@ -301,7 +303,7 @@ public final class QueuePair extends NativeResource {
 
     /** {@code ibv_query_qp}: the state, as the provider sees it, and the main attributes. */
     public QueuePairAttributes query() {
-        ensureOpen("ibv_query_qp");
+        pin("ibv_query_qp");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_qp_attr.layout());
             MemorySegment init = a.allocate(ibv_qp_init_attr.layout());
@@ -320,6 +322,8 @@ public final class QueuePair extends NativeResource {
                     Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(attr)),
                     Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(attr)), ibv_qp_cap.max_send_wr(cap),
                     ibv_qp_cap.max_recv_wr(cap), ibv_qp_cap.max_inline_data(cap));
+        } finally {
+            unpin();
         }
     }
 
