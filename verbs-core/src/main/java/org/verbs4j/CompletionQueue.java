@@ -29,6 +29,8 @@ public final class CompletionQueue extends NativeResource {
     private final int capacity;
     private final CompletionChannel channel;
     private int unackedEvents;
+    /** A fatal async event (IBV_EVENT_CQ_ERR, DEVICE_FATAL) routed here by the context's event thread. */
+    private volatile AsyncEvent asyncFailure;
 
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel) {
         this(context, cq, channel, LibIbverbs::destroyCq);
@@ -46,6 +48,7 @@ public final class CompletionQueue extends NativeResource {
         if (channel != null) {
             channel.attach(this);
         }
+        context.asyncEvents.register(this);
     }
 
     /** The number of entries the provider granted (at least what was asked). */
@@ -67,6 +70,9 @@ public final class CompletionQueue extends NativeResource {
         if (!isOpenPlain()) {
             throw closedException("ibv_poll_cq");
         }
+        if (asyncFailure != null) {
+            throw AsyncEventDispatcher.failure("ibv_poll_cq", asyncFailure);
+        }
         wcs.ensureUsable("ibv_poll_cq");
         int n = InlineVerbs.pollCq(pollFn, address, wcs.capacity, wcs.address);
         if (n < 0) {
@@ -83,6 +89,9 @@ public final class CompletionQueue extends NativeResource {
      */
     public int poll(WorkCompletions wcs, int min, Duration timeout) {
         ensureOpen("ibv_poll_cq");
+        if (asyncFailure != null) {
+            throw AsyncEventDispatcher.failure("ibv_poll_cq", asyncFailure);
+        }
         wcs.ensureUsable("ibv_poll_cq");
         if (min > wcs.capacity) {
             throw new VerbsException("ibv_poll_cq", Errno.EINVAL, "min " + min + " exceeds the array's capacity "
@@ -136,14 +145,22 @@ public final class CompletionQueue extends NativeResource {
         }
     }
 
+    /** Called by the context's event thread: the next poll throws. */
+    void asyncFailure(AsyncEvent e) {
+        if (asyncFailure == null) {
+            asyncFailure = e;
+        }
+    }
+
     @Override
     void beforeRelease() {
+        if (channel != null) {
+            channel.detach(this); // first: no waiter counts an event for it after this
+        }
         if (unackedEvents > 0) {
             LibIbverbs.ackCqEvents(handle, unackedEvents);
             unackedEvents = 0;
         }
-        if (channel != null) {
-            channel.detach(this);
-        }
+        ((Context) owner).asyncEvents.unregister(this);
     }
 }

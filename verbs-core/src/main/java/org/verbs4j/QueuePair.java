@@ -48,6 +48,8 @@ public final class QueuePair extends NativeResource {
     /** As of the last transition or query through this object (transitions are control path, by the owner). */
     private QueuePairState state = QueuePairState.RESET;
     private int port = 1;
+    /** A fatal async event (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR, DEVICE_FATAL) routed here. */
+    private volatile AsyncEvent asyncFailure;
 
     QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
               int maxRecvSge, int maxInlineData) {
@@ -74,6 +76,7 @@ public final class QueuePair extends NativeResource {
         this.maxRecvSge = maxRecvSge;
         this.maxInlineData = maxInlineData;
         this.srq = init.srq;
+        pd.context().asyncEvents.register(this);
     }
 
     public QueuePairType type() {
@@ -133,6 +136,9 @@ public final class QueuePair extends NativeResource {
                     + " with attribute mask 0x" + Integer.toHexString(mask | MASK_STATE) + " refused", null);
         }
         state = to;
+        if (to == QueuePairState.RESET) {
+            asyncFailure = null; // a reset queue pair is usable again
+        }
     }
 
     /**
@@ -286,6 +292,9 @@ public final class QueuePair extends NativeResource {
         if (!isOpenPlain() || wrs.isClosed()) {
             throw unusable("ibv_post_send", wrs);
         }
+        if (asyncFailure != null) {
+            throw AsyncEventDispatcher.failure("ibv_post_send", asyncFailure);
+        }
         int n = wrs.count;
         if (n == 0) {
             return;
@@ -305,6 +314,9 @@ public final class QueuePair extends NativeResource {
     public void postRecv(ReceiveWorkRequests wrs) {
         if (!isOpenPlain() || wrs.isClosed()) {
             throw unusable("ibv_post_recv", wrs);
+        }
+        if (asyncFailure != null) {
+            throw AsyncEventDispatcher.failure("ibv_post_recv", asyncFailure);
         }
         int n = wrs.count;
         if (n == 0) {
@@ -417,8 +429,16 @@ public final class QueuePair extends NativeResource {
         }
     }
 
+    /** Called by the context's event thread: the next post throws (until a reset). */
+    void asyncFailure(AsyncEvent e) {
+        if (asyncFailure == null) {
+            asyncFailure = e;
+        }
+    }
+
     @Override
     void afterRelease() {
         memory.close();
+        pd.context().asyncEvents.unregister(this);
     }
 }

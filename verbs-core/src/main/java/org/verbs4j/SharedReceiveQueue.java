@@ -17,12 +17,14 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
  */
 public final class SharedReceiveQueue extends NativeResource {
     private static final boolean CHECKED = Verbs.CHECKED;
-    private final long address;
+    final long address;
     private final MemorySegment postFn;
     private final int maxWr;
     private final int maxSge;
     private final OwnedMemory memory;
     private final MemorySegment badWr;
+    /** A fatal async event (SRQ_ERR, DEVICE_FATAL) routed here by the context's event thread. */
+    private volatile AsyncEvent asyncFailure;
 
     SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxWr, int maxSge) {
         super(pd, "shared receive queue", "ibv_destroy_srq", srq.reinterpret(128), LibIbverbs::destroySrq, null);
@@ -32,6 +34,7 @@ public final class SharedReceiveQueue extends NativeResource {
         this.maxSge = maxSge;
         this.memory = new OwnedMemory(this, "shared receive queue scratch slot", false);
         this.badWr = memory.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
+        pd.context().asyncEvents.register(this);
     }
 
     public int maxWr() {
@@ -46,6 +49,9 @@ public final class SharedReceiveQueue extends NativeResource {
     public void postRecv(ReceiveWorkRequests wrs) {
         if (!isOpenPlain()) {
             throw closedException("ibv_post_srq_recv");
+        }
+        if (asyncFailure != null) {
+            throw AsyncEventDispatcher.failure("ibv_post_srq_recv", asyncFailure);
         }
         if (wrs.isClosed()) {
             throw new VerbsException("ibv_post_srq_recv", Errno.EBADF, "the ReceiveWorkRequests is closed", null);
@@ -70,8 +76,16 @@ public final class SharedReceiveQueue extends NativeResource {
         }
     }
 
+    /** Called by the context's event thread: the next post throws. */
+    void asyncFailure(AsyncEvent e) {
+        if (asyncFailure == null) {
+            asyncFailure = e;
+        }
+    }
+
     @Override
     void afterRelease() {
         memory.close();
+        ((ProtectionDomain) owner).context().asyncEvents.unregister(this);
     }
 }
