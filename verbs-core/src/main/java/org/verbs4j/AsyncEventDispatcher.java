@@ -334,11 +334,11 @@ final class AsyncEventDispatcher {
     /** Routes, logs and queues one event; {@code element} is the CQ, QP or SRQ address (else 0). */
     void deliver(AsyncEvent e, long element) {
         received.incrementAndGet();
-        Object target = route(e, element);
-        String where = target == null ? "" : " on " + target;
-        if (e.isFatal()) {
+        Routed r = route(e, element);
+        String where = r.target == null ? "" : " on " + r.target;
+        if (e.isFatal() && r.first) {
             LOG.warn("verbs4j: {} async event ({}){}: {}", deviceName, e.description(), where, explainForLog(e));
-        } else {
+        } else { // non-fatal, or a repeat (rxe raises CQ_ERR once per completion that did not fit)
             LOG.debug("verbs4j: {} async event {} ({}){}", deviceName, AsyncEvent.typeName(e.type()), e.description(), where);
         }
         AsyncEvent dropped = null;
@@ -357,43 +357,39 @@ final class AsyncEventDispatcher {
         }
     }
 
-    private Object route(AsyncEvent e, long element) {
+    /** Where an event went, and whether it was the first failure recorded there. */
+    private record Routed(Object target, boolean first) {
+    }
+
+    private Routed route(AsyncEvent e, long element) {
         switch (e.type()) {
             case AsyncEvent.CQ_ERR -> {
                 CompletionQueue cq = lookup(cqs, element);
-                if (cq != null) {
-                    cq.asyncFailure(e);
-                }
-                return cq;
+                return new Routed(cq, cq == null || cq.asyncFailure(e));
             }
             case AsyncEvent.QP_FATAL, AsyncEvent.QP_REQ_ERR, AsyncEvent.QP_ACCESS_ERR, AsyncEvent.PATH_MIG_ERR -> {
                 QueuePair qp = lookup(qps, element);
-                if (qp != null) {
-                    qp.asyncFailure(e);
-                }
-                return qp;
+                return new Routed(qp, qp == null || qp.asyncFailure(e));
             }
             case AsyncEvent.SRQ_ERR -> {
                 SharedReceiveQueue srq = lookup(srqs, element);
-                if (srq != null) {
-                    srq.asyncFailure(e);
-                }
-                return srq;
+                return new Routed(srq, srq == null || srq.asyncFailure(e));
             }
             case AsyncEvent.DEVICE_FATAL -> {
+                boolean first = deviceFailure == null;
                 deviceFailure = e;
                 for (Map<Long, ? extends WeakReference<?>> m : List.of(cqs, qps, srqs)) {
-                    for (WeakReference<?> r : m.values()) {
-                        Object o = r.get();
+                    for (WeakReference<?> ref : m.values()) {
+                        Object o = ref.get();
                         if (o != null) {
                             routeTo(o, e);
                         }
                     }
                 }
-                return null;
+                return new Routed(null, first);
             }
             default -> {
-                return null;
+                return new Routed(null, true);
             }
         }
     }

@@ -33,7 +33,7 @@ import org.verbs4j.natives.VerbsException;
  */
 public final class CompletionChannel extends NativeResource {
     private static final Logger LOG = LoggerFactory.getLogger(CompletionChannel.class);
-    private static final long CLOSE_WAIT_MILLIS = 5_000;
+    private static final long CLOSE_WAIT_MILLIS = 30_000;
 
     private final int fd;
     private final Map<Long, CompletionQueue> queues = new ConcurrentHashMap<>();

@@ -145,11 +145,13 @@ public final class CompletionQueue extends NativeResource {
         }
     }
 
-    /** Called by the context's event thread: the next poll throws. */
-    void asyncFailure(AsyncEvent e) {
-        if (asyncFailure == null) {
-            asyncFailure = e;
+    /** Called by the context's event thread: the next poll throws. Returns whether it is the first failure. */
+    boolean asyncFailure(AsyncEvent e) {
+        if (asyncFailure != null) {
+            return false;
         }
+        asyncFailure = e;
+        return true;
     }
 
     @Override

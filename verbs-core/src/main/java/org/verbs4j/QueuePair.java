@@ -429,11 +429,16 @@ public final class QueuePair extends NativeResource {
         }
     }
 
-    /** Called by the context's event thread: the next post throws (until a reset). */
-    void asyncFailure(AsyncEvent e) {
-        if (asyncFailure == null) {
-            asyncFailure = e;
+    /**
+     * Called by the context's event thread: the next post throws (until a reset). Returns
+     * whether it is the first failure.
+     */
+    boolean asyncFailure(AsyncEvent e) {
+        if (asyncFailure != null) {
+            return false;
         }
+        asyncFailure = e;
+        return true;
     }
 
     @Override

@@ -76,11 +76,13 @@ public final class SharedReceiveQueue extends NativeResource {
         }
     }
 
-    /** Called by the context's event thread: the next post throws. */
-    void asyncFailure(AsyncEvent e) {
-        if (asyncFailure == null) {
-            asyncFailure = e;
+    /** Called by the context's event thread: the next post throws. Returns whether it is the first failure. */
+    boolean asyncFailure(AsyncEvent e) {
+        if (asyncFailure != null) {
+            return false;
         }
+        asyncFailure = e;
+        return true;
     }
 
     @Override
