@@ -36,6 +36,8 @@ public final class CompletionQueue extends NativeResource {
     private final int capacity;
     private final CompletionChannel channel;
     private int unackedEvents;
+    /** A fatal async event (IBV_EVENT_CQ_ERR, DEVICE_FATAL) routed here by the context's event thread. */
+    private volatile AsyncEvent asyncFailure;
     private static final boolean CHECKED = Verbs.CHECKED;
     final Gate pollGate = new Gate();
     private final Gate[] gates = {pollGate};
@@ -60,6 +62,7 @@ public final class CompletionQueue extends NativeResource {
         if (channel != null) {
             channel.attach(this);
         }
+        context.asyncEvents.register(this);
     }
 
     /** The number of entries the provider granted (at least what was asked). */
@@ -155,6 +158,9 @@ public final class CompletionQueue extends NativeResource {
             throw g.refusal("ibv_poll_cq", this, "polling");
         }
         try {
+            if (asyncFailure != null) {
+                throw AsyncEventDispatcher.failure("ibv_poll_cq", asyncFailure);
+            }
             wcs.ensureUsable("ibv_poll_cq");
             int n = InlineVerbs.pollCq(pollFn, address, wcs.capacity, wcs.address);
             if (n < 0) {
@@ -215,6 +221,9 @@ public final class CompletionQueue extends NativeResource {
             }
             int n;
             try {
+                if (asyncFailure != null) {
+                    throw AsyncEventDispatcher.failure("ibv_poll_cq", asyncFailure);
+                }
                 wcs.ensureUsable("ibv_poll_cq");
                 n = InlineVerbs.pollCq(pollFn, address, wcs.capacity - have,
                         wcs.address + (long) have * CompletionLayout.WC_SIZE);
@@ -280,14 +289,24 @@ public final class CompletionQueue extends NativeResource {
         }
     }
 
+    /** Called by the context's event thread: the next poll throws. Returns whether it is the first failure. */
+    boolean asyncFailure(AsyncEvent e) {
+        if (asyncFailure != null) {
+            return false;
+        }
+        asyncFailure = e;
+        return true;
+    }
+
     @Override
     void beforeRelease() {
+        if (channel != null) {
+            channel.detach(this); // first: no waiter counts an event for it after this
+        }
         if (unackedEvents > 0) {
             LibIbverbs.ackCqEvents(handle, unackedEvents);
             unackedEvents = 0;
         }
-        if (channel != null) {
-            channel.detach(this);
-        }
+        ((Context) owner).asyncEvents.unregister(this);
     }
 }

@@ -1,6 +1,5 @@
 package org.verbs4j;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import java.lang.foreign.Arena;
@@ -13,10 +12,7 @@ import java.util.Optional;
 import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
-import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibIbverbs;
-import org.verbs4j.natives.ObjectLayout;
-import org.verbs4j.natives.generated.ibverbs.ibv_async_event;
 import org.verbs4j.natives.generated.ibverbs.ibv_device_attr;
 import org.verbs4j.natives.generated.ibverbs.ibv_gid_entry;
 import org.verbs4j.natives.generated.ibverbs.ibv_port_attr;
@@ -25,19 +21,46 @@ import org.verbs4j.natives.generated.ibverbs.ibv_port_attr;
  * An open device ({@code struct ibv_context}, from {@code ibv_open_device}): queries, and the
  * factory of protection domains, completion channels and completion queues.
  *
- * <p>Owns the device context; refuses to close (EBUSY) while anything created from it is open.
- * All methods are thread-safe (they are control-path verbs), as libibverbs' are.
+ * <p>Owns the device context and its async event thread ({@link AsyncEventDispatcher}: started
+ * when the first completion queue, queue pair or shared receive queue is created, or at the
+ * first {@link #nextAsyncEvent}; stopped and joined by {@link #close()} before
+ * {@code ibv_close_device}). That thread is the only reader of the context's async fd, which
+ * it makes non-blocking: a CQ overrun or a fatal QP/SRQ error reaches the object's next poll or
+ * post, and every event is queued for {@link #nextAsyncEvent}. Refuses to close (EBUSY) while
+ * anything created from it is open. All methods are thread-safe (they are control-path verbs),
+ * as libibverbs' are.
  */
 public final class Context extends NativeResource {
     private final String deviceName;
+    /** Reads, routes and queues the async events; stopped before the device is closed. */
+    final AsyncEventDispatcher asyncEvents;
 
     Context(MemorySegment ctx, String deviceName) {
         this(ctx, deviceName, LibIbverbs::closeDevice);
     }
 
     Context(MemorySegment ctx, String deviceName, Destroyer destroy) {
-        super(null, "device context", "ibv_close_device", ctx.reinterpret(ContextLayout.SIZE), destroy, null);
+        this(ctx.reinterpret(ContextLayout.SIZE), deviceName, destroy,
+                new AsyncEventDispatcher(ctx.reinterpret(ContextLayout.SIZE), deviceName));
+    }
+
+    private Context(MemorySegment ctx, String deviceName, Destroyer destroy, AsyncEventDispatcher events) {
+        super(null, "device context", "ibv_close_device", ctx, stopThenDestroy(events, destroy), null);
         this.deviceName = deviceName;
+        this.asyncEvents = events;
+    }
+
+    /** The release (explicit or by the leak cleaner): stop the event thread, then close the device. */
+    private static Destroyer stopThenDestroy(AsyncEventDispatcher events, Destroyer destroy) {
+        return h -> {
+            events.stop();
+            try {
+                destroy.destroy(h);
+            } catch (RuntimeException e) {
+                events.reopen();
+                throw e;
+            }
+        };
     }
 
     /** The device name, e.g. {@code rxe0}. */
@@ -148,7 +171,13 @@ public final class Context extends NativeResource {
     /** {@code ibv_create_comp_channel}. */
     public CompletionChannel createCompletionChannel() {
         ensureOpen("ibv_create_comp_channel");
-        return new CompletionChannel(this, LibIbverbs.createCompChannel(handle));
+        MemorySegment ch = LibIbverbs.createCompChannel(handle);
+        try {
+            return new CompletionChannel(this, ch);
+        } catch (RuntimeException e) {
+            LibIbverbs.destroyCompChannel(ch); // making its fd non-blocking or its wake-up eventfd failed
+            throw e;
+        }
     }
 
     /** {@code ibv_create_cq} with at least {@code minEntries} entries, no channel, vector 0. */
@@ -177,30 +206,22 @@ public final class Context extends NativeResource {
     }
 
     /**
-     * Waits up to {@code timeout} for the next asynchronous event ({@code ibv_get_async_event},
-     * after {@code poll(2)} on the context's async fd), acknowledges it and returns it.
+     * Waits up to {@code timeout} for the next asynchronous event and returns it (already
+     * acknowledged), or empty on timeout. The context's event thread reads the events; this
+     * takes them from its bounded queue ({@value AsyncEventDispatcher#QUEUE_CAPACITY} events;
+     * older unread ones are dropped and logged at DEBUG). Any number of threads may wait: each
+     * returns by its deadline. A {@link #close()} meanwhile makes the waiters throw EBADF.
      */
     public Optional<AsyncEvent> nextAsyncEvent(Duration timeout) {
         ensureOpen("ibv_get_async_event");
-        int fd = handle.get(JAVA_INT, ContextLayout.ASYNC_FD);
-        if (!LibC.pollReadable("ibv_get_async_event", fd, timeout.toMillis())) {
-            return Optional.empty();
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment ev = arena.allocate(ibv_async_event.layout());
-            LibIbverbs.getAsyncEvent(handle, ev);
-            int type = ibv_async_event.event_type(ev);
-            MemorySegment element = ev.get(ADDRESS, 0);
-            int qpNum = -1;
-            int port = -1;
-            if ((type >= 1 && type <= 7) || type == 16) {
-                qpNum = element.reinterpret(ObjectLayout.QP_SIZE).get(JAVA_INT, ObjectLayout.QP_QP_NUM);
-            } else if ((type >= 9 && type <= 13) || type == 17 || type == 18) {
-                port = ev.get(JAVA_INT, 0);
-            }
-            AsyncEvent out = new AsyncEvent(type, LibIbverbs.eventTypeStr(type), qpNum, port);
-            LibIbverbs.ackAsyncEvent(ev);
-            return Optional.of(out);
-        }
+        return asyncEvents.next(timeout, () -> closedException("ibv_get_async_event"));
+    }
+
+    /**
+     * The {@code IBV_EVENT_DEVICE_FATAL} event, if the device reported one: every object of
+     * this context is then unusable (their polls and posts throw).
+     */
+    public Optional<AsyncEvent> deviceFailure() {
+        return Optional.ofNullable(asyncEvents.deviceFailure());
     }
 }

@@ -22,7 +22,11 @@ public final class ForeignHandles {
     private ForeignHandles() {
     }
 
-    /** Wraps a {@code struct ibv_context *}. */
+    /**
+     * Wraps a {@code struct ibv_context *}. Once a CQ, QP or SRQ of it is wrapped or created (or
+     * {@link Context#nextAsyncEvent} is called), verbs4j's event thread reads its async events
+     * and makes its async fd non-blocking: the creator must not read them itself.
+     */
     public static Context context(MemorySegment ibvContext, String deviceName) {
         Restricted.check("ForeignHandles.context");
         return new Context(ibvContext.reinterpret(ContextLayout.SIZE), deviceName, BORROWED);

@@ -62,6 +62,8 @@ public final class QueuePair extends NativeResource {
     /** As of the last transition or query through this object (transitions are control path, by the owner). */
     private QueuePairState state = QueuePairState.RESET;
     private int port = 1;
+    /** A fatal async event (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR, DEVICE_FATAL) routed here. */
+    private volatile AsyncEvent asyncFailure;
 
     QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
               int maxRecvSge, int maxInlineData) {
@@ -108,6 +110,7 @@ public final class QueuePair extends NativeResource {
         this.sendCq = init.sendCq;
         this.recvCq = init.recvCq;
         acct.attach();
+        pd.context().asyncEvents.register(this); // last: the event thread may look it up at once
     }
 
     @Override
@@ -178,6 +181,9 @@ public final class QueuePair extends NativeResource {
             unpin();
         }
         state = to;
+        if (to == QueuePairState.RESET) {
+            asyncFailure = null; // a reset queue pair is usable again
+        }
     }
 
     /**
@@ -346,6 +352,9 @@ public final class QueuePair extends NativeResource {
                 }
                 return;
             }
+            if (asyncFailure != null) {
+                throw AsyncEventDispatcher.failure("ibv_post_send", asyncFailure);
+            }
             wrs.verifyLive("ibv_post_send");
             if (type == QueuePairType.UD && !wrs.everyRequestHasDestination()) {
                 throw sendRefused(wrs, n); // every mode: the provider reads the address handle
@@ -398,6 +407,9 @@ public final class QueuePair extends NativeResource {
                     throw unusable("ibv_post_recv", wrs);
                 }
                 return;
+            }
+            if (asyncFailure != null) {
+                throw AsyncEventDispatcher.failure("ibv_post_recv", asyncFailure);
             }
             wrs.verifyLive("ibv_post_recv");
             if (CHECKED) {
@@ -563,8 +575,21 @@ public final class QueuePair extends NativeResource {
         }
     }
 
+    /**
+     * Called by the context's event thread: the next post throws (until a reset). Returns
+     * whether it is the first failure.
+     */
+    boolean asyncFailure(AsyncEvent e) {
+        if (asyncFailure != null) {
+            return false;
+        }
+        asyncFailure = e;
+        return true;
+    }
+
     @Override
     void afterRelease() {
         memory.close();
+        pd.context().asyncEvents.unregister(this);
     }
 }

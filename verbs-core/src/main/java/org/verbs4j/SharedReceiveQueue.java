@@ -18,12 +18,14 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
  */
 public final class SharedReceiveQueue extends NativeResource {
     private static final boolean CHECKED = Verbs.CHECKED;
-    private final long address;
+    final long address;
     private final MemorySegment postFn;
     private final int maxWr;
     private final int maxSge;
     private final OwnedMemory memory;
     private final MemorySegment badWr;
+    /** A fatal async event (SRQ_ERR, DEVICE_FATAL) routed here by the context's event thread. */
+    private volatile AsyncEvent asyncFailure;
     final Gate postGate;
     private final Gate[] gates;
     private static final java.lang.invoke.VarHandle POSTED, COMPLETED;
@@ -58,6 +60,7 @@ public final class SharedReceiveQueue extends NativeResource {
         this.maxSge = maxSge;
         this.memory = new OwnedMemory(this, "shared receive queue scratch slot", false);
         this.badWr = memory.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
+        pd.context().asyncEvents.register(this); // last: the event thread may look it up at once
     }
 
     public int maxWr() {
@@ -97,6 +100,9 @@ public final class SharedReceiveQueue extends NativeResource {
             if (n == 0) {
                 return;
             }
+            if (asyncFailure != null) {
+                throw AsyncEventDispatcher.failure("ibv_post_srq_recv", asyncFailure);
+            }
             wrs.verifyLive("ibv_post_srq_recv");
             if (CHECKED) {
                 if (wrs.maxSges > maxSge) {
@@ -130,8 +136,18 @@ public final class SharedReceiveQueue extends NativeResource {
         }
     }
 
+    /** Called by the context's event thread: the next post throws. Returns whether it is the first failure. */
+    boolean asyncFailure(AsyncEvent e) {
+        if (asyncFailure != null) {
+            return false;
+        }
+        asyncFailure = e;
+        return true;
+    }
+
     @Override
     void afterRelease() {
         memory.close();
+        ((ProtectionDomain) owner).context().asyncEvents.unregister(this);
     }
 }

@@ -13,16 +13,38 @@ import java.lang.invoke.MethodHandle;
 
 /**
  * The few libc calls the verbs need around their file descriptors: {@code poll(2)} with a
- * timeout, so that waiting for a completion event or an async event never hangs. Stateless;
- * any thread may call it.
+ * timeout, so that waiting for a completion event or an async event never hangs;
+ * {@code fcntl(2)} to make the verbs' event fds non-blocking, so that a get-event call after
+ * a poll that another thread won returns EAGAIN instead of blocking until the next event; and
+ * an {@code eventfd(2)} that wakes a poll when its owner closes. Every call captures errno at
+ * the call. Stateless; any thread may call it.
  */
 public final class LibC {
     private static final Linker LINKER = Linker.nativeLinker();
     private static final MethodHandle POLL = LINKER.downcallHandle(
             LINKER.defaultLookup().findOrThrow("poll"), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT),
             Errno.CAPTURE_OPTION);
+    private static final MethodHandle FCNTL = LINKER.downcallHandle(
+            LINKER.defaultLookup().findOrThrow("fcntl"), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
+            Linker.Option.firstVariadicArg(2), Errno.CAPTURE_OPTION);
+    private static final MethodHandle EVENTFD = LINKER.downcallHandle(
+            LINKER.defaultLookup().findOrThrow("eventfd"), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT),
+            Errno.CAPTURE_OPTION);
+    private static final MethodHandle WRITE = LINKER.downcallHandle(
+            LINKER.defaultLookup().findOrThrow("write"), FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG),
+            Errno.CAPTURE_OPTION);
+    private static final MethodHandle CLOSE = LINKER.downcallHandle(
+            LINKER.defaultLookup().findOrThrow("close"), FunctionDescriptor.of(JAVA_INT, JAVA_INT),
+            Errno.CAPTURE_OPTION);
     /** {@code POLLIN}. */
     public static final short POLLIN = 1;
+    /** {@code POLLERR}, {@code POLLHUP}, {@code POLLNVAL}. */
+    public static final short POLLERR = 8, POLLHUP = 16, POLLNVAL = 32;
+    /** {@code O_NONBLOCK} (Linux x86_64 and aarch64; also {@code EFD_NONBLOCK}). */
+    public static final int O_NONBLOCK = 0x800;
+    /** {@code EFD_CLOEXEC} (= {@code O_CLOEXEC}). */
+    public static final int EFD_CLOEXEC = 0x80000;
+    private static final int F_GETFL = 3, F_SETFL = 4;
 
     private LibC() {
     }
@@ -70,4 +92,160 @@ public final class LibC {
             throw InlineVerbs.rethrow(t);
         }
     }
+
+    /**
+     * Sets {@code O_NONBLOCK} on {@code fd} ({@code fcntl(F_GETFL)}, then {@code F_SETFL}), so
+     * that a read with nothing to read fails with EAGAIN instead of blocking.
+     *
+     * @throws RuntimeException (a {@link VerbsFailure}) naming {@code verb} when fcntl fails (e.g. EBADF)
+     */
+    public static void setNonBlocking(String verb, int fd) {
+        try {
+            MemorySegment cap = Errno.captureSegment();
+            int flags = (int) FCNTL.invokeExact(cap, fd, F_GETFL, 0);
+            if (flags < 0) {
+                throw Failures.of(verb, Errno.captured(cap), "fcntl(" + fd + ", F_GETFL) failed");
+            }
+            if ((flags & O_NONBLOCK) != 0) {
+                return;
+            }
+            cap = Errno.captureSegment();
+            int rc = (int) FCNTL.invokeExact(cap, fd, F_SETFL, flags | O_NONBLOCK);
+            if (rc < 0) {
+                throw Failures.of(verb, Errno.captured(cap), "fcntl(" + fd + ", F_SETFL, O_NONBLOCK) failed");
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** Whether {@code fd} has {@code O_NONBLOCK} set ({@code fcntl(F_GETFL)}). */
+    public static boolean isNonBlocking(int fd) {
+        try {
+            MemorySegment cap = Errno.captureSegment();
+            int flags = (int) FCNTL.invokeExact(cap, fd, F_GETFL, 0);
+            if (flags < 0) {
+                throw Failures.of("fcntl", Errno.captured(cap), "fcntl(" + fd + ", F_GETFL) failed");
+            }
+            return (flags & O_NONBLOCK) != 0;
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** {@code eventfd(0, flags)}: a new event fd (e.g. {@code O_NONBLOCK | EFD_CLOEXEC}). */
+    public static int eventFd(String verb, int flags) {
+        try {
+            MemorySegment cap = Errno.captureSegment();
+            int fd = (int) EVENTFD.invokeExact(cap, 0, flags);
+            if (fd < 0) {
+                throw Failures.of(verb, Errno.captured(cap), "eventfd(2) failed");
+            }
+            return fd;
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /**
+     * Adds 1 to an event fd's counter ({@code write(2)} of an 8-byte 1), making it readable
+     * until someone reads it. EAGAIN (the counter is saturated: already readable) is success.
+     */
+    public static void signalEventFd(String verb, int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment one = arena.allocate(JAVA_LONG);
+            one.set(JAVA_LONG, 0, 1L);
+            while (true) {
+                MemorySegment cap = Errno.captureSegment();
+                long n = (long) WRITE.invokeExact(cap, fd, one, 8L);
+                if (n == 8) {
+                    return;
+                }
+                int e = Errno.captured(cap);
+                if (e == Errno.EAGAIN) {
+                    return;
+                }
+                if (e != Errno.EINTR) {
+                    throw Failures.of(verb, e, "write(2) to event fd " + fd + " failed");
+                }
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** {@code close(2)}; returns 0 or the errno (EINTR is not retried: the fd is gone either way on Linux). */
+    public static int close(int fd) {
+        try {
+            MemorySegment cap = Errno.captureSegment();
+            int rc = (int) CLOSE.invokeExact(cap, fd);
+            return rc == 0 ? 0 : Errno.captured(cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /**
+     * Waits until {@code fd} is readable, {@code wakeFd} is readable, or {@code timeoutMillis}
+     * passed (negative: no timeout); EINTR is retried with the remaining time.
+     *
+     * @return {@link #READABLE}, {@link #WOKEN} (checked first: a close wins over an event) or
+     *         {@link #TIMED_OUT}
+     * @throws RuntimeException (a {@link VerbsFailure}) naming {@code verb} when poll fails or {@code fd} reports
+     *         POLLERR/POLLHUP/POLLNVAL without POLLIN
+     */
+    public static int pollReadableOrWoken(String verb, int fd, int wakeFd, long timeoutMillis) {
+        long deadline = System.nanoTime() + Math.max(0, timeoutMillis) * 1_000_000L;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment pfd = arena.allocate(16, 4);
+            while (true) {
+                int left = timeoutMillis < 0 ? -1
+                        : (int) Math.min(Integer.MAX_VALUE, Math.max(0, (deadline - System.nanoTime() + 999_999L) / 1_000_000L));
+                pfd.set(JAVA_INT, 0, fd);
+                pfd.set(JAVA_SHORT, 4, POLLIN);
+                pfd.set(JAVA_SHORT, 6, (short) 0);
+                pfd.set(JAVA_INT, 8, wakeFd);
+                pfd.set(JAVA_SHORT, 12, POLLIN);
+                pfd.set(JAVA_SHORT, 14, (short) 0);
+                MemorySegment cap = Errno.captureSegment();
+                int rc = (int) POLL.invokeExact(cap, pfd, 2L, left);
+                if (rc > 0) {
+                    if (pfd.get(JAVA_SHORT, 14) != 0) {
+                        return WOKEN;
+                    }
+                    short revents = pfd.get(JAVA_SHORT, 6);
+                    if ((revents & POLLIN) != 0) {
+                        return READABLE;
+                    }
+                    throw Failures.of(verb, Errno.EIO, "poll(2) on fd " + fd + " reported revents 0x"
+                            + Integer.toHexString(revents));
+                }
+                if (rc == 0) {
+                    if (timeoutMillis >= 0 && System.nanoTime() - deadline >= 0) {
+                        return TIMED_OUT;
+                    }
+                    continue;
+                }
+                int e = Errno.captured(cap);
+                if (e != Errno.EINTR) {
+                    throw Failures.of(verb, e, "poll(2) on fds " + fd + ", " + wakeFd + " failed");
+                }
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** Results of {@link #pollReadableOrWoken}. */
+    public static final int TIMED_OUT = 0, READABLE = 1, WOKEN = 2;
 }

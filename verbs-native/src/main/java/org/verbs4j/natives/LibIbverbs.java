@@ -328,6 +328,25 @@ public final class LibIbverbs {
         }
     }
 
+    /**
+     * {@code ibv_get_cq_event} for a non-blocking channel fd: 0 with the CQ and its context
+     * written, or the errno (EAGAIN: nothing to read; a positive value otherwise, EIO where the
+     * library failed without setting errno, e.g. a short read).
+     */
+    public static int tryGetCqEvent(MemorySegment channel, MemorySegment cqOut, MemorySegment cqContextOut) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            int rc = (int) IBV_GET_CQ_EVENT.invokeExact(cap, channel, cqOut, cqContextOut);
+            if (rc == 0) {
+                return 0;
+            }
+            int e = Errno.captured(cap);
+            return e > 0 ? e : Errno.EIO;
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
     public static void ackCqEvents(MemorySegment cq, int n) {
         try {
             IBV_ACK_CQ_EVENTS.invokeExact(Errno.captureSegment(), cq, n);
@@ -413,6 +432,24 @@ public final class LibIbverbs {
         MemorySegment cap = Errno.captureSegment();
         try {
             checkRc("ibv_get_async_event", (int) IBV_GET_ASYNC_EVENT.invokeExact(cap, ctx, event), cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ibv_get_async_event} for a non-blocking async fd: 0 with the event written, or the
+     * errno (EAGAIN: nothing to read; EIO where the library failed without setting errno).
+     */
+    public static int tryGetAsyncEvent(MemorySegment ctx, MemorySegment event) {
+        MemorySegment cap = Errno.captureSegment();
+        try {
+            int rc = (int) IBV_GET_ASYNC_EVENT.invokeExact(cap, ctx, event);
+            if (rc == 0) {
+                return 0;
+            }
+            int e = Errno.captured(cap);
+            return e > 0 ? e : Errno.EIO;
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
