@@ -98,7 +98,10 @@ if ((${#EXTRA[@]})); then
 else
     SELECT=(--scan-class-path "$(IFS=:; echo "${TEST_DIRS[*]}")")
 fi
-JUNIT=(java --enable-native-access=ALL-UNNAMED -jar "$LAUNCHER" execute
+# A crash of the test JVM leaves its log in target/hs_err/ (on the host, through the share), where
+# .ci/run looks for it.
+mkdir -p "$ROOT/target/hs_err"
+JUNIT=(java --enable-native-access=ALL-UNNAMED "-XX:ErrorFile=$ROOT/target/hs_err/hs_err_pid%p.log" -jar "$LAUNCHER" execute
     --class-path "@CP@" "${SELECT[@]}"
     --include-engine junit-jupiter --include-tag rdma --fail-if-no-tests
     --reports-dir "$REPORTS" --details=tree --disable-banner --disable-ansi-colors)
