@@ -165,6 +165,9 @@ if [[ -s "$CTL/status" ]]; then
 elif [[ $qrc == 124 || ($qrc == 137 && $((SECONDS - START)) -ge $TIMEOUT) ]]; then
     say "TIMEOUT: the guest ran past ${TIMEOUT}s and was killed (console log: $LOG)"
     exit 124
+elif [[ $qrc == 137 ]]; then
+    say "KILLED: qemu was killed (SIGKILL) before the guest reported a status (console log: $LOG)"
+    exit 125
 else
     say "FAILED: the guest ended without an exit status (qemu status $qrc; console log: $LOG)"
     exit 125

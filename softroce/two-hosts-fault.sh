@@ -169,7 +169,10 @@ T_KILL="" T_ERR="" T_CLOSED="" T_A2=""
 if wait_for "streaming" "$(left)" marker_or_dead streaming && marker streaming; then
     T_STREAM=$(ms)
     QPID="$(cat "$WORK/A.qemu.pid" 2>/dev/null || true)"
-    if [[ "$QPID" =~ ^[0-9]+$ ]] && grep -q qemu "/proc/$QPID/comm" 2>/dev/null; then
+    if marker first-error; then
+        fail_run "the client saw an error completion before the kill"
+        status=1
+    elif [[ "$QPID" =~ ^[0-9]+$ ]] && grep -q qemu "/proc/$QPID/comm" 2>/dev/null; then
         kill -KILL "$QPID"
         T_KILL=$(ms)
         say "client reported $(cat "$MARKERS/streaming") successful completions: SIGKILLed guest A's qemu (pid $QPID)"

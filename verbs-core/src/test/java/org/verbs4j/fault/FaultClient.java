@@ -100,7 +100,9 @@ public final class FaultClient {
                     + "rnr_retry %d, ACK timeout %d (%.0f ms): a dead peer fails a request after ~%.1f s",
                     qa.retryCount(), qa.rnrRetry(), qa.timeout(), ackTimeout * 1e3,
                     (qa.retryCount() + 1) * ackTimeout));
-            streamUntilFault(link);
+            if (!streamUntilFault(link)) {
+                return;  // an error before the kill: the restart would prove nothing
+            }
         } finally {
             closeAll("phase 1", link, ch);
         }
@@ -134,7 +136,8 @@ public final class FaultClient {
         FaultLink.marker(markers, "done", FaultLink.elapsed());
     }
 
-    private void streamUntilFault(FaultLink link) {
+    /** Returns false if the connection failed before the kill (nothing more to test). */
+    private boolean streamUntilFault(FaultLink link) {
         WorkCompletions wcs = link.wcs;
         Map<Long, String> outstanding = new LinkedHashMap<>();
         Map<Long, Integer> seen = new HashMap<>();      // wr_id -> completions seen (duplicates show up here)
@@ -180,6 +183,11 @@ public final class FaultClient {
                         anomalies.add("wr_id " + id + " succeeded after the first error");
                     }
                 } else {
+                    if (firstErrorAt == 0 && markedAt == 0) {
+                        check(false, "no error completion before the kill: wr_id " + id + " failed with "
+                                + CompletionStatus.text(st) + " after " + successes + " successes");
+                        return false;
+                    }
                     if (firstErrorAt == 0) {
                         firstErrorAt = System.nanoTime();
                         outstandingAtFirstError = outstanding.size() + 1;
@@ -231,9 +239,10 @@ public final class FaultClient {
 
         check(markedAt != 0, "streamed " + killAfter + " successful WRITE/SEND completions before the kill (in all "
                 + successes + " successes, " + (next - 1) + " posted)");
+        check(true, "no error completion before the kill (the marker)");
         check(firstErrorAt != 0, "an error completion arrived after the kill");
         if (firstErrorAt == 0) {
-            return;
+            return false;
         }
         check(errors.get(0)[1] == CompletionStatus.RETRY_EXC_ERR, "the first error is RETRY_EXC_ERR (got "
                 + CompletionStatus.text((int) errors.get(0)[1]) + " for wr_id " + errors.get(0)[0] + ")");
@@ -266,6 +275,7 @@ public final class FaultClient {
                 + ": " + recvSeen + ")");
         QueuePairState st = link.qp.query().state();
         check(st == QueuePairState.ERR, "the queue pair is in ERR (" + st + ")");
+        return true;
     }
 
     private void verifiedExchange(FaultLink link) {

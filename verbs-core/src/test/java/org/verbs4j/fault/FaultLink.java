@@ -37,16 +37,21 @@ import org.verbs4j.WorkCompletions;
 
 /**
  * One end of the fault test's RC connection (public API only): a data region the peer may
- * RDMA-WRITE into, a message region of 64-byte slots (sends from slots 0..63, receives into
- * 64..127), separate send and receive CQs, one RC queue pair connected through an
- * {@link OutOfBandChannel} with the default {@link ConnectOptions} (retry count 6: bounded).
- * Closes everything it created, in reverse order.
+ * RDMA-WRITE into, a message region of 64-byte slots (sends from slots 0..63, receive i into slot
+ * 64 + i), separate send and receive CQs (the receive CQ holds every receive), one RC queue pair
+ * connected through an {@link OutOfBandChannel} with the default {@link ConnectOptions} (retry
+ * count 6: bounded). Closes everything it created, in reverse order.
  */
 final class FaultLink implements AutoCloseable {
     static final int DATA_BYTES = 1 << 20;
     static final int SLOT = 64;
     static final int SEND_SLOTS = 64;
-    static final int RECV_SLOTS = 64;
+    /**
+     * The server's receives: more than the client sends in a whole run, so that a stalled server
+     * (one emulated CPU: JIT, GC, the host's scheduler) never leaves the client without a receive
+     * to hit (the default RNR budget, 7 × max(0.64 ms, one jiffy), is short under TCG).
+     */
+    static final int SERVER_RECEIVES = 8192;
     static final int PORT = 18515;
 
     /** Message types: an int at offset 0 of a slot, then three longs. */
@@ -65,19 +70,22 @@ final class FaultLink implements AutoCloseable {
     final WorkCompletions wcs = new WorkCompletions(64);
     ConnectionData peer;
 
-    private FaultLink() {
+    final int receives;
+
+    private FaultLink(int receives) {
+        this.receives = receives;
         List<AutoCloseable> made = new ArrayList<>();
         try {
             String dev = System.getenv().getOrDefault("VERBS4J_DEVICE", "rxe0");
             ctx = add(made, Verbs.open(dev));
             pd = add(made, ctx.allocateProtectionDomain());
             data = add(made, pd.register(arena.allocate(DATA_BYTES, 4096), Access.LOCAL_WRITE, Access.REMOTE_WRITE));
-            msg = add(made, pd.register(arena.allocate((long) SLOT * (SEND_SLOTS + RECV_SLOTS), 4096),
+            msg = add(made, pd.register(arena.allocate((long) SLOT * (SEND_SLOTS + receives), 4096),
                     Access.LOCAL_WRITE));
             sendCq = add(made, ctx.createCompletionQueue(256));
-            recvCq = add(made, ctx.createCompletionQueue(256));
+            recvCq = add(made, ctx.createCompletionQueue(receives + 16));
             qp = add(made, pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, sendCq, recvCq)
-                    .maxSendWr(128).maxRecvWr(128)));
+                    .maxSendWr(128).maxRecvWr(Math.max(16, receives))));
         } catch (RuntimeException e) {
             for (int i = made.size() - 1; i >= 0; i--) {
                 try {
@@ -101,7 +109,7 @@ final class FaultLink implements AutoCloseable {
      * {@code ch}, connects RESET→RTS and meets the peer at a barrier (both sides are then RTS).
      */
     static FaultLink connect(OutOfBandChannel ch, int receives) {
-        FaultLink l = new FaultLink();
+        FaultLink l = new FaultLink(receives);
         try {
             GidEntry gid = l.ctx.firstRoceV2Ipv4Gid(1).orElseThrow(
                     () -> new IllegalStateException("no RoCE v2 IPv4 GID on port 1 of " + l.ctx.deviceName()));

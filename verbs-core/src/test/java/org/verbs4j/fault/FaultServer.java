@@ -35,7 +35,7 @@ public final class FaultServer {
             ss.bind(new InetSocketAddress(FaultLink.PORT));
             log("listening on port " + FaultLink.PORT + " (bound " + bound + ")");
             try (OutOfBandChannel ch = OutOfBandChannel.accept(ss, bound);
-                 FaultLink link = FaultLink.connect(ch, FaultLink.RECV_SLOTS)) {
+                 FaultLink link = FaultLink.connect(ch, FaultLink.SERVER_RECEIVES)) {
                 log("connected: QP " + link.qp.qpNumber() + " -> peer QP " + link.peer.endpoint().qpNumber());
                 rc = serve(link, deadline);
             }
