@@ -43,6 +43,7 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 300 ]] || { echo "--timeout must be >= 300" >&2; exit 2; }
+[[ "$KILL_AFTER" =~ ^[0-9]+$ && "$KILL_AFTER" -gt 0 ]] || { echo "bad --kill-after $KILL_AFTER" >&2; exit 2; }
 
 START=$SECONDS
 DEADLINE=$((SECONDS + TIMEOUT))

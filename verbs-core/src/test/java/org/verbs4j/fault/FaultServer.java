@@ -32,8 +32,11 @@ public final class FaultServer {
         int rc;
         try (ServerSocket ss = new ServerSocket()) {
             ss.setReuseAddress(true);
-            ss.bind(new InetSocketAddress(FaultLink.PORT));
-            log("listening on port " + FaultLink.PORT + " (bound " + bound + ")");
+            // The guest's own address only (VERBS4J_GUEST_IP, set by the guest's stage 2).
+            String ip = System.getenv("VERBS4J_GUEST_IP");
+            ss.bind(ip == null || ip.isEmpty() ? new InetSocketAddress(FaultLink.PORT)
+                    : new InetSocketAddress(ip, FaultLink.PORT));
+            log("listening on " + ss.getLocalSocketAddress() + " (bound " + bound + ")");
             try (OutOfBandChannel ch = OutOfBandChannel.accept(ss, bound);
                  FaultLink link = FaultLink.connect(ch, FaultLink.SERVER_RECEIVES)) {
                 log("connected: QP " + link.qp.qpNumber() + " -> peer QP " + link.peer.endpoint().qpNumber());
