@@ -40,7 +40,8 @@ import org.verbs4j.WorkCompletions;
  * RDMA-WRITE into, a message region of 64-byte slots (sends from slots 0..63, receive i into slot
  * 64 + i), separate send and receive CQs (the receive CQ holds every receive), one RC queue pair
  * connected through an {@link OutOfBandChannel} with the default {@link ConnectOptions} (retry
- * count 6: bounded). Closes everything it created, in reverse order.
+ * count 6: bounded) but a longer ACK timeout ({@link #ACK_TIMEOUT}). Closes everything it
+ * created, in reverse order.
  */
 final class FaultLink implements AutoCloseable {
     static final int DATA_BYTES = 1 << 20;
@@ -53,6 +54,12 @@ final class FaultLink implements AutoCloseable {
      */
     static final int SERVER_RECEIVES = 8192;
     static final int PORT = 18515;
+    /**
+     * The local ACK timeout exponent: 18 = 1.07 s, so a dead peer fails a request after
+     * (retry_cnt 6 + 1) × 1.07 ≈ 7.5 s. The default (14 = 67 ms, ≈ 0.5 s in all) failed a live
+     * connection here with RETRY_EXC_ERR when three TCG guests shared the two host cores.
+     */
+    static final int ACK_TIMEOUT = 18;
 
     /** Message types: an int at offset 0 of a slot, then three longs. */
     static final int DATA = 1, VERIFY = 2, REPLY = 3;
@@ -113,7 +120,7 @@ final class FaultLink implements AutoCloseable {
         try {
             GidEntry gid = l.ctx.firstRoceV2Ipv4Gid(1).orElseThrow(
                     () -> new IllegalStateException("no RoCE v2 IPv4 GID on port 1 of " + l.ctx.deviceName()));
-            ConnectOptions o = ConnectOptions.roce(gid.index());
+            ConnectOptions o = ConnectOptions.roce(gid.index()).withTimeout(ACK_TIMEOUT);  // retry_cnt: the default 6
             l.qp.toInit(1, Set.of(Access.REMOTE_WRITE));
             for (int i = 0; i < receives; i++) {
                 l.postRecv(i);
