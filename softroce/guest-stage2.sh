@@ -4,7 +4,7 @@
 # run-in-guest.sh copies this file into the per-run control folder (9p tag
 # "ctl", mounted at /run/verbs4j/ctl by the initramfs) together with:
 #   env    shell assignments: SHARE (absolute host path, shared read-write),
-#          GUEST_IP, KVER
+#          GUEST_IP, KVER, NETDEV (dummy0, or eth0 with run-in-guest.sh --net)
 #   cmd    the user's command, run with `bash -c`
 # and reads back:
 #   status the command's exit status (written only once it is known; a missing
@@ -58,17 +58,25 @@ mount -t 9p -o "$P9" share "$SHARE" || fail "mount the project share at $SHARE"
 hostname verbs4j-guest
 echo "127.0.1.1 verbs4j-guest" >>/etc/hosts
 
-# --- Soft-RoCE: rxe0 on dummy0 ---------------------------------------------
+# --- Soft-RoCE: rxe0 on dummy0 (one host) or eth0 (two hosts, --net) --------
+NETDEV="${NETDEV:-dummy0}"
 ulimit -l unlimited                       # else ibv_reg_mr can fail
 ip link set lo up
 modprobe rdma_rxe || fail "modprobe rdma_rxe"
 modprobe rdma_ucm || fail "modprobe rdma_ucm"   # for librdmacm / rping / -R
-modprobe dummy || fail "modprobe dummy"
-# Debian's modprobe.d sets numdummies=0, so create dummy0 ourselves.
-[[ -e /sys/class/net/dummy0 ]] || ip link add dummy0 type dummy || fail "create dummy0"
-ip addr add "$GUEST_IP/24" dev dummy0 || fail "address dummy0"
-ip link set dummy0 up || fail "dummy0 up"
-rdma link add rxe0 type rxe netdev dummy0 || fail "rdma link add rxe0"
+if [[ $NETDEV == dummy0 ]]; then
+    modprobe dummy || fail "modprobe dummy"
+    # Debian's modprobe.d sets numdummies=0, so create dummy0 ourselves.
+    [[ -e /sys/class/net/dummy0 ]] || ip link add dummy0 type dummy || fail "create dummy0"
+else
+    # The virtio NIC on the qemu socket network to the other guest (no udev: load it ourselves).
+    modprobe virtio_net || fail "modprobe virtio_net"
+    for _ in $(seq 1 60); do [[ -e /sys/class/net/$NETDEV ]] && break; sleep 0.5; done
+    [[ -e /sys/class/net/$NETDEV ]] || { ip link; fail "no $NETDEV within 30 s"; }
+fi
+ip addr add "$GUEST_IP/24" dev "$NETDEV" || fail "address $NETDEV"
+ip link set "$NETDEV" up || fail "$NETDEV up"
+rdma link add rxe0 type rxe netdev "$NETDEV" || fail "rdma link add rxe0"
 # Wait (bounded) for the port to be ACTIVE and the RoCE v2 IPv4 GID (index 1).
 gid1=/sys/class/infiniband/rxe0/ports/1/gids/1
 ok=0
@@ -81,7 +89,7 @@ for _ in $(seq 1 120); do
     sleep 0.5
 done
 [[ $ok == 1 ]] || { rdma link show; fail "rxe0 did not become ACTIVE within 60 s"; }
-log "rxe0 ACTIVE on dummy0 $GUEST_IP (GID 1 $(cat $gid1))"
+log "rxe0 ACTIVE on $NETDEV $GUEST_IP (GID 1 $(cat $gid1))"
 
 # --- the job ----------------------------------------------------------------
 export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64

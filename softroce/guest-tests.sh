@@ -73,51 +73,10 @@ if [[ $BUILD == 1 ]]; then
     "${MVN[@]}" -q install -DskipTests || die "the build failed"
 fi
 
-say "class path: ./mvnw test-compile dependency:build-classpath (includeScope=test, every module)"
-# test-compile makes the reactor resolve the project's own modules to their target/classes and
-# target/test-classes (no install needed); it recompiles nothing when the classes are current.
-"${MVN[@]}" -q test-compile dependency:build-classpath \
-    -Dmdep.outputFile=target/guest-tier-classpath.txt -Dmdep.includeScope=test ||
-    die "dependency:build-classpath failed"
-
-# The modules, in reactor order, from the parent pom.
-mapfile -t MODULES < <(sed -n 's:^ *<module>\([^<]*\)</module>.*:\1:p' pom.xml)
-((${#MODULES[@]})) || die "no <module> in pom.xml"
-# Every module's classes and test-classes go first on the class path, as a snapshot copied into
-# target/guest-tier/modules/ so that a rebuild on the host while the guest runs changes nothing.
-OWN=()        # the snapshot folders, in reactor order
-TEST_DIRS=()  # what the launcher scans for tests
-for m in "${MODULES[@]}"; do
-    for d in classes test-classes; do
-        [[ -d "$ROOT/$m/target/$d" ]] || continue
-        mkdir -p "$WORK/modules/$m"
-        cp -a "$ROOT/$m/target/$d" "$WORK/modules/$m/$d"
-        OWN+=("$WORK/modules/$m/$d")
-        [[ $d == test-classes ]] && TEST_DIRS+=("$WORK/modules/$m/$d")
-    done
-done
+# shellcheck source=test-classpath.sh
+. "$ROOT/softroce/test-classpath.sh"
+build_test_classpath "$ROOT" "$WORK" "${MVN[@]}" || die "could not build the test class path"
 ((${#TEST_DIRS[@]})) || die "no target/test-classes in any module: nothing to test"
-
-# Dependencies of all modules, de-duplicated: one entry per groupId/artifactId in the local
-# repository (first wins). Dropped: the project's own artifacts (their class folders are already
-# first) and the JUnit Platform/Jupiter, opentest4j and apiguardian jars, which the console
-# launcher (same versions, from the same BOM) brings itself.
-CP_ALL="$(for m in "${MODULES[@]}"; do
-    f="$ROOT/$m/target/guest-tier-classpath.txt"
-    [[ -s "$f" ]] && { tr ':' '\n' <"$f"; echo; }
-done | awk -v root="$ROOT/" '
-    $0 == "" { next }
-    index($0, root) == 1 { next }                           # the project: classes dirs or jars
-    /\/org\/verbs4j\// { next }                             # the project, installed
-    /\/org\/junit\/|\/org\/opentest4j\/|\/org\/apiguardian\// { next }
-    {
-        key = $0
-        if (match($0, /\/[^\/]+\/[^\/]+$/)) key = substr($0, 1, RSTART - 1)  # .../group/artifact
-        if (!(key in seen)) { seen[key] = 1; print }
-    }')"
-CP="$(printf '%s\n' "${OWN[@]}" "$CP_ALL" | grep -v '^$' | paste -sd: -)"
-printf '%s\n' "$CP" | tr ':' '\n' >"$WORK/classpath.txt"
-say "class path: $(wc -l <"$WORK/classpath.txt") entries (list in target/guest-tier/classpath.txt)"
 
 PLATFORM_VERSION="$(sed -n 's:.*<junit\.platform\.version>\([^<]*\)</junit\.platform\.version>.*:\1:p' pom.xml | head -n1)"
 if [[ -z "$PLATFORM_VERSION" ]]; then   # junit 5.x.y ships platform 1.x.y
@@ -139,7 +98,10 @@ if ((${#EXTRA[@]})); then
 else
     SELECT=(--scan-class-path "$(IFS=:; echo "${TEST_DIRS[*]}")")
 fi
-JUNIT=(java --enable-native-access=ALL-UNNAMED -XX:NativeMemoryTracking=summary -jar "$LAUNCHER" execute
+# A crash of the test JVM leaves its log in target/hs_err/ (on the host, through the share), where
+# .ci/run looks for it. NMT summary lets ResourceCyclesGuestTest check the JVM's native memory.
+mkdir -p "$ROOT/target/hs_err"
+JUNIT=(java --enable-native-access=ALL-UNNAMED -XX:NativeMemoryTracking=summary "-XX:ErrorFile=$ROOT/target/hs_err/hs_err_pid%p.log" -jar "$LAUNCHER" execute
     --class-path "@CP@" "${SELECT[@]}"
     --include-engine junit-jupiter --include-tag rdma --fail-if-no-tests
     --reports-dir "$REPORTS" --details=tree --disable-banner --disable-ansi-colors)

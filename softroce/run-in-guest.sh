@@ -3,12 +3,21 @@
 # guest (Debian 6.1 kernel, rdma_rxe device rxe0 ACTIVE) and exit with the
 # command's exit status.
 #
-# Usage: softroce/run-in-guest.sh [--timeout SECONDS] [--share DIR] [--] 'shell command'
+# Usage: softroce/run-in-guest.sh [--timeout SECONDS] [--share DIR] [--net MODE:PORT]
+#                                 [--pidfile FILE] [--] 'shell command'
 #   --timeout S  bound on the whole guest, boot included (default 1800); on
 #                expiry qemu is killed and the exit status is 124
 #   --share DIR  host folder shared READ-WRITE into the guest at the SAME
 #                absolute path; the command starts there
 #                (default: the git toplevel of the current folder, else .)
+#   --net listen:PORT | connect:PORT
+#                two hosts: a virtio NIC (eth0) on a qemu socket network with
+#                one other guest, through 127.0.0.1:PORT on the host (the
+#                listening guest must be started first; it accepts a new peer
+#                when the old one goes away, the connecting one does not
+#                reconnect). rxe0 is then on eth0 instead of dummy0. Give each
+#                guest its own VERBS4J_GUEST_IP (and VERBS4J_GUEST_LOG).
+#   --pidfile F  qemu writes its process id to F (e.g. to SIGKILL the guest)
 #
 # In the guest (see guest-stage2.sh): the host's own root filesystem as an
 # overlay (read-only host files, writes go to guest RAM and vanish), fresh
@@ -24,19 +33,22 @@
 # dmesg appended after the run.
 #
 # Exit status: the command's; 124 if the timeout expired; 125 if the guest
-# ended without reporting a status (boot failure, panic, ...).
+# ended without reporting a status (boot failure, panic, qemu killed, ...).
 #
 # Environment: VERBS4J_GUEST_CACHE (see build-guest.sh), VERBS4J_GUEST_MEM
 # (default 4G), VERBS4J_GUEST_CPUS (default 2), VERBS4J_GUEST_IP (default
 # 10.0.0.1), VERBS4J_GUEST_LOG, VERBS4J_GUEST_ACCEL (default
 # "tcg,thread=multi,tb-size=512"; e.g. "kvm" with VERBS4J_GUEST_CPU=host on a
-# runner with usable KVM), VERBS4J_GUEST_CPU (default max).
+# runner with usable KVM), VERBS4J_GUEST_CPU (default max), VERBS4J_GUEST_MAC
+# (with --net; default 52:54:00:00:00:<last octet of VERBS4J_GUEST_IP>).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${VERBS4J_GUEST_CACHE:-$HOME/.cache/verbs4j-guest}"
 TIMEOUT=1800
 SHARE=""
+NET=""
+PIDFILE=""
 
 usage() {
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
@@ -46,6 +58,8 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
     --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
     --share) SHARE="${2:?--share needs a folder}"; shift 2 ;;
+    --net) NET="${2:?--net needs listen:PORT or connect:PORT}"; shift 2 ;;
+    --pidfile) PIDFILE="${2:?--pidfile needs a file}"; shift 2 ;;
     --) shift; break ;;
     -h | --help) usage ;;
     -*) echo "unknown option $1" >&2; usage ;;
@@ -61,12 +75,23 @@ fi
 SHARE="$(realpath -e "$SHARE")"
 [[ -d "$SHARE" && "$SHARE" != / ]] || { echo "bad --share $SHARE" >&2; exit 2; }
 
+NETDEV=dummy0
+NIC=(-nic none)
+if [[ -n "$NET" ]]; then
+    # Only the host's loopback address: the two guests meet on 127.0.0.1:PORT and nowhere else.
+    [[ "$NET" =~ ^(listen|connect):([0-9]+)$ ]] || { echo "bad --net $NET (listen:PORT or connect:PORT)" >&2; exit 2; }
+    NETDEV=eth0
+fi
 MEM="${VERBS4J_GUEST_MEM:-4G}"
 CPUS="${VERBS4J_GUEST_CPUS:-2}"
 GUEST_IP="${VERBS4J_GUEST_IP:-10.0.0.1}"
 ACCEL="${VERBS4J_GUEST_ACCEL:-tcg,thread=multi,tb-size=512}"
 CPU="${VERBS4J_GUEST_CPU:-max}"
 LOG="${VERBS4J_GUEST_LOG:-$SHARE/target/guest-console.log}"
+if [[ -n "$NET" ]]; then
+    MAC="${VERBS4J_GUEST_MAC:-$(printf '52:54:00:00:00:%02x' "${GUEST_IP##*.}")}"
+    NIC=(-netdev "socket,id=n0,${NET%%:*}=127.0.0.1:${NET#*:}" -device "virtio-net-pci,netdev=n0,mac=$MAC")
+fi
 START=$SECONDS
 say() { echo "[run-in-guest +$((SECONDS - START))s] $*" >&2; }
 
@@ -95,6 +120,7 @@ install -m 0755 "$HERE/guest-stage2.sh" "$CTL/stage2.sh"
 {
     printf 'SHARE=%q\n' "$SHARE"
     printf 'GUEST_IP=%q\n' "$GUEST_IP"
+    printf 'NETDEV=%q\n' "$NETDEV"
     printf 'KVER=%q\n' "$KVER"
 } >"$CTL/env"
 printf '%s\n' "$CMD" >"$CTL/cmd"
@@ -104,7 +130,7 @@ q() { printf '%s' "${1//,/,,}"; }   # qemu option values escape "," as ",,"
 QEMU=(
     qemu-system-x86_64
     -accel "$ACCEL" -cpu "$CPU" -machine q35 -m "$MEM" -smp "$CPUS"
-    -display none -no-reboot -monitor none -nic none
+    -display none -no-reboot -monitor none "${NIC[@]}"
     -chardev "stdio,id=con0,signal=off" -serial chardev:con0
     -kernel "$KERNEL" -initrd "$CACHE/initramfs.cpio.gz"
     -append "console=ttyS0 quiet panic=-1"
@@ -114,8 +140,9 @@ QEMU=(
     -virtfs "local,path=$(q "$CTL"),mount_tag=ctl,security_model=none"
     -virtfs "local,path=$(q "$SHARE"),mount_tag=share,security_model=none,multidevs=remap"
 )
+if [[ -n "$PIDFILE" ]]; then QEMU+=(-pidfile "$PIDFILE"); fi
 
-say "booting the guest (timeout ${TIMEOUT}s, $CPUS CPUs, $MEM; share $SHARE; log $LOG)"
+say "booting the guest (timeout ${TIMEOUT}s, $CPUS CPUs, $MEM; $GUEST_IP on $NETDEV${NET:+ (socket $NET)}; share $SHARE; log $LOG)"
 # The console goes through a FIFO to tee: to our stdout and to the log file.
 mkfifo "$CTL/console.fifo"
 tee "$LOG" <"$CTL/console.fifo" &
@@ -135,9 +162,12 @@ if [[ -s "$CTL/status" ]]; then
     rc="$(cat "$CTL/status")"
     say "guest done in $((SECONDS - START))s: command exit status $rc"
     exit "$rc"
-elif [[ $qrc == 124 || $qrc == 137 ]]; then
+elif [[ $qrc == 124 || ($qrc == 137 && $((SECONDS - START)) -ge $TIMEOUT) ]]; then
     say "TIMEOUT: the guest ran past ${TIMEOUT}s and was killed (console log: $LOG)"
     exit 124
+elif [[ $qrc == 137 ]]; then
+    say "KILLED: qemu was killed (SIGKILL) before the guest reported a status (console log: $LOG)"
+    exit 125
 else
     say "FAILED: the guest ended without an exit status (qemu status $qrc; console log: $LOG)"
     exit 125
