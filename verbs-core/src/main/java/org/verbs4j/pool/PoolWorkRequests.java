@@ -11,7 +11,8 @@ import org.verbs4j.natives.VerbsException;
  * {@link SendWorkRequests#sge} and {@link ReceiveWorkRequests#sge}. In checked mode (the default,
  * see {@link Verbs#CHECKED}) they also refuse a buffer that is not leased and a length beyond the
  * buffer (which the region-level check cannot see, since the neighbouring buffers are inside the
- * same region). Allocation-free unless they throw. Stateless; the thread that owns the work
+ * same region). Through a strict lease's own object, "not leased" includes a lease that ended
+ * although the buffer was leased again; through the shared flyweight only a free slot is seen. Allocation-free unless they throw. Stateless; the thread that owns the work
  * request chain calls them.
  */
 public final class PoolWorkRequests {
@@ -50,6 +51,12 @@ public final class PoolWorkRequests {
         return wrs.read(wrId, remote.remoteAddress(), remote.rkey());
     }
 
+    private static VerbsException notLeased(String verb, PooledBuffer buffer) {
+        return new VerbsException(verb, Errno.EINVAL, buffer + " is not leased (it was released, or never leased): "
+                + buffer.useRefused(verb).getMessage(),
+                "post only buffers you hold a lease on, and release them after their completion");
+    }
+
     private static void check(String verb, PooledBuffer buffer, int length) {
         if (Verbs.CHECKED) {
             if (length < 0 || length > buffer.capacity()) {
@@ -58,8 +65,7 @@ public final class PoolWorkRequests {
                         "lease a buffer of at least the length you post");
             }
             if (!buffer.isLeased()) {
-                throw new VerbsException(verb, Errno.EINVAL, buffer + " is not leased (it was released, or never leased)",
-                        "post only buffers you hold a lease on, and release them after their completion");
+                throw notLeased(verb, buffer);
             }
         }
     }
