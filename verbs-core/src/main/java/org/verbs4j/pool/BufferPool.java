@@ -635,6 +635,9 @@ public final class BufferPool implements AutoCloseable {
             release(buffer.leaseToken);
             return;
         }
+        if (resources.state == PoolResources.CLOSED) {
+            throw closedException("release of " + buffer + " (its lease ended with the pool)");
+        }
         int slot = buffer.slot;
         int at = slot << STATE_SHIFT;
         while (true) {
@@ -660,6 +663,10 @@ public final class BufferPool implements AutoCloseable {
      * @throws IllegalStateException    when the pool is closed (no lease can be current then)
      */
     public void release(long token) {
+        if (resources.state == PoolResources.CLOSED) {
+            throw closedException("release of lease token 0x" + Long.toHexString(token)
+                    + " (its lease ended with the pool)");
+        }
         int slot = (int) (token & slotMask);
         if (slot >= buffers.length || token == NO_TOKEN) {
             throw refused(token, "release");
@@ -999,6 +1006,10 @@ public final class BufferPool implements AutoCloseable {
     }
 
     IllegalStateException closedException(String what) {
+        if (resources.state == PoolResources.CLOSING) {
+            return new IllegalStateException("pool '" + name + "' is being closed (" + what + "): a lease racing "
+                    + "with close() fails; lease after the close was refused, or from a new pool");
+        }
         String by = resources.closedBy;
         return new IllegalStateException("pool '" + name + "' is closed (" + what + ")" + (by == null ? "" : ": " + by)
                 + "; create a new pool");
