@@ -164,8 +164,16 @@ final class PoolResources implements Runnable {
         RuntimeException failure = null;
         boolean[] deregistered = new boolean[regions.size()];
         for (int r = regions.size() - 1; r >= 0; r--) {
+            MemoryRegion region = regions.get(r);
+            if (!region.isOpen()) { // someone closed it through pool.regions(): deregistered already
+                deregistered[r] = true;
+                observe("region " + r + " was already deregistered");
+                LOG.warn("verbs4j pool '{}': region {} was closed by someone else (pool.regions() are the pool's: "
+                        + "do not close them)", name, r);
+                continue;
+            }
             try {
-                regions.get(r).close();
+                region.close();
                 deregistered[r] = true;
                 observe("deregistered region " + r);
             } catch (RuntimeException e) {

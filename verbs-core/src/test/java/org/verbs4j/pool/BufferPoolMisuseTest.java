@@ -468,6 +468,20 @@ class BufferPoolMisuseTest {
         assertEquals(0, fake.registrations.get());
     }
 
+    @Test
+    void aPoolRegionClosedDirectlyIsRefusedForPostsAndTheCloseStillFreesItsMemory() {
+        List<String> events = new CopyOnWriteArrayList<>();
+        BufferPool pool = fake.pool().sizeClass(64, 2).releaseObserver(events::add).build();
+        pool.regions().getFirst().close(); // misuse: the pool's regions are the pool's
+        try (SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            PooledBuffer b = pool.lease(1);
+            assertThrows(VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(1), b, 8));
+            b.release();
+        }
+        pool.close();
+        assertEquals(List.of("views closed", "region 0 was already deregistered", "freed allocation 0"), events);
+    }
+
     // ---- a dropped pool ------------------------------------------------------------------------
 
     private int buildAndDrop(List<String> events, List<MemoryRegion> regions, boolean leaveATokenLeased) {
