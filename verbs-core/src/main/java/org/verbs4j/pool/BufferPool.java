@@ -606,6 +606,15 @@ public final class BufferPool implements AutoCloseable {
         return bufferOf(token, false);
     }
 
+    /** The slot's shared flyweight for a token (unchecked: a token from outside may name no slot). */
+    PooledBuffer slotBuffer(long token) {
+        int slot = (int) (token & slotMask);
+        if (slot >= buffers.length || token == NO_TOKEN) {
+            throw refused(token, "buffer(token)");
+        }
+        return buffers[slot];
+    }
+
     /** The token of the current lease of slot {@code slot} (for {@link PooledBuffer#token()}). */
     long currentToken(PooledBuffer b) {
         long s = (long) STATES.getVolatile(states, b.slot << STATE_SHIFT);

@@ -41,6 +41,33 @@ public final class PoolWorkRequests {
         return sge(wrs, buffer, buffer.capacity());
     }
 
+    /**
+     * Adds {@code [0, length)} of the buffer of lease {@code token} as an SGE of the current send
+     * work request; in checked mode a token whose lease ended is refused. Allocation-free in
+     * every mode (also with strict leases).
+     */
+    public static SendWorkRequests sge(SendWorkRequests wrs, BufferPool pool, long token, int length) {
+        PooledBuffer b = checkToken("ibv_post_send", pool, token);
+        check("ibv_post_send", b, length);
+        return wrs.sge(b.region(), b.offset(), length);
+    }
+
+    /** {@link #sge(SendWorkRequests, BufferPool, long, int)} for a receive work request. */
+    public static ReceiveWorkRequests sge(ReceiveWorkRequests wrs, BufferPool pool, long token, int length) {
+        PooledBuffer b = checkToken("ibv_post_recv", pool, token);
+        check("ibv_post_recv", b, length);
+        return wrs.sge(b.region(), b.offset(), length);
+    }
+
+    private static PooledBuffer checkToken(String verb, BufferPool pool, long token) {
+        if (Verbs.CHECKED && !pool.isCurrent(token)) {
+            RuntimeException why = pool.refused(token, verb);
+            throw new VerbsException(verb, Errno.EINVAL, why.getMessage(),
+                    "post only buffers you hold a lease on, and release them after their completion");
+        }
+        return pool.slotBuffer(token);
+    }
+
     /** Starts an RDMA WRITE into {@code remote} (a buffer of this process, e.g. in a loopback test). */
     public static SendWorkRequests write(SendWorkRequests wrs, long wrId, PooledBuffer remote) {
         return wrs.write(wrId, remote.remoteAddress(), remote.rkey());

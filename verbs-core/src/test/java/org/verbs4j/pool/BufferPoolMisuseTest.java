@@ -194,6 +194,23 @@ class BufferPoolMisuseTest {
     }
 
     @Test
+    void workRequestHelpersRefuseAStaleTokenAndTakeACurrentOne() {
+        try (BufferPool pool = small(1);
+             SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            long old = pool.leaseToken(1);
+            pool.release(old);
+            long now = pool.leaseToken(1);
+            VerbsException e = assertThrows(VerbsException.class,
+                    () -> PoolWorkRequests.sge(wrs.clear().send(old), pool, old, 8));
+            assertTrue(e.getMessage().contains("is stale"), e.getMessage());
+            PoolWorkRequests.sge(wrs.clear().send(now), pool, now, 8);
+            assertEquals(1, wrs.size());
+            assertThrows(VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(now), pool, now, 257));
+            pool.release(now);
+        }
+    }
+
+    @Test
     void bufferOfAStaleTokenIsRefusedAndOfACurrentOneIsItsBuffer() {
         try (BufferPool pool = small(2)) {
             long t = pool.leaseToken(100);
