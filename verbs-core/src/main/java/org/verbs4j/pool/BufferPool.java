@@ -97,8 +97,9 @@ import org.verbs4j.ProtectionDomain;
  * <p>Thread-safety: {@link #lease}, {@link #tryLease}, the token methods, {@link #release} and
  * {@link #metrics} may be called by any number of threads at once. {@link #close()} may race
  * with them, with a defined outcome: it refuses while any buffer is leased; a lease racing with
- * a successful close fails with IllegalStateException; a release racing with it either lands
- * first (and the close goes ahead) or is refused as stale. The pool owns its regions and their
+ * a successful close fails with IllegalStateException, and a successful lease holds the close
+ * off until it is released; so a close can only go ahead when no release of a live lease is left
+ * (a release after it is refused: the pool is closed). The pool owns its regions and their
  * memory; the protection domain must outlive it (it refuses to close while the regions are
  * registered).
  */
