@@ -133,7 +133,7 @@ public final class BufferPool implements AutoCloseable {
     private static final long MAX_PARK_NANOS = 1_000_000L;
     /** How far behind a token's generation may be to be called stale rather than foreign. */
     private static final long STALE_WINDOW = 1L << 40;
-    private static final VarHandle STATES = MethodHandles.arrayElementVarHandle(long[].class);
+    static final VarHandle STATES = MethodHandles.arrayElementVarHandle(long[].class);
     private static final VarHandle BYTES_IN_USE, HIGH_WATER, WAITING;
     private static final ThreadCache[] NO_CACHES = new ThreadCache[0];
 
@@ -486,10 +486,12 @@ public final class BufferPool implements AutoCloseable {
     private long claim(SizeClass k, int local) {
         int slot = k.base + local;
         int at = slot << STATE_SHIFT;
-        long s = (long) STATES.getVolatile(states, at);
-        if ((s & STATE_BITS) != FREE || !STATES.compareAndSet(states, at, s, s + LEASE_STEP)) {
+        // a FREE slot taken off a free list is this thread's alone: nobody else writes its state
+        // word (stale releases and leak detection only CAS from LEASED), so one atomic add leases it
+        long s = (long) STATES.getAndAdd(states, at, LEASE_STEP);
+        if ((s & STATE_BITS) != FREE) {
             throw new IllegalStateException("verbs4j pool '" + name + "' is corrupt: free slot " + slot
-                    + " was not free (state " + ((long) STATES.getVolatile(states, at) & STATE_BITS) + ")");
+                    + " was not free (state " + (s & STATE_BITS) + ")");
         }
         if (!resources.isOpen()) {
             STATES.setVolatile(states, at, s);
@@ -645,9 +647,6 @@ public final class BufferPool implements AutoCloseable {
             release(buffer.leaseToken);
             return;
         }
-        if (resources.state == PoolResources.CLOSED) {
-            throw closedException("release of " + buffer + " (its lease ended with the pool)");
-        }
         int slot = buffer.slot;
         int at = slot << STATE_SHIFT;
         while (true) {
@@ -673,10 +672,6 @@ public final class BufferPool implements AutoCloseable {
      * @throws IllegalStateException    when the pool is closed (no lease can be current then)
      */
     public void release(long token) {
-        if (resources.state == PoolResources.CLOSED) {
-            throw closedException("release of lease token 0x" + Long.toHexString(token)
-                    + " (its lease ended with the pool)");
-        }
         int slot = (int) (token & slotMask);
         if (slot >= buffers.length || token == NO_TOKEN) {
             throw refused(token, "release");
@@ -730,6 +725,10 @@ public final class BufferPool implements AutoCloseable {
             return new IllegalArgumentException(what + ": NO_TOKEN is not a lease (tryLeaseToken found the class "
                     + "empty): check for it before using the token");
         }
+        if (resources.state == PoolResources.CLOSED) {
+            return closedException(what + " of lease token 0x" + Long.toHexString(token)
+                    + " (no lease is current once a pool is closed)");
+        }
         int slot = (int) (token & slotMask);
         if (slot >= buffers.length) {
             return foreign(token, what);
@@ -738,7 +737,7 @@ public final class BufferPool implements AutoCloseable {
         long genMask = -1L >>> slotBits;
         long ahead = ((s >>> 2) - (token >>> slotBits)) & genMask;
         String lease = "lease token 0x" + Long.toHexString(token) + " (buffer #" + slot + ")";
-        String closed = resources.isOpen() ? "" : " (pool '" + name + "' is closed: " + resources.closedBy + ")";
+        String closed = resources.isOpen() ? "" : " (pool '" + name + "' is being closed)";
         if (ahead == 0) {
             if ((s & STATE_BITS) == LEAKED) {
                 return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' was found leaked and its "

@@ -92,6 +92,7 @@ final class PoolResources implements Runnable {
                 + "their memory from the cleaner (close pools explicitly, with try-with-resources, after their "
                 + "work completed)", name, leased == 0 ? "" : " (with " + leased + " buffer(s) still leased)",
                 regions.size(), buildSite);
+        endLeases();
         release("it was dropped without close() and reclaimed by the cleaner", false);
     }
 
@@ -108,7 +109,25 @@ final class PoolResources implements Runnable {
         } else {
             LOG.debug("verbs4j pool '{}': its arena was closed; deregistering and freeing its memory", name);
         }
+        endLeases();
         release("the arena its memory is bounded by (RegionAllocator.of(arena)) was closed", false);
+    }
+
+    /**
+     * A release nobody could refuse: the leases still held end with the pool. Each goes from
+     * LEASED to LEAKED (quarantined, never leased again), so that its release is refused rather
+     * than accepted by a pool that no longer has the memory.
+     */
+    private void endLeases() {
+        for (int i = 0; i < states.length; i += 1 << stateShift) {
+            while (true) {
+                long s = (long) BufferPool.STATES.getVolatile(states, i);
+                if ((s & BufferPool.STATE_BITS) != BufferPool.LEASED
+                        || BufferPool.STATES.compareAndSet(states, i, s, s - BufferPool.LEASED + BufferPool.LEAKED)) {
+                    break;
+                }
+            }
+        }
     }
 
     /** OPEN to CLOSED for a release nobody can refuse; waits out a close() that is deciding. */
