@@ -14,6 +14,11 @@ public class InvalidRequestException extends VerbsException {
         super(verb, Errno.EINVAL, detail, hint);
     }
 
+    /** Without a hint (the detail says what to do). */
+    public InvalidRequestException(String verb, String detail) {
+        super(verb, Errno.EINVAL, detail, null);
+    }
+
     /** With an errno other than EINVAL (EFAULT: memory already freed). */
     public InvalidRequestException(String verb, int errno, String detail, String hint) {
         super(verb, errno, detail, hint);

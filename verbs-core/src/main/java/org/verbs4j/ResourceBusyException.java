@@ -9,6 +9,11 @@ import org.verbs4j.natives.Errno;
 public class ResourceBusyException extends VerbsException {
     private static final long serialVersionUID = 1L;
 
+    /** Without a hint (the detail says what to do). */
+    public ResourceBusyException(String verb, String detail) {
+        super(verb, Errno.EBUSY, detail, null);
+    }
+
     /** @see VerbsException#VerbsException(String, int, String, String) */
     public ResourceBusyException(String verb, String detail, String hint) {
         super(verb, Errno.EBUSY, detail, hint);

@@ -66,6 +66,14 @@ public class PoolHostBenchmark {
         return b;
     }
 
+    /** One thread, by lease token (generation-checked release; no object). */
+    @Benchmark
+    public long leaseReleaseToken() {
+        long t = pool.leaseToken(size);
+        pool.release(t);
+        return t;
+    }
+
     /** Two threads on one pool (shared counters and, on misses, the shared free list). */
     @Benchmark
     @Threads(2)

@@ -1,8 +1,10 @@
 package org.verbs4j.pool;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.lang.ref.Cleaner;
 import java.lang.ref.PhantomReference;
 import java.lang.ref.Reference;
 import java.lang.ref.ReferenceQueue;
@@ -17,13 +19,20 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.Access;
+import org.verbs4j.InvalidRequestException;
 import org.verbs4j.MemoryRegion;
+import org.verbs4j.ResourceBusyException;
+import org.verbs4j.ResourceClosedException;
+import org.verbs4j.VerbsException;
+import org.verbs4j.natives.Errno;
 import org.verbs4j.ProtectionDomain;
 
 /**
@@ -52,8 +61,33 @@ import org.verbs4j.ProtectionDomain;
  * one {@link ThreadLocal} lookup (no allocation after a thread's first lease; virtual threads
  * skip the cache). A lease pops its thread's cache, else the shared stack, else steals from other
  * threads' caches (so cached buffers never make a class look exhausted), and only then applies
- * the {@link ExhaustionPolicy}. A per-slot state word (FREE/LEASED, one CAS each way) makes a
- * double release and a buffer handed out twice impossible to miss.
+ * the {@link ExhaustionPolicy}. A per-slot state word (a generation and FREE/LEASED, one CAS each
+ * way) makes a buffer handed out twice impossible and tells every lease of a slot from the others.
+ *
+ * <h2>Leases, tokens and stale references</h2>
+ * Each lease of a slot bumps the slot's generation; a lease is the pair (slot, generation), and
+ * its {@linkplain PooledBuffer#token() token} is that pair in one {@code long}. A release or use
+ * through a lease that ended (released twice, or released after its buffer was leased again) is
+ * refused with a {@link StaleLeaseException} that says what happened: {@link #release(long)} with
+ * a token, {@link #buffer(long)} and {@link #isCurrent(long)} check the generation, in every mode,
+ * allocation-free. {@link #lease(int)} hands out the slot's shared {@link PooledBuffer} flyweight
+ * (so that leasing allocates nothing), which carries no generation of its own: a release through
+ * it is refused when the slot is free (double release) but cannot be told from the new holder's
+ * once the slot was leased again. Carry the token wherever a reference may outlive its lease (a
+ * work request's wr_id, a completion handler, another thread), or build the pool with
+ * {@link Builder#strictLeases(boolean)} (implied by leak tracking): then each lease gets its own
+ * small {@link PooledBuffer} (one allocation per lease) and a release or use through a stale one
+ * is refused as well.
+ *
+ * <h2>Lifetime</h2>
+ * The regions and their memory stay alive while the pool is open; {@link #close()} refuses while
+ * buffers are leased. A leased buffer keeps its pool reachable (a token does not). Closing gives
+ * everything back in one order: the buffers' {@linkplain PooledBuffer#segment() segments} die
+ * (they are views in an arena the pool closes, so a segment kept past the close throws instead of
+ * reading freed memory), then the regions are deregistered, then the memory is freed (memory
+ * whose deregistration failed is leaked, never freed while registered). A pool that becomes
+ * unreachable unclosed is reclaimed the same way by a {@link Cleaner}, with a warning naming
+ * where it was built.
  *
  * <h2>Leaks</h2>
  * {@link #outstandingLeases()} lists leased buffers at any time and {@link #close()} refuses to
@@ -65,10 +99,13 @@ import org.verbs4j.ProtectionDomain;
  * memory). With {@code -D}{@value #LEAK_SITES_PROPERTY}{@code =true} each lease also records its
  * stack trace, shown in leak reports.
  *
- * <p>Thread-safety: {@link #lease}, {@link #tryLease}, {@link #release} and {@link #metrics} may be
- * called by any number of threads at once. {@link #close()} must not race with leases (it refuses
- * when buffers are leased, and a lease that races with it fails). The pool owns its regions and
- * their memory; the protection domain must outlive it (it refuses to close while the regions are
+ * <p>Thread-safety: {@link #lease}, {@link #tryLease}, the token methods, {@link #release} and
+ * {@link #metrics} may be called by any number of threads at once. {@link #close()} may race
+ * with them, with a defined outcome: it refuses while any buffer is leased; a lease racing with
+ * a successful close fails with ResourceClosedException, and a successful lease holds the close
+ * off until it is released; so a close can only go ahead when no release of a live lease is left
+ * (a release after it is refused: the pool is closed). The pool owns its regions and their
+ * memory; the protection domain must outlive it (it refuses to close while the regions are
  * registered).
  */
 public final class BufferPool implements AutoCloseable {
@@ -76,25 +113,38 @@ public final class BufferPool implements AutoCloseable {
     public static final String LEAK_TRACKING_PROPERTY = "verbs4j.pool.leakTracking";
     /** Records the stack trace of every lease (implies leak tracking). */
     public static final String LEAK_SITES_PROPERTY = "verbs4j.pool.leakSites";
+    /** Turns strict leases (a {@link PooledBuffer} per lease) on for pools whose builder did not decide. */
+    public static final String STRICT_LEASES_PROPERTY = "verbs4j.pool.strictLeases";
+    /** What {@link #tryLeaseToken(int)} returns when the class is empty; never a valid token. */
+    public static final long NO_TOKEN = -1L;
 
     private static final Logger LOG = LoggerFactory.getLogger(BufferPool.class);
     private static final boolean DEFAULT_SITES = Boolean.getBoolean(LEAK_SITES_PROPERTY);
     private static final boolean DEFAULT_TRACKING = DEFAULT_SITES || Boolean.getBoolean(LEAK_TRACKING_PROPERTY);
+    private static final boolean DEFAULT_STRICT = Boolean.getBoolean(STRICT_LEASES_PROPERTY);
+    private static final Cleaner CLEANER = Cleaner.create();
     /** Region alignment: a page, so that no two regions share one. */
     static final long REGION_ALIGNMENT = 4096;
-    /** Slot state words are spaced a cache line apart, so neighbouring slots never false-share. */
-    private static final int STATE_SHIFT = 4;
-    private static final int FREE = 0, LEASED = 1, LEAKED = 2;
+    /** Slot state words (longs) are spaced a cache line apart, so neighbouring slots never false-share. */
+    static final int STATE_SHIFT = 3;
+    /**
+     * A slot's state word: {@code [generation : 62][state : 2]}. A lease moves (g, FREE) to
+     * (g + 1, LEASED); a release (g, LEASED) to (g, FREE); a leak (g, LEASED) to (g, LEAKED). Each
+     * is one CAS on the whole word, so a release succeeds only for the generation it names.
+     */
+    static final long FREE = 0, LEASED = 1, LEAKED = 2, STATE_BITS = 3;
+    private static final long LEASE_STEP = 4 + LEASED;
     /** The longest a waiting lease parks before it looks again (a release wakes it sooner). */
     private static final long MAX_PARK_NANOS = 1_000_000L;
-    private static final VarHandle STATES = MethodHandles.arrayElementVarHandle(int[].class);
-    private static final VarHandle CLOSED, BYTES_IN_USE, HIGH_WATER, WAITING;
+    /** How far behind a token's generation may be to be called stale rather than foreign. */
+    private static final long STALE_WINDOW = 1L << 40;
+    static final VarHandle STATES = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final VarHandle BYTES_IN_USE, HIGH_WATER, WAITING;
     private static final ThreadCache[] NO_CACHES = new ThreadCache[0];
 
     static {
         try {
             MethodHandles.Lookup l = MethodHandles.lookup();
-            CLOSED = l.findVarHandle(BufferPool.class, "closed", int.class);
             BYTES_IN_USE = l.findVarHandle(BufferPool.class, "bytesInUse", long.class);
             HIGH_WATER = l.findVarHandle(BufferPool.class, "highWater", long.class);
             WAITING = l.findVarHandle(SizeClass.class, "waiting", int.class);
@@ -142,13 +192,16 @@ public final class BufferPool implements AutoCloseable {
         }
     }
 
-    /** The phantom reference of one tracked lease. */
+    /** The phantom reference of one tracked lease (of its own {@link PooledBuffer}). */
     private static final class LeaseRef extends PhantomReference<PooledBuffer> {
         final int slot;
+        /** The slot's state word while this lease holds it. */
+        final long leasedState;
 
-        LeaseRef(PooledBuffer referent, ReferenceQueue<? super PooledBuffer> q, int slot) {
+        LeaseRef(PooledBuffer referent, ReferenceQueue<? super PooledBuffer> q, int slot, long leasedState) {
             super(referent, q);
             this.slot = slot;
+            this.leasedState = leasedState;
         }
     }
 
@@ -156,7 +209,12 @@ public final class BufferPool implements AutoCloseable {
     private final SizeClass[] classes;
     private final int[] sizes;
     private final PooledBuffer[] buffers;
-    private final int[] states;
+    private final long[] states;
+    /** Tokens: {@code generation << slotBits | slot}; {@code 2^slotBits > capacity}, so -1 is never one. */
+    private final int slotBits;
+    private final long slotMask;
+    /** Each lease gets its own PooledBuffer (allocates; stale references are caught). */
+    private final boolean strict;
     private final ExhaustionPolicy exhaustion;
     private final int cacheSize;
     private final ThreadLocal<ThreadCache[]> threadCaches;
@@ -166,7 +224,8 @@ public final class BufferPool implements AutoCloseable {
     private final Throwable[] leaseSites;
     private final ReferenceQueue<PooledBuffer> leakQueue;
     private final List<MemoryRegion> regions;
-    private final List<RegionAllocator.Allocation> allocations;
+    private final PoolResources resources;
+    private final Cleaner.Cleanable cleanable;
     private final long registrations;
     private final String allocatorDescription;
     private final LongAdder cacheMisses = new LongAdder();
@@ -175,8 +234,6 @@ public final class BufferPool implements AutoCloseable {
     private final AtomicLong leaked = new AtomicLong();
     private long retiredHits; // hits of pruned caches, under the registry lock
     private final Object registry = new Object();
-    @SuppressWarnings("unused") // through CLOSED
-    private volatile int closed;
     @SuppressWarnings("unused") // through BYTES_IN_USE
     private volatile long bytesInUse;
     @SuppressWarnings("unused") // through HIGH_WATER
@@ -188,6 +245,7 @@ public final class BufferPool implements AutoCloseable {
         this.cacheSize = b.threadCacheSize;
         this.tracking = b.leakTracking || b.leakSites;
         this.sites = b.leakSites;
+        this.strict = tracking || b.strictLeases;
         Registrar registrar = b.registrar != null ? b.registrar : b.allocator.registrar();
         this.allocatorDescription = b.allocator.description();
 
@@ -203,14 +261,22 @@ public final class BufferPool implements AutoCloseable {
             i++;
         }
         this.buffers = new PooledBuffer[total];
-        this.states = new int[total << STATE_SHIFT];
+        this.states = new long[total << STATE_SHIFT];
+        this.slotBits = 32 - Integer.numberOfLeadingZeros(total);
+        this.slotMask = (1L << slotBits) - 1;
+        // every slot starts at one random generation per pool, so that tokens of two pools differ
+        long salt = ThreadLocalRandom.current().nextLong() << 2;
+        for (int s = 0; s < total; s++) {
+            states[s << STATE_SHIFT] = salt;
+        }
         this.refs = tracking ? new LeaseRef[total] : null;
         this.leaseSites = sites ? new Throwable[total] : null;
         this.leakQueue = tracking ? new ReferenceQueue<>() : null;
 
-        // allocate and register: once per class, or once for all
+        // allocate and register: once per class, or once for all; regs.get(i) registers allocs.get(i)
         List<MemoryRegion> regs = new ArrayList<>();
         List<RegionAllocator.Allocation> allocs = new ArrayList<>();
+        Arena views = Arena.ofShared();
         long registered = 0;
         try {
             if (b.singleRegion) {
@@ -225,8 +291,9 @@ public final class BufferPool implements AutoCloseable {
                 MemoryRegion mr = register(registrar, b.pd, a, b.access);
                 registered++;
                 regs.add(mr);
+                MemorySegment view = view(a, views);
                 for (SizeClass k : classes) {
-                    makeSlots(k, mr, offsets[k.index]);
+                    makeSlots(k, mr, view, offsets[k.index]);
                 }
             } else {
                 for (SizeClass k : classes) {
@@ -235,28 +302,45 @@ public final class BufferPool implements AutoCloseable {
                     MemoryRegion mr = register(registrar, b.pd, a, b.access);
                     registered++;
                     regs.add(mr);
-                    makeSlots(k, mr, 0);
+                    makeSlots(k, mr, view(a, views), 0);
                 }
             }
         } catch (RuntimeException | Error e) {
-            for (int r = regs.size() - 1; r >= 0; r--) {
-                try {
-                    regs.get(r).close();
-                } catch (RuntimeException suppressed) {
-                    e.addSuppressed(suppressed);
-                }
-            }
+            views.close();
+            // deregister, then free; memory whose deregistration failed is leaked, never freed
             for (int r = allocs.size() - 1; r >= 0; r--) {
-                allocs.get(r).close();
+                boolean deregistered = true;
+                if (r < regs.size()) {
+                    try {
+                        regs.get(r).close();
+                    } catch (RuntimeException suppressed) {
+                        deregistered = false;
+                        e.addSuppressed(suppressed);
+                    }
+                }
+                if (deregistered) {
+                    allocs.get(r).close();
+                }
             }
             throw e;
         }
         this.regions = List.copyOf(regs);
-        this.allocations = List.copyOf(allocs);
         this.registrations = registered;
+        this.resources = new PoolResources(name, views, regions, List.copyOf(allocs), states, STATE_SHIFT,
+                new Throwable("pool '" + name + "' built here"), b.releaseObserver);
+        this.cleanable = CLEANER.register(this, resources);
+        for (RegionAllocator.Allocation a : allocs) {
+            a.revoke = resources::arenaClosed;
+        }
         this.threadCaches = cacheSize == 0 ? null : ThreadLocal.withInitial(this::registerCaches);
         LOG.debug("verbs4j pool '{}': {} buffers in {} size class(es), {} registration(s), memory: {}", name, total, n,
                 registered, allocatorDescription);
+    }
+
+    /** The region's memory as the buffers see it: scoped to the pool's view arena, which dies first on close. */
+    private static MemorySegment view(RegionAllocator.Allocation a, Arena views) {
+        MemorySegment mem = a.segment();
+        return MemorySegment.ofAddress(mem.address()).reinterpret(mem.byteSize(), views, null);
     }
 
     private static MemoryRegion register(Registrar registrar, ProtectionDomain pd, RegionAllocator.Allocation a,
@@ -264,7 +348,7 @@ public final class BufferPool implements AutoCloseable {
         MemorySegment mem = a.segment();
         MemoryRegion mr = registrar.register(pd, mem, access);
         if (mr == null || mr.address() != mem.address() || mr.length() < mem.byteSize()) {
-            IllegalStateException e = new IllegalStateException("the registrar returned " + mr
+            VerbsException e = new InvalidRequestException("Registrar.register", "the registrar returned " + mr
                     + ", which does not cover the allocated region of " + mem.byteSize() + " bytes at 0x"
                     + Long.toHexString(mem.address()));
             if (mr != null) {
@@ -275,9 +359,9 @@ public final class BufferPool implements AutoCloseable {
         return mr;
     }
 
-    private void makeSlots(SizeClass k, MemoryRegion mr, long offset) {
+    private void makeSlots(SizeClass k, MemoryRegion mr, MemorySegment view, long offset) {
         for (int s = 0; s < k.count; s++) {
-            buffers[k.base + s] = new PooledBuffer(this, k, k.base + s, s, mr, offset + (long) k.size * s);
+            buffers[k.base + s] = new PooledBuffer(this, k, k.base + s, s, mr, view, offset + (long) k.size * s);
         }
     }
 
@@ -291,41 +375,72 @@ public final class BufferPool implements AutoCloseable {
     /**
      * Leases a buffer of at least {@code size} bytes (from the smallest size class that fits),
      * applying the pool's {@link ExhaustionPolicy} when that class is empty. Allocation-free and
-     * lock-free unless it has to wait or throw.
+     * lock-free unless it has to wait or throw (or the pool has {@linkplain Builder#strictLeases
+     * strict leases}). A size of 0 leases from the smallest class.
+     *
+     * <p>The buffer returned is the slot's shared flyweight unless leases are strict: take its
+     * {@link PooledBuffer#token() token} where the reference may outlive the lease.
      *
      * @throws PoolExhaustedException   when the class stays empty (fail-fast, or for the whole wait)
-     * @throws IllegalArgumentException when no size class holds {@code size} bytes
-     * @throws IllegalStateException    when the pool is closed
+     * @throws InvalidRequestException when {@code size} is negative or no size class holds it
+     * @throws ResourceClosedException when the pool is closed
      */
     public PooledBuffer lease(int size) {
+        return bufferOf(leaseToken(size), true);
+    }
+
+    /** {@link #lease(int)}, waiting up to {@code timeout} (whatever the pool's policy) when the class is empty. */
+    public PooledBuffer lease(int size, Duration timeout) {
+        return bufferOf(leaseToken(size, timeout), true);
+    }
+
+    /** Leases a buffer of at least {@code size} bytes, or returns null at once when its class is empty. */
+    public PooledBuffer tryLease(int size) {
+        long t = tryLeaseToken(size);
+        return t == NO_TOKEN ? null : bufferOf(t, true);
+    }
+
+    /**
+     * Leases a buffer like {@link #lease(int)} and returns its lease token ({@code long}: the
+     * slot and the lease's generation) instead of an object: allocation-free in every mode, and
+     * checked on every use ({@link #release(long)}, {@link #buffer(long)}), so a token kept past
+     * its lease is refused with a {@link StaleLeaseException}. Fits a work request's wr_id.
+     * A token does not keep the pool reachable, and is not tracked for leaks (a dropped one shows
+     * in {@link #outstandingLeases()}).
+     *
+     * @throws PoolExhaustedException   when the class stays empty (fail-fast, or for the whole wait)
+     * @throws InvalidRequestException when {@code size} is negative or no size class holds it
+     * @throws ResourceClosedException when the pool is closed
+     */
+    public long leaseToken(int size) {
         SizeClass k = classFor(size);
-        PooledBuffer b = take(k);
-        if (b != null) {
-            return b;
+        long t = take(k);
+        if (t != NO_TOKEN) {
+            return t;
         }
         exhaustions.increment();
         return awaitOrFail(k, size, exhaustion.timeoutNanos());
     }
 
-    /** {@link #lease(int)}, waiting up to {@code timeout} (whatever the pool's policy) when the class is empty. */
-    public PooledBuffer lease(int size, Duration timeout) {
+    /** {@link #leaseToken(int)}, waiting up to {@code timeout} (whatever the pool's policy) when the class is empty. */
+    public long leaseToken(int size, Duration timeout) {
         SizeClass k = classFor(size);
-        PooledBuffer b = take(k);
-        if (b != null) {
-            return b;
+        long t = take(k);
+        if (t != NO_TOKEN) {
+            return t;
         }
         exhaustions.increment();
         return awaitOrFail(k, size, ExhaustionPolicy.await(timeout).timeoutNanos());
     }
 
-    /** Leases a buffer of at least {@code size} bytes, or returns null at once when its class is empty. */
-    public PooledBuffer tryLease(int size) {
+    /** {@link #leaseToken(int)}, or {@link #NO_TOKEN} at once when the class is empty. */
+    public long tryLeaseToken(int size) {
         SizeClass k = classFor(size);
-        PooledBuffer b = take(k);
-        if (b == null) {
+        long t = take(k);
+        if (t == NO_TOKEN) {
             exhaustions.increment();
         }
-        return b;
+        return t;
     }
 
     private SizeClass classFor(int size) {
@@ -333,12 +448,12 @@ public final class BufferPool implements AutoCloseable {
         for (int i = 0; i < s.length; i++) {
             if (size <= s[i]) {
                 if (size < 0) {
-                    throw new IllegalArgumentException("a negative buffer size: " + size);
+                    throw new InvalidRequestException("BufferPool", "a negative buffer size: " + size);
                 }
                 return classes[i];
             }
         }
-        throw new IllegalArgumentException("no size class of pool '" + name + "' holds " + size
+        throw new InvalidRequestException("BufferPool", "no size class of pool '" + name + "' holds " + size
                 + " bytes (the largest is " + s[s.length - 1] + "): add a larger sizeClass to the builder");
     }
 
@@ -349,8 +464,8 @@ public final class BufferPool implements AutoCloseable {
         return threadCaches.get()[k.index];
     }
 
-    /** A buffer of class k, or null when the class is empty. */
-    private PooledBuffer take(SizeClass k) {
+    /** A lease of class k (its token), or NO_TOKEN when the class is empty. */
+    private long take(SizeClass k) {
         ThreadCache c = cache(k);
         int local = c == null ? FreeStack.EMPTY : c.pop();
         if (local == FreeStack.EMPTY) {
@@ -362,7 +477,10 @@ public final class BufferPool implements AutoCloseable {
             if (local == FreeStack.EMPTY) {
                 local = k.steal();
                 if (local == FreeStack.EMPTY) {
-                    return null;
+                    if (!resources.isOpen()) {
+                        throw closedException("lease");
+                    }
+                    return NO_TOKEN;
                 }
             }
             sharedLeases.increment();
@@ -370,29 +488,50 @@ public final class BufferPool implements AutoCloseable {
         return claim(k, local);
     }
 
-    private PooledBuffer claim(SizeClass k, int local) {
+    private long claim(SizeClass k, int local) {
         int slot = k.base + local;
-        if (!STATES.compareAndSet(states, slot << STATE_SHIFT, FREE, LEASED)) {
-            throw new IllegalStateException("verbs4j pool '" + name + "' is corrupt: free slot " + slot
-                    + " was not free (state " + (int) STATES.getVolatile(states, slot << STATE_SHIFT) + ")");
+        int at = slot << STATE_SHIFT;
+        // a FREE slot taken off a free list is this thread's alone: nobody else writes its state
+        // word (stale releases and leak detection only CAS from LEASED), so one atomic add leases it
+        long s = (long) STATES.getAndAdd(states, at, LEASE_STEP);
+        if ((s & STATE_BITS) != FREE) {
+            throw new VerbsException("BufferPool.lease", Errno.EIO, "verbs4j pool '" + name + "' is corrupt: free slot " + slot
+                    + " was not free (state " + (s & STATE_BITS) + ")", "report it: this is a verbs4j bug");
         }
-        if ((int) CLOSED.getVolatile(this) != 0) {
-            STATES.setVolatile(states, slot << STATE_SHIFT, FREE);
+        if (!resources.isOpen()) {
+            STATES.setVolatile(states, at, s);
             k.shared.push(local);
             throw closedException("lease");
-        }
-        PooledBuffer b = buffers[slot];
-        if (tracking) {
-            buffers[slot] = null; // the lessee holds the only reference: dropping it is a leak we can see
-            refs[slot] = new LeaseRef(b, leakQueue, slot);
-            if (sites) {
-                leaseSites[slot] = new Throwable("buffer #" + slot + " (" + k.size + " B) of pool '" + name
-                        + "' leased here by " + Thread.currentThread().getName());
-            }
         }
         long used = (long) BYTES_IN_USE.getAndAdd(this, (long) k.size) + k.size;
         if (used > (long) HIGH_WATER.getOpaque(this)) {
             raiseHighWater(used);
+        }
+        return tokenOf(slot, s + LEASE_STEP);
+    }
+
+    private long tokenOf(int slot, long state) {
+        return ((state >>> 2) << slotBits) | slot;
+    }
+
+    /**
+     * The object for a lease: the slot's flyweight, or (strict) one of its own; with leak tracking
+     * and {@code track}, registered for leak detection.
+     */
+    private PooledBuffer bufferOf(long token, boolean track) {
+        int slot = (int) (token & slotMask);
+        PooledBuffer shared = buffers[slot];
+        if (!strict) {
+            return shared;
+        }
+        PooledBuffer b = new PooledBuffer(shared, token);
+        if (tracking && track) {
+            long leasedState = (long) STATES.getVolatile(states, slot << STATE_SHIFT);
+            refs[slot] = new LeaseRef(b, leakQueue, slot, leasedState);
+            if (sites) {
+                leaseSites[slot] = new Throwable("buffer #" + slot + " (" + shared.capacity() + " B) of pool '" + name
+                        + "' leased here by " + Thread.currentThread().getName());
+            }
         }
         return b;
     }
@@ -406,7 +545,7 @@ public final class BufferPool implements AutoCloseable {
         }
     }
 
-    private PooledBuffer awaitOrFail(SizeClass k, int size, long timeoutNanos) {
+    private long awaitOrFail(SizeClass k, int size, long timeoutNanos) {
         if (timeoutNanos <= 0) {
             throw exhausted(k, size, 0);
         }
@@ -416,9 +555,9 @@ public final class BufferPool implements AutoCloseable {
         WAITING.getAndAdd(k, 1);
         try {
             while (true) {
-                PooledBuffer b = take(k);
-                if (b != null) {
-                    return b;
+                long t = take(k);
+                if (t != NO_TOKEN) {
+                    return t;
                 }
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
@@ -445,50 +584,211 @@ public final class BufferPool implements AutoCloseable {
                 + "or wait longer (ExhaustionPolicy.await)", k.size, k.count);
     }
 
+    // ---- tokens --------------------------------------------------------------------------------
+
+    /**
+     * Whether {@code token} names a lease of this pool that has not ended. A token of another
+     * pool is (with overwhelming likelihood: every pool starts its generations at a random
+     * value) not current here.
+     */
+    public boolean isCurrent(long token) {
+        int slot = (int) (token & slotMask);
+        if (slot >= buffers.length || token == NO_TOKEN) {
+            return false;
+        }
+        long s = (long) STATES.getVolatile(states, slot << STATE_SHIFT);
+        return (s & STATE_BITS) == LEASED && tokenOf(slot, s) == token;
+    }
+
+    /**
+     * The buffer of the lease {@code token} names (the slot's flyweight, or with strict leases
+     * an object of its own that checks the token on release and use).
+     *
+     * @throws StaleLeaseException      when the lease ended (released, or the buffer leased again since)
+     * @throws InvalidRequestException when the token was not issued by this pool
+     */
+    public PooledBuffer buffer(long token) {
+        if (!isCurrent(token)) {
+            throw refused(token, "buffer(token)");
+        }
+        return bufferOf(token, false);
+    }
+
+    /** The slot's shared flyweight for a token (unchecked: a token from outside may name no slot). */
+    PooledBuffer slotBuffer(long token) {
+        int slot = (int) (token & slotMask);
+        if (slot >= buffers.length || token == NO_TOKEN) {
+            throw refused(token, "buffer(token)");
+        }
+        return buffers[slot];
+    }
+
+    /** The token of the current lease of slot {@code slot} (for {@link PooledBuffer#token()}). */
+    long currentToken(PooledBuffer b) {
+        long s = (long) STATES.getVolatile(states, b.slot << STATE_SHIFT);
+        if ((s & STATE_BITS) != LEASED) {
+            throw notLeased(b, "token()", s);
+        }
+        return tokenOf(b.slot, s);
+    }
+
     // ---- release -------------------------------------------------------------------------------
 
     /**
-     * Returns a leased buffer to the pool. Allocation-free and lock-free.
+     * Returns a leased buffer to the pool. Allocation-free and lock-free. Through the shared
+     * flyweight, a release is refused when the slot is not leased; through a strict lease's own
+     * object, also when its lease ended (the buffer was leased again).
      *
-     * @throws IllegalStateException    when the buffer is not leased (released twice)
-     * @throws IllegalArgumentException when it belongs to another pool
+     * @throws StaleLeaseException      when the lease is not current (released twice, or stale)
+     * @throws InvalidRequestException when it belongs to another pool
+     * @throws ResourceClosedException when the pool is closed (no lease can be current then)
      */
     public void release(PooledBuffer buffer) {
         if (buffer.pool != this) {
-            throw new IllegalArgumentException(buffer + " belongs to pool '" + buffer.pool.name
+            throw new InvalidRequestException("BufferPool", buffer + " belongs to pool '" + buffer.pool.name
                     + "', not to pool '" + name + "': release it to the pool that leased it (buffer.release())");
         }
-        int slot = buffer.slot;
-        if (!STATES.compareAndSet(states, slot << STATE_SHIFT, LEASED, FREE)) {
-            throw new IllegalStateException(buffer + " of pool '" + name + "' was released twice (it is not leased): "
-                    + "release each lease exactly once and drop the reference afterwards");
+        if (buffer.leaseToken != NO_TOKEN) {
+            release(buffer.leaseToken);
+            return;
         }
-        SizeClass k = buffer.sizeClass;
+        int slot = buffer.slot;
+        int at = slot << STATE_SHIFT;
+        while (true) {
+            long s = (long) STATES.getVolatile(states, at);
+            if ((s & STATE_BITS) != LEASED) {
+                throw notLeased(buffer, "release", s);
+            }
+            if (STATES.compareAndSet(states, at, s, s - LEASED)) {
+                break;
+            }
+        }
+        freed(buffer.sizeClass, slot);
+    }
+
+    /**
+     * Ends the lease {@code token} names and returns its buffer to the pool. Allocation-free and
+     * lock-free; one CAS that succeeds only while that very lease is current, so a token kept
+     * past its lease can never release someone else's.
+     *
+     * @throws StaleLeaseException      when the lease already ended: released twice, or released
+     *                                  and its buffer leased again since (stale)
+     * @throws InvalidRequestException when the token was not issued by this pool (foreign)
+     * @throws ResourceClosedException when the pool is closed (no lease can be current then)
+     */
+    public void release(long token) {
+        int slot = (int) (token & slotMask);
+        if (slot >= buffers.length || token == NO_TOKEN) {
+            throw refused(token, "release");
+        }
+        int at = slot << STATE_SHIFT;
+        while (true) {
+            long s = (long) STATES.getVolatile(states, at);
+            if ((s & STATE_BITS) != LEASED || tokenOf(slot, s) != token) {
+                throw refused(token, "release");
+            }
+            if (STATES.compareAndSet(states, at, s, s - LEASED)) {
+                break;
+            }
+        }
+        freed(buffers[slot].sizeClass, slot);
+    }
+
+    /** After the CAS to FREE: forget the lease, account, and put the slot back. */
+    private void freed(SizeClass k, int slot) {
         if (tracking) {
             LeaseRef r = refs[slot];
-            refs[slot] = null;
-            r.clear();
+            if (r != null) {
+                refs[slot] = null;
+                r.clear();
+            }
             if (sites) {
                 leaseSites[slot] = null;
             }
-            buffers[slot] = buffer;
-            Reference.reachabilityFence(buffer);
         }
+        int local = slot - k.base;
         BYTES_IN_USE.getAndAdd(this, -(long) k.size);
         if ((int) WAITING.getVolatile(k) == 0) {
             ThreadCache c = cache(k);
-            if (c != null && c.push(buffer.local)) {
+            if (c != null && c.push(local)) {
                 return;
             }
-            k.shared.push(buffer.local);
+            k.shared.push(local);
         } else {
-            k.shared.push(buffer.local);
+            k.shared.push(local);
             k.wakeOne();
         }
     }
 
     boolean isLeased(int slot) {
-        return (int) STATES.getVolatile(states, slot << STATE_SHIFT) != FREE;
+        return ((long) STATES.getVolatile(states, slot << STATE_SHIFT) & STATE_BITS) != FREE;
+    }
+
+    /** The exception for a token that names no current lease of this pool (out of line). */
+    RuntimeException refused(long token, String what) {
+        if (token == NO_TOKEN) {
+            return new InvalidRequestException("BufferPool", what + ": NO_TOKEN is not a lease (tryLeaseToken found the class "
+                    + "empty): check for it before using the token");
+        }
+        if (resources.state == PoolResources.CLOSED) {
+            return closedException(what + " of lease token 0x" + Long.toHexString(token)
+                    + " (no lease is current once a pool is closed)");
+        }
+        int slot = (int) (token & slotMask);
+        if (slot >= buffers.length) {
+            return foreign(token, what);
+        }
+        long s = (long) STATES.getVolatile(states, slot << STATE_SHIFT);
+        long genMask = -1L >>> slotBits;
+        long ahead = ((s >>> 2) - (token >>> slotBits)) & genMask;
+        String lease = "lease token 0x" + Long.toHexString(token) + " (buffer #" + slot + ")";
+        String closed = resources.isOpen() ? "" : " (pool '" + name + "' is being closed)";
+        if (ahead == 0) {
+            if ((s & STATE_BITS) == LEAKED) {
+                return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' was found leaked and its "
+                        + "slot quarantined" + closed, slot);
+            }
+            return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' was released twice "
+                    + "(it had already ended)" + closed + ": release each lease exactly once and drop the token afterwards",
+                    slot);
+        }
+        if (ahead < STALE_WINDOW) {
+            return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' is stale: it was released "
+                    + "and the buffer was leased " + ahead + " more time(s) since (it is " + stateName(s) + " now)"
+                    + closed + "; using it would act on someone else's lease. Release each lease exactly once, "
+                    + "after its last use, and drop the token afterwards", slot);
+        }
+        return foreign(token, what);
+    }
+
+    private VerbsException foreign(long token, String what) {
+        return new InvalidRequestException("BufferPool", what + ": lease token 0x" + Long.toHexString(token)
+                + " was not issued by pool '" + name + "' (another pool's, or not a token): "
+                + "release it to the pool that leased it");
+    }
+
+    /** The exception for a use of the shared flyweight of a slot that is not leased (out of line). */
+    RuntimeException notLeased(PooledBuffer b, String what, long s) {
+        if (!resources.isOpen()) {
+            return closedException(what + " of " + b + " (no buffer is leased once a pool is closed)");
+        }
+        if ((s & STATE_BITS) == LEAKED) {
+            return new StaleLeaseException(what + ": " + b + " of pool '" + name + "' was found leaked and its slot "
+                    + "quarantined", b.slot);
+        }
+        return new StaleLeaseException(what + ": " + b + " of pool '" + name + "' is not leased: it was released "
+                + "twice (or is used after its release); release each lease exactly once and drop the reference "
+                + "afterwards", b.slot);
+    }
+
+    private static String stateName(long s) {
+        long st = s & STATE_BITS;
+        return st == FREE ? "free" : st == LEASED ? "leased by someone else" : "quarantined as leaked";
+    }
+
+    /** Whether the pool is open (for PooledBuffer's checks). */
+    boolean isOpen() {
+        return resources.isOpen();
     }
 
     // ---- thread caches -------------------------------------------------------------------------
@@ -534,8 +834,9 @@ public final class BufferPool implements AutoCloseable {
         }
         int found = 0;
         for (Reference<? extends PooledBuffer> r; (r = leakQueue.poll()) != null; ) {
-            int slot = ((LeaseRef) r).slot;
-            if (STATES.compareAndSet(states, slot << STATE_SHIFT, LEASED, LEAKED)) {
+            LeaseRef lr = (LeaseRef) r;
+            int slot = lr.slot;
+            if (STATES.compareAndSet(states, slot << STATE_SHIFT, lr.leasedState, lr.leasedState - LEASED + LEAKED)) {
                 found++;
                 leaked.incrementAndGet();
                 Throwable site = sites ? leaseSites[slot] : null;
@@ -559,7 +860,7 @@ public final class BufferPool implements AutoCloseable {
                 return classes[i].size;
             }
         }
-        throw new IllegalArgumentException("slot " + slot);
+        throw new InvalidRequestException("BufferPool", "slot " + slot);
     }
 
     /** Every buffer leased now, and every leaked one, with lease sites when recorded. */
@@ -568,7 +869,7 @@ public final class BufferPool implements AutoCloseable {
         List<LeaseInfo> out = new ArrayList<>();
         for (SizeClass k : classes) {
             for (int s = k.base; s < k.base + k.count; s++) {
-                int st = (int) STATES.getVolatile(states, s << STATE_SHIFT);
+                long st = (long) STATES.getVolatile(states, s << STATE_SHIFT) & STATE_BITS;
                 if (st != FREE) {
                     out.add(new LeaseInfo(k.size, s, st == LEAKED, sites ? leaseSites[s] : null));
                 }
@@ -593,7 +894,7 @@ public final class BufferPool implements AutoCloseable {
         for (SizeClass k : classes) {
             int leased = 0, lost = 0;
             for (int s = k.base; s < k.base + k.count; s++) {
-                int st = (int) STATES.getVolatile(states, s << STATE_SHIFT);
+                long st = (long) STATES.getVolatile(states, s << STATE_SHIFT) & STATE_BITS;
                 if (st == LEASED) {
                     leased++;
                 } else if (st == LEAKED) {
@@ -637,24 +938,46 @@ public final class BufferPool implements AutoCloseable {
         return allocatorDescription;
     }
 
-    /** Whether the pool was closed. */
+    /** Whether the pool was closed (by {@link #close()}, its cleaner, or the close of its bounding arena). */
     public boolean isClosed() {
-        return (int) CLOSED.getVolatile(this) != 0;
+        return resources.state == PoolResources.CLOSED;
+    }
+
+    /** With leak tracking: a strict lease's object handed its lease to a token; stop tracking the object. */
+    void untrack(int slot, long token) {
+        if (tracking) {
+            LeaseRef r = refs[slot];
+            if (r != null && tokenOf(slot, r.leasedState) == token) {
+                refs[slot] = null;
+                r.clear();
+            }
+        }
     }
 
     // ---- close ---------------------------------------------------------------------------------
 
     /**
-     * Deregisters the regions and frees the memory. Refuses (IllegalStateException, the pool
-     * stays open) while buffers are leased: their work requests may still be in flight. Leaked
-     * (quarantined) buffers do not hold it open. A second close throws.
+     * Closes the pool: the buffers' segments die, the regions are deregistered, then the memory
+     * is freed (in that order; memory whose deregistration failed is leaked rather than freed).
+     * Refuses (ResourceBusyException, the pool stays open) while buffers are leased: their work
+     * requests may still be in flight. Leaked (quarantined) buffers do not hold it open. A second
+     * close throws, as does a close racing with another.
      */
     @Override
     public void close() {
-        if (!CLOSED.compareAndSet(this, 0, 1)) {
+        int was = resources.beginClose();
+        if (was == PoolResources.CLOSING) {
+            throw new ResourceBusyException("BufferPool.close", "pool '" + name + "' is being closed by another thread", "close it once");
+        }
+        if (was == PoolResources.CLOSED) {
             throw closedException("close");
         }
-        detectLeaks();
+        try {
+            detectLeaks();
+        } catch (RuntimeException | Error e) {
+            resources.abortClose();
+            throw e;
+        }
         List<LeaseInfo> open = new ArrayList<>();
         for (LeaseInfo l : outstandingLeases()) {
             if (!l.leaked()) {
@@ -662,8 +985,8 @@ public final class BufferPool implements AutoCloseable {
             }
         }
         if (!open.isEmpty()) {
-            CLOSED.setVolatile(this, 0);
-            IllegalStateException e = new IllegalStateException("pool '" + name + "' still has " + open.size()
+            resources.abortClose();
+            VerbsException e = new ResourceBusyException("BufferPool.close", "pool '" + name + "' still has " + open.size()
                     + " leased buffer(s) (ids " + ids(open) + "): release them (after their work requests completed) "
                     + "before closing the pool" + (sites ? "; the first one's lease site is the cause"
                     : "; run with -D" + LEAK_SITES_PROPERTY + "=true to see where they were leased"));
@@ -676,26 +999,15 @@ public final class BufferPool implements AutoCloseable {
         if (lost > 0) {
             LOG.warn("verbs4j pool '{}': closing with {} leaked buffer(s) never released", name, lost);
         }
-        RuntimeException failure = null;
-        for (int r = regions.size() - 1; r >= 0; r--) {
-            try {
-                regions.get(r).close();
-            } catch (RuntimeException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
+        try {
+            resources.release("close() was called", true);
+        } finally {
+            if (resources.state == PoolResources.CLOSED) {
+                cleanable.clean(); // nothing left for the cleaner to do
+                if (threadCaches != null) {
+                    threadCaches.remove();
                 }
             }
-        }
-        for (int a = allocations.size() - 1; a >= 0; a--) {
-            allocations.get(a).close();
-        }
-        if (threadCaches != null) {
-            threadCaches.remove();
-        }
-        if (failure != null) {
-            throw failure;
         }
     }
 
@@ -707,8 +1019,14 @@ public final class BufferPool implements AutoCloseable {
         return l.size() > 16 ? sb.append(", ...").toString() : sb.toString();
     }
 
-    private IllegalStateException closedException(String what) {
-        return new IllegalStateException("pool '" + name + "' is closed (" + what + "): create a new pool");
+    VerbsException closedException(String what) {
+        if (resources.state == PoolResources.CLOSING) {
+            return new ResourceClosedException("BufferPool." + what, "pool '" + name + "' is being closed: a lease racing "
+                    + "with close() fails; lease after the close was refused, or from a new pool");
+        }
+        String by = resources.closedBy;
+        return new ResourceClosedException("BufferPool." + what, "pool '" + name + "' is closed" + (by == null ? "" : ": " + by)
+                + "; create a new pool");
     }
 
     @Override
@@ -732,6 +1050,8 @@ public final class BufferPool implements AutoCloseable {
         private int threadCacheSize = 16;
         private boolean leakTracking = DEFAULT_TRACKING;
         private boolean leakSites = DEFAULT_SITES;
+        private boolean strictLeases = DEFAULT_STRICT;
+        private Consumer<String> releaseObserver;
         private String name = "pool";
 
         private Builder(ProtectionDomain pd) {
@@ -741,11 +1061,11 @@ public final class BufferPool implements AutoCloseable {
         /** Adds a size class of {@code buffers} buffers of {@code bufferSize} bytes each. */
         public Builder sizeClass(int bufferSize, int buffers) {
             if (bufferSize <= 0 || buffers <= 0) {
-                throw new IllegalArgumentException("a size class needs a positive size and count: " + bufferSize
+                throw new InvalidRequestException("BufferPool", "a size class needs a positive size and count: " + bufferSize
                         + " x " + buffers);
             }
             if (classes.containsKey(bufferSize)) {
-                throw new IllegalArgumentException("size class " + bufferSize + " given twice");
+                throw new InvalidRequestException("BufferPool", "size class " + bufferSize + " given twice");
             }
             classes.put(bufferSize, buffers);
             return this;
@@ -790,7 +1110,7 @@ public final class BufferPool implements AutoCloseable {
         /** Free buffers each thread caches per size class (default 16; 0 turns thread caches off). */
         public Builder threadCacheSize(int buffers) {
             if (buffers < 0) {
-                throw new IllegalArgumentException("threadCacheSize must not be negative: " + buffers);
+                throw new InvalidRequestException("BufferPool", "threadCacheSize must not be negative: " + buffers);
             }
             this.threadCacheSize = buffers;
             return this;
@@ -808,6 +1128,24 @@ public final class BufferPool implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Give each {@link #lease(int)} its own {@link PooledBuffer} (one small allocation per
+         * lease) instead of the slot's shared flyweight, so that a release or use through a
+         * reference kept past its lease is refused (a {@link StaleLeaseException}) even after the
+         * buffer was leased again. Leak tracking implies it. Default: {@value BufferPool#STRICT_LEASES_PROPERTY}
+         * (false). Tokens ({@link #leaseToken(int)}) are checked either way.
+         */
+        public Builder strictLeases(boolean on) {
+            this.strictLeases = on;
+            return this;
+        }
+
+        /** Tests: sees each step of the release (views closed, region deregistered, allocation freed). */
+        Builder releaseObserver(Consumer<String> observer) {
+            this.releaseObserver = observer;
+            return this;
+        }
+
         /** A name for messages and logs. */
         public Builder name(String name) {
             this.name = Objects.requireNonNull(name, "name");
@@ -817,18 +1155,18 @@ public final class BufferPool implements AutoCloseable {
         /** Allocates and registers the regions (the pool's only registrations) and makes the buffers. */
         public BufferPool build() {
             if (classes.isEmpty()) {
-                throw new IllegalStateException("add at least one sizeClass(bufferSize, buffers)");
+                throw new InvalidRequestException("BufferPool.build", "no size class", "add at least one sizeClass(bufferSize, buffers)");
             }
             if ((access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_ATOMIC))
                     && !access.contains(Access.LOCAL_WRITE)) {
-                throw new IllegalArgumentException("REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE: add Access.LOCAL_WRITE");
+                throw new InvalidRequestException("BufferPool", "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE: add Access.LOCAL_WRITE");
             }
             long total = 0;
             for (Map.Entry<Integer, Integer> e : classes.entrySet()) {
                 total += (long) e.getValue();
             }
             if (total > (Integer.MAX_VALUE >> STATE_SHIFT)) {
-                throw new IllegalArgumentException("too many buffers: " + total);
+                throw new InvalidRequestException("BufferPool", "too many buffers: " + total);
             }
             return new BufferPool(this);
         }

@@ -11,7 +11,8 @@ import org.verbs4j.VerbsException;
  * {@link SendWorkRequests#sge} and {@link ReceiveWorkRequests#sge}. In checked mode (the default,
  * see {@link Verbs#CHECKED}) they also refuse a buffer that is not leased and a length beyond the
  * buffer (which the region-level check cannot see, since the neighbouring buffers are inside the
- * same region). Allocation-free unless they throw. Stateless; the thread that owns the work
+ * same region). Through a strict lease's own object, "not leased" includes a lease that ended
+ * although the buffer was leased again; through the shared flyweight only a free slot is seen. Allocation-free unless they throw. Stateless; the thread that owns the work
  * request chain calls them.
  */
 public final class PoolWorkRequests {
@@ -40,6 +41,33 @@ public final class PoolWorkRequests {
         return sge(wrs, buffer, buffer.capacity());
     }
 
+    /**
+     * Adds {@code [0, length)} of the buffer of lease {@code token} as an SGE of the current send
+     * work request; in checked mode a token whose lease ended is refused. Allocation-free in
+     * every mode (also with strict leases).
+     */
+    public static SendWorkRequests sge(SendWorkRequests wrs, BufferPool pool, long token, int length) {
+        PooledBuffer b = checkToken("ibv_post_send", pool, token);
+        check("ibv_post_send", b, length);
+        return wrs.sge(b.region(), b.offset(), length);
+    }
+
+    /** {@link #sge(SendWorkRequests, BufferPool, long, int)} for a receive work request. */
+    public static ReceiveWorkRequests sge(ReceiveWorkRequests wrs, BufferPool pool, long token, int length) {
+        PooledBuffer b = checkToken("ibv_post_recv", pool, token);
+        check("ibv_post_recv", b, length);
+        return wrs.sge(b.region(), b.offset(), length);
+    }
+
+    private static PooledBuffer checkToken(String verb, BufferPool pool, long token) {
+        if (Verbs.CHECKED && !pool.isCurrent(token)) {
+            RuntimeException why = pool.refused(token, verb);
+            throw VerbsException.create(verb, Errno.EINVAL, why.getMessage(),
+                    "post only buffers you hold a lease on, and release them after their completion");
+        }
+        return pool.slotBuffer(token);
+    }
+
     /** Starts an RDMA WRITE into {@code remote} (a buffer of this process, e.g. in a loopback test). */
     public static SendWorkRequests write(SendWorkRequests wrs, long wrId, PooledBuffer remote) {
         return wrs.write(wrId, remote.remoteAddress(), remote.rkey());
@@ -50,6 +78,12 @@ public final class PoolWorkRequests {
         return wrs.read(wrId, remote.remoteAddress(), remote.rkey());
     }
 
+    private static VerbsException notLeased(String verb, PooledBuffer buffer) {
+        return VerbsException.create(verb, Errno.EINVAL, buffer + " is not leased (it was released, or never leased): "
+                + buffer.useRefused(verb).getMessage(),
+                "post only buffers you hold a lease on, and release them after their completion");
+    }
+
     private static void check(String verb, PooledBuffer buffer, int length) {
         if (Verbs.CHECKED) {
             if (length < 0 || length > buffer.capacity()) {
@@ -58,8 +92,7 @@ public final class PoolWorkRequests {
                         "lease a buffer of at least the length you post");
             }
             if (!buffer.isLeased()) {
-                throw VerbsException.create(verb, Errno.EINVAL, buffer + " is not leased (it was released, or never leased)",
-                        "post only buffers you hold a lease on, and release them after their completion");
+                throw notLeased(verb, buffer);
             }
         }
     }

@@ -9,11 +9,21 @@ import org.verbs4j.MemoryRegion;
  * and the owning {@link MemoryRegion} with the offset inside it, for
  * {@link org.verbs4j.SendWorkRequests#sge}). See {@link PoolWorkRequests} for one-call SGEs.
  *
- * <p>A flyweight: the pool creates one per slot at start-up and hands the same object out on
- * every lease of that slot, so leasing allocates nothing. All its accessors are immutable facts of
- * the slot; whether it is leased now is {@link #isLeased()}. Hence the rule every pool of reused
- * objects has: <b>after {@link #release()} the reference is dead</b> — do not keep it, post it or
- * release it again (a second release is caught only while the slot is not leased again).
+ * <p><b>Shared flyweight or lease object.</b> By default the pool creates one per slot at
+ * start-up and hands the same object out on every lease of that slot, so leasing allocates
+ * nothing. Such an object cannot tell its holder from a later holder of the same slot: a release
+ * through it is refused while the slot is free (a double release), but once the slot was leased
+ * again it would release the new lease. Hence the rule every pool of reused objects has:
+ * <b>after {@link #release()} the reference is dead</b>. Where a reference may outlive its lease
+ * (a work request's wr_id, a completion handler, another thread) carry the lease's
+ * {@link #token()} instead: the pool checks a token's generation on every use. With
+ * {@link BufferPool.Builder#strictLeases(boolean) strict leases} (or leak tracking) each lease
+ * gets an object of its own that carries its token, and every release or checked use through a
+ * stale one throws {@link StaleLeaseException}.
+ *
+ * <p>The addressing accessors are immutable facts of the slot and never check the lease (the
+ * data path reads them). {@link #segment()} checks it; the segment it returns lives until the
+ * pool closes (afterwards any access to it throws), not only until the release.
  *
  * <p>Thread-safe to read; the thread that holds the lease decides when to release it (it may
  * hand the buffer to another thread, e.g. a completion poller, which then releases it).
@@ -23,6 +33,8 @@ public final class PooledBuffer implements AutoCloseable {
     final BufferPool.SizeClass sizeClass;
     final int slot;
     final int local;
+    /** The lease this object is of (strict leases), or {@link BufferPool#NO_TOKEN} for the shared flyweight. */
+    final long leaseToken;
     private final MemorySegment segment;
     private final MemoryRegion region;
     private final long offset;
@@ -33,23 +45,52 @@ public final class PooledBuffer implements AutoCloseable {
     private final int rkey;
 
     PooledBuffer(BufferPool pool, BufferPool.SizeClass sizeClass, int slot, int local, MemoryRegion region,
-                 long offset) {
+                 MemorySegment view, long offset) {
         this.pool = pool;
         this.sizeClass = sizeClass;
         this.slot = slot;
         this.local = local;
+        this.leaseToken = BufferPool.NO_TOKEN;
         this.region = region;
         this.offset = offset;
         this.capacity = sizeClass.size;
-        this.segment = region.segment().asSlice(offset, capacity);
+        this.segment = view.asSlice(offset, capacity);
         this.address = region.address() + offset;
         this.remoteAddress = region.iova() + offset;
         this.lkey = region.lkey();
         this.rkey = region.rkey();
     }
 
-    /** The buffer's memory (a fixed slice of the registered region; do not touch it for device memory). */
+    /** The object of one strict lease: the slot's facts and the lease's token. */
+    PooledBuffer(PooledBuffer slotBuffer, long token) {
+        this.pool = slotBuffer.pool;
+        this.sizeClass = slotBuffer.sizeClass;
+        this.slot = slotBuffer.slot;
+        this.local = slotBuffer.local;
+        this.leaseToken = token;
+        this.region = slotBuffer.region;
+        this.offset = slotBuffer.offset;
+        this.capacity = slotBuffer.capacity;
+        this.segment = slotBuffer.segment;
+        this.address = slotBuffer.address;
+        this.remoteAddress = slotBuffer.remoteAddress;
+        this.lkey = slotBuffer.lkey;
+        this.rkey = slotBuffer.rkey;
+    }
+
+    /**
+     * The buffer's memory: a fixed slice of the registered region, scoped to the pool (any
+     * access after the pool closed throws IllegalStateException rather than touching freed
+     * memory). Do not touch it for device memory.
+     *
+     * @throws StaleLeaseException   when the buffer is not leased (through a strict lease's
+     *                               object: when its lease ended)
+     * @throws IllegalStateException when the pool is closed
+     */
     public MemorySegment segment() {
+        if (!isLeased() || !segment.scope().isAlive()) {
+            throw useRefused("segment()");
+        }
         return segment;
     }
 
@@ -89,8 +130,8 @@ public final class PooledBuffer implements AutoCloseable {
     }
 
     /**
-     * The buffer's id in its pool, in {@code [0, pool.capacity())}: stable for the pool's life and
-     * cheap to carry in a work request's wr_id.
+     * The buffer's id in its pool, in {@code [0, pool.capacity())}: stable for the pool's life,
+     * shared by every lease of the buffer (a lease is named by its {@link #token()}).
      */
     public int id() {
         return slot;
@@ -101,9 +142,31 @@ public final class PooledBuffer implements AutoCloseable {
         return pool;
     }
 
-    /** Whether the buffer is leased now (by anyone: the flyweight is shared by successive leases). */
+    /**
+     * The token of this lease ({@link BufferPool#release(long)}, {@link BufferPool#buffer(long)}):
+     * for the shared flyweight, of the slot's current lease, so take it while you hold the lease
+     * (right after leasing). With leak tracking, the lease is no longer tracked through this
+     * object once its token was taken (a token is a value the GC cannot follow).
+     *
+     * @throws StaleLeaseException when the buffer is not leased (for a strict lease's object: when its lease ended)
+     */
+    public long token() {
+        if (leaseToken == BufferPool.NO_TOKEN) {
+            return pool.currentToken(this);
+        }
+        if (!pool.isCurrent(leaseToken)) {
+            throw pool.refused(leaseToken, "token()");
+        }
+        pool.untrack(slot, leaseToken);
+        return leaseToken;
+    }
+
+    /**
+     * Whether the buffer is leased now: for the shared flyweight, by anyone (successive leases
+     * share it); for a strict lease's object, whether its own lease is still current.
+     */
     public boolean isLeased() {
-        return pool.isLeased(slot);
+        return leaseToken == BufferPool.NO_TOKEN ? pool.isLeased(slot) : pool.isCurrent(leaseToken);
     }
 
     /** Returns the buffer to its pool: {@code pool().release(this)}. */
@@ -117,9 +180,21 @@ public final class PooledBuffer implements AutoCloseable {
         pool.release(this);
     }
 
+    /** Why this object may not be used now (out of line: the data path's checks stay small). */
+    RuntimeException useRefused(String what) {
+        if (!pool.isOpen() || !segment.scope().isAlive()) {
+            return pool.closedException(what + " of " + this + ": its memory was deregistered and freed");
+        }
+        if (leaseToken != BufferPool.NO_TOKEN) {
+            return pool.refused(leaseToken, what);
+        }
+        return pool.notLeased(this, what, BufferPool.FREE);
+    }
+
     @Override
     public String toString() {
         return "PooledBuffer#" + slot + "[" + capacity + " B at 0x" + Long.toHexString(address) + ", lkey 0x"
-                + Integer.toHexString(lkey) + ", rkey 0x" + Integer.toHexString(rkey) + "]";
+                + Integer.toHexString(lkey) + ", rkey 0x" + Integer.toHexString(rkey)
+                + (leaseToken == BufferPool.NO_TOKEN ? "" : ", lease 0x" + Long.toHexString(leaseToken)) + "]";
     }
 }

@@ -7,10 +7,14 @@ import java.util.Objects;
 /**
  * Where a {@link BufferPool}'s regions come from. The pool asks for them once, while it is built,
  * registers each with the allocator's {@link #registrar()} (unless the builder names another)
- * and frees them with {@link Allocation#close()} when it closes, after deregistering them.
+ * and frees them with {@link Allocation#close()} when it closes, always AFTER deregistering them
+ * (and never when the deregistration failed): memory freed while still registered is the
+ * corruption path (the device keeps writing into whatever reuses it). An allocation must
+ * therefore be freed only by its {@link Allocation#close()}, never by anything else first (e.g.
+ * an arena that someone else may close).
  *
  * <p>Built in: {@link #host()} (a shared arena per region, freed on close), {@link #auto()}
- * (GC-managed), {@link #of(Arena)} (any caller-owned arena, never freed by the pool) and
+ * (GC-managed), {@link #of(Arena)} (pool-owned memory whose life a caller's arena bounds) and
  * {@link #hugePages()} ({@code mmap(MAP_HUGETLB)}, falling back to {@link #host()} with a logged
  * reason). The hook for device memory: a GPU module implements this interface with
  * {@link #hostAccessible()} false and a {@link #registrar()} that registers device memory
@@ -50,7 +54,15 @@ public interface RegionAllocator {
         return HostAllocators.AUTO;
     }
 
-    /** Host memory from a caller-owned arena, which must stay open until the pool is closed. */
+    /**
+     * Host memory whose life is bounded by a caller's arena: the pool allocates and owns it (a
+     * shared arena per region, so that no arena but the pool's frees it), and gives it back, in
+     * the pool's order (deregister, then free), when the pool closes or when {@code arena} closes,
+     * whichever comes first. Closing {@code arena} while buffers are leased ends those leases
+     * (logged): close the pool first. The memory no longer comes from {@code arena} itself,
+     * because an arena frees its allocations in an order of its own (a confined arena frees its
+     * first allocation first), which could free the memory before its deregistration.
+     */
     static RegionAllocator of(Arena arena) {
         return new HostAllocators.FromArena(Objects.requireNonNull(arena, "arena"));
     }
@@ -74,6 +86,8 @@ public interface RegionAllocator {
         private final String description;
         private final Runnable free;
         private boolean freed;
+        /** Set by the pool once built: what the close of a bounding arena does (deregister, then free). */
+        volatile Runnable revoke;
 
         /**
          * @param segment     the memory (for device memory: a segment carrying the device

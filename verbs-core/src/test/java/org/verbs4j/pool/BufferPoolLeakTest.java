@@ -91,6 +91,36 @@ class BufferPoolLeakTest {
         }
     }
 
+    @Test
+    void leaseTokenAndReleaseAllocateNothingAfterWarmUp() throws Exception {
+        Object mx = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
+        Method allocatedBytes = Class.forName("com.sun.management.ThreadMXBean")
+                .getMethod("getThreadAllocatedBytes", long.class);
+        try (BufferPool pool = fake.pool().sizeClass(4096, 64).sizeClass(65536, 8).leakTracking(false)
+                .leakSites(false).build()) {
+            for (int i = 0; i < 200_000; i++) {
+                tokenCycle(pool, i);
+            }
+            long tid = Thread.currentThread().threadId();
+            long before = (long) allocatedBytes.invoke(mx, tid);
+            for (int i = 0; i < 1_000_000; i++) {
+                tokenCycle(pool, i);
+            }
+            long allocated = (long) allocatedBytes.invoke(mx, tid) - before;
+            assertTrue(allocated < 64 * 1024, "1M token lease+release cycles allocated " + allocated + " bytes");
+        }
+    }
+
+    private static void tokenCycle(BufferPool pool, int i) {
+        long a = pool.leaseToken(1 + (i & 4095));
+        long b = pool.leaseToken(4097);
+        if (!pool.isCurrent(b)) {
+            throw new AssertionError("lease not current");
+        }
+        pool.release(b);
+        pool.release(a);
+    }
+
     private static void cycle(BufferPool pool, int i) {
         PooledBuffer a = pool.lease(1 + (i & 4095));
         PooledBuffer b = pool.lease(4097);

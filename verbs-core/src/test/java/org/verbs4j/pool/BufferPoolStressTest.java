@@ -38,20 +38,25 @@ class BufferPoolStressTest {
 
     @Test
     void noBufferHandedOutTwiceNoneLost() throws Exception {
-        stress(false, OPS);
+        stress(false, false, OPS);
+    }
+
+    @Test
+    void noBufferHandedOutTwiceNoneLostWithStrictLeases() throws Exception {
+        stress(false, true, OPS / 4);
     }
 
     @Test
     void noBufferHandedOutTwiceNoneLostWithLeakTracking() throws Exception {
-        stress(true, OPS / 8);
+        stress(true, false, OPS / 8);
     }
 
-    private void stress(boolean tracking, int ops) throws Exception {
+    private void stress(boolean tracking, boolean strict, int ops) throws Exception {
         // 21 buffers per class: fewer than 8 threads can hold at once (2 held + 1 being leased each, and 4
         // in the hand-off queue) and fewer than their caches (4 each) can park, so classes run dry: leases
         // steal from other threads' caches, and now and then wait for a release
         try (BufferPool pool = fake.pool().sizeClass(64, 21).sizeClass(1024, 21).threadCacheSize(4)
-                .leakTracking(tracking).leakSites(false)
+                .leakTracking(tracking).leakSites(false).strictLeases(strict)
                 .exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(30))).build()) {
             AtomicIntegerArray owner = new AtomicIntegerArray(pool.capacity());
             ArrayBlockingQueue<PooledBuffer> handoff = new ArrayBlockingQueue<>(4);

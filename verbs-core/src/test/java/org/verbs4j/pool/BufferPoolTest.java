@@ -1,5 +1,6 @@
 package org.verbs4j.pool;
 
+import org.verbs4j.InvalidRequestException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -68,8 +69,8 @@ class BufferPoolTest {
             exact.close();
             pool.release(big);
             assertFalse(small.isLeased());
-            assertThrows(IllegalArgumentException.class, () -> pool.lease(65537));
-            assertThrows(IllegalArgumentException.class, () -> pool.lease(-1));
+            assertThrows(InvalidRequestException.class, () -> pool.lease(65537));
+            assertThrows(InvalidRequestException.class, () -> pool.lease(-1));
         }
         assertEquals(2, fake.registrations.get(), "no registration after start-up");
     }
@@ -185,7 +186,7 @@ class BufferPoolTest {
         try (BufferPool pool = fake.pool().sizeClass(512, 2).build()) {
             PooledBuffer b = pool.lease(1);
             b.release();
-            IllegalStateException e = assertThrows(IllegalStateException.class, b::release);
+            VerbsException e = assertThrows(VerbsException.class, b::release);
             assertTrue(e.getMessage().contains("released twice"), e.getMessage());
             // the pool is intact: both buffers can be leased once each
             PooledBuffer x = pool.lease(1);
@@ -203,7 +204,7 @@ class BufferPoolTest {
         try (BufferPool mine = fake.pool().name("mine").sizeClass(512, 2).build();
              BufferPool other = fake.pool().name("other").sizeClass(512, 2).build()) {
             PooledBuffer foreign = other.lease(1);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> mine.release(foreign));
+            InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> mine.release(foreign));
             assertTrue(e.getMessage().contains("belongs to pool 'other'"), e.getMessage());
             assertTrue(foreign.isLeased(), "the refused release changed nothing");
             foreign.release();
@@ -215,7 +216,7 @@ class BufferPoolTest {
     void closeRefusesWhileBuffersAreLeasedAndLeasesAfterCloseFail() {
         BufferPool pool = fake.pool().sizeClass(512, 2).build();
         PooledBuffer b = pool.lease(1);
-        IllegalStateException e = assertThrows(IllegalStateException.class, pool::close);
+        VerbsException e = assertThrows(VerbsException.class, pool::close);
         assertTrue(e.getMessage().contains("still has 1 leased buffer(s) (ids " + b.id() + ")"), e.getMessage());
         assertFalse(pool.isClosed());
         assertEquals(1, pool.outstandingLeases().size());
@@ -225,8 +226,8 @@ class BufferPoolTest {
         pool.close();
         assertTrue(pool.isClosed());
         assertTrue(pool.regions().stream().noneMatch(MemoryRegion::isOpen));
-        assertThrows(IllegalStateException.class, () -> pool.lease(1));
-        assertThrows(IllegalStateException.class, pool::close);
+        assertThrows(VerbsException.class, () -> pool.lease(1));
+        assertThrows(VerbsException.class, pool::close);
     }
 
     @Test
@@ -313,10 +314,10 @@ class BufferPoolTest {
 
     @Test
     void builderRejectsBadConfigurations() {
-        assertThrows(IllegalStateException.class, () -> fake.pool().build());
-        assertThrows(IllegalArgumentException.class, () -> fake.pool().sizeClass(0, 1));
-        assertThrows(IllegalArgumentException.class, () -> fake.pool().sizeClass(64, 1).sizeClass(64, 2));
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(VerbsException.class, () -> fake.pool().build());
+        assertThrows(InvalidRequestException.class, () -> fake.pool().sizeClass(0, 1));
+        assertThrows(InvalidRequestException.class, () -> fake.pool().sizeClass(64, 1).sizeClass(64, 2));
+        assertThrows(InvalidRequestException.class,
                 () -> fake.pool().sizeClass(64, 1).access(Access.REMOTE_WRITE).build());
         assertEquals(0, fake.registrations.get());
     }
