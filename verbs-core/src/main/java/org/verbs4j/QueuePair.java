@@ -430,9 +430,7 @@ public final class QueuePair extends NativeResource {
     }
 
     private void postRecvNow(ReceiveWorkRequests wrs, int n) {
-        wrs.terminate(n);
-        int rc = InlineVerbs.postRecv(postRecvFn, address, wrs.address, badWrAddress);
-        wrs.relink(n);
+        int rc = wrs.postTo(postRecvFn, address, badWrAddress, false, n);
         if (rc != 0) {
             int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
             if (index > 0) {

@@ -10,7 +10,9 @@ import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
+import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.InlineVerbs;
 
 /**
  * A preallocated chain of receive work requests ({@code struct ibv_recv_wr} with their SGEs),
@@ -23,9 +25,6 @@ import org.verbs4j.natives.Errno;
 public final class ReceiveWorkRequests extends WorkRequestChain {
     private static final boolean CHECKED = Verbs.CHECKED;
 
-    private long cur;
-    private long curSge;
-    private int curSges;
 
     public ReceiveWorkRequests(int capacity, int maxSgePerRequest) {
         super("receive work request chain", RECV_WR_SIZE, capacity, maxSgePerRequest);
@@ -38,6 +37,20 @@ public final class ReceiveWorkRequests extends WorkRequestChain {
         curSges = 0;
         maxSges = 0;
         return this;
+    }
+
+    /**
+     * The one receive posting path, for a queue pair ({@code ibv_post_recv}) and a shared receive
+     * queue ({@code ibv_post_srq_recv}): ends the chain after {@code n} requests, hands it to the
+     * provider's op {@code fn} for {@code target}, and restores the links. Returns the provider's
+     * return code; on failure {@code *badWr} names the first request not posted.
+     */
+    int postTo(MemorySegment fn, long target, long badWrAddress, boolean srq, int n) {
+        terminate(n);
+        int rc = srq ? InlineVerbs.postSrqRecv(fn, target, address, badWrAddress)
+                : InlineVerbs.postRecv(fn, target, address, badWrAddress);
+        relink(n);
+        return rc;
     }
 
     /** Starts a receive request. */
@@ -76,15 +89,7 @@ public final class ReceiveWorkRequests extends WorkRequestChain {
                         "register receive buffers with Access.LOCAL_WRITE");
             }
         }
-        noteRegion("ibv_post_recv", count - 1, curSges, mr);
-        long s = curSge + SGE_SIZE * curSges;
-        sges.set(JAVA_LONG, s + SGE_ADDR, mr.address() + offset);
-        sges.set(JAVA_INT, s + SGE_LENGTH, length);
-        sges.set(JAVA_INT, s + SGE_LKEY, mr.lkey());
-        wrs.set(JAVA_INT, cur + RECV_NUM_SGE, ++curSges);
-        if (curSges > maxSges) {
-            maxSges = curSges;
-        }
+        appendSge("ibv_post_recv", mr, mr.address() + offset, length, mr.lkey());
         return this;
     }
 }

@@ -61,9 +61,6 @@ public final class SendWorkRequests extends WorkRequestChain {
     private long stagingAddress;
     private final AddressHandle[] destinations;
 
-    private long cur;       // offset of the current WR in wrs
-    private long curSge;    // offset of the current WR's first SGE in sges
-    private int curSges;    // SGEs of the current WR
     private int curOpcode;
     private long curInline;       // inline bytes of the current WR
     private boolean curHasDestination;
@@ -252,15 +249,7 @@ public final class SendWorkRequests extends WorkRequestChain {
             mr.checkSge("ibv_post_send", offset, Integer.toUnsignedLong(length));
             checkLocalAccess(mr, length);
         }
-        noteRegion("ibv_post_send", count - 1, curSges, mr);
-        long s = curSge + SGE_SIZE * curSges;
-        sges.set(JAVA_LONG, s + SGE_ADDR, mr.address() + offset);
-        sges.set(JAVA_INT, s + SGE_LENGTH, length);
-        sges.set(JAVA_INT, s + SGE_LKEY, mr.lkey());
-        wrs.set(JAVA_INT, cur + SEND_NUM_SGE, ++curSges);
-        if (curSges > maxSges) {
-            maxSges = curSges;
-        }
+        appendSge("ibv_post_send", mr, mr.address() + offset, length, mr.lkey());
         return this;
     }
 
@@ -311,15 +300,7 @@ public final class SendWorkRequests extends WorkRequestChain {
             throw new InvalidRequestException("ibv_post_send", Errno.EFAULT, "the inline data's memory was freed "
                     + "(its arena is closed)", "add inline data while its memory is alive");
         }
-        long s = curSge + SGE_SIZE * curSges;
-        sges.set(JAVA_LONG, s + SGE_ADDR, stagingAddress + at);
-        sges.set(JAVA_INT, s + SGE_LENGTH, (int) len);
-        sges.set(JAVA_INT, s + SGE_LKEY, 0);
-        sgeRegions[(count - 1) * maxSge + curSges] = null;
-        wrs.set(JAVA_INT, cur + SEND_NUM_SGE, ++curSges);
-        if (curSges > maxSges) {
-            maxSges = curSges;
-        }
+        appendSge("ibv_post_send", null, stagingAddress + at, (int) len, 0);
         curInline += len;
         if (curInline > maxInline) {
             maxInline = curInline;

@@ -119,9 +119,7 @@ public final class SharedReceiveQueue extends NativeResource {
                             "poll receive completions first, or create a larger SRQ");
                 }
             }
-            wrs.terminate(n);
-            int rc = InlineVerbs.postSrqRecv(postFn, address, wrs.address, badWr.address());
-            wrs.relink(n);
+            int rc = wrs.postTo(postFn, address, badWr.address(), true, n);
             if (rc != 0) {
                 int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
                 if (index > 0) {

@@ -8,6 +8,9 @@ import static org.verbs4j.natives.WorkRequestLayout.RECV_SG_LIST;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_NEXT;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_NUM_SGE;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_SG_LIST;
+import static org.verbs4j.natives.WorkRequestLayout.SGE_ADDR;
+import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
+import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
@@ -54,6 +57,9 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     final MemoryRegion[] sgeRegions;
     /** The {@link Revocations#epoch()} at which every region (and handle) named was last known open. */
     long epoch = Revocations.epoch();
+    long cur;             // offset of the current request in wrs
+    long curSge;          // offset of the current request's first SGE in sges
+    int curSges;          // SGEs of the current request
     int count;
     int maxSges;          // the most SGEs of any request (checked mode validates a post in O(1))
     boolean closed;
@@ -138,6 +144,28 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
             views = java.lang.foreign.Arena.ofShared();
         }
         return views;
+    }
+
+    /**
+     * The one SGE writer: appends {@code [addr, addr + length)} under {@code lkey} to the current
+     * request. {@code mr} is the region it lies in (it must be open, in every mode; the chain
+     * remembers it for the post-time check), or null for memory the chain owns (inline staging).
+     */
+    final void appendSge(String verb, MemoryRegion mr, long addr, int length, int lkey) {
+        int slot = (count - 1) * maxSge + curSges;
+        if (mr != null) {
+            noteRegion(verb, count - 1, curSges, mr); // may refuse: nothing written yet
+        } else {
+            sgeRegions[slot] = null;
+        }
+        long s = curSge + SGE_SIZE * curSges;
+        sges.set(JAVA_LONG, s + SGE_ADDR, addr);
+        sges.set(JAVA_INT, s + SGE_LENGTH, length);
+        sges.set(JAVA_INT, s + SGE_LKEY, lkey);
+        wrs.set(JAVA_INT, cur + NUM_SGE, ++curSges);
+        if (curSges > maxSges) {
+            maxSges = curSges;
+        }
     }
 
     /** Restarts the liveness bookkeeping for a chain that is rebuilt from scratch. */

@@ -26,6 +26,7 @@ import org.verbs4j.testing.RdmaTest;
  * library was tried adversarially, each with its documented outcome, through the public API.
  */
 @RdmaTest
+@org.junit.jupiter.api.Tag("unchecked") // also run by the guest tier's unchecked JVM
 class MemorySafetyGuestTest {
 
     @Test
@@ -81,14 +82,26 @@ class MemorySafetyGuestTest {
                 assertEquals(1000 - accepted, refused);
             }
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (completed.size() < accepted && System.nanoTime() < deadline) {
-                int n = pair.cqA.poll(wcs);
+            AsyncErrorException overrun = null;
+            while (completed.size() < accepted && System.nanoTime() < deadline && overrun == null) {
+                int n;
+                try {
+                    n = pair.cqA.poll(wcs);
+                } catch (AsyncErrorException e) {
+                    overrun = e; // unchecked mode: the overrun is reported, never silent
+                    continue;
+                }
                 for (int i = 0; i < n; i++) {
                     assertTrue(wcs.isSuccess(i), wcs.statusText(i));
                     assertTrue(completed.add(wcs.wrId(i)), "wr_id " + wcs.wrId(i) + " completed twice");
                 }
             }
-            assertEquals(accepted, completed.size(), "every accepted post completed exactly once");
+            if (Verbs.CHECKED) {
+                assertEquals(accepted, completed.size(), "every accepted post completed exactly once");
+            } else {
+                assertTrue(completed.size() == accepted || (overrun != null && overrun.getMessage().contains("IBV_EVENT_CQ_ERR")),
+                        "either every completion arrived or the loss was reported: " + completed.size() + " of " + accepted);
+            }
         }
     }
 
@@ -156,7 +169,7 @@ class MemorySafetyGuestTest {
         try (Context probe = LoopbackPair.openTestDevice()) {
             device = probe.deviceName();
         }
-        before = GuestSupport.resourceCounts(device);
+        before = settledCounts(device); // what earlier tests dropped is collected first
         dropEverything();
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         Map<String, Integer> now = GuestSupport.resourceCounts(device);
@@ -166,6 +179,18 @@ class MemorySafetyGuestTest {
             now = GuestSupport.resourceCounts(device);
         }
         assertEquals(before, now, "rdma res show is back where it was once everything dropped was collected");
+    }
+
+    private static Map<String, Integer> settledCounts(String device) throws InterruptedException {
+        Map<String, Integer> last = GuestSupport.resourceCounts(device);
+        for (int stable = 0, i = 0; stable < 3 && i < 100; i++) {
+            System.gc();
+            Thread.sleep(200);
+            Map<String, Integer> now = GuestSupport.resourceCounts(device);
+            stable = now.equals(last) ? stable + 1 : 0;
+            last = now;
+        }
+        return last;
     }
 
     private static void dropEverything() {
