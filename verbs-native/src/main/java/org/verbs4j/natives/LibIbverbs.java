@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
@@ -24,18 +23,17 @@ import java.lang.invoke.MethodHandle;
  * Stateless; any thread may call it.
  */
 public final class LibIbverbs {
-    private static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIB = NativeLibraries.ibverbsOrThrow();
 
     private LibIbverbs() {
     }
 
     private static MethodHandle bind(String name, FunctionDescriptor fd) {
-        return LINKER.downcallHandle(LIB.findOrThrow(name), fd, Errno.CAPTURE_OPTION);
+        return NativeBinding.symbol(LIB, name, fd);
     }
 
     private static MethodHandle bindOptional(String name, FunctionDescriptor fd) {
-        return LIB.find(name).map(a -> LINKER.downcallHandle(a, fd, Errno.CAPTURE_OPTION)).orElse(null);
+        return NativeBinding.optionalSymbol(LIB, name, fd);
     }
 
     private static FunctionDescriptor fn(java.lang.foreign.MemoryLayout ret, java.lang.foreign.MemoryLayout... args) {
