@@ -151,8 +151,8 @@ public final class CBoundary {
         List<String> bad = new ArrayList<>();
         Optional<MemoryLayout> hr = hand.returnLayout(), rr = reference.returnLayout();
         if (hr.isPresent() != rr.isPresent()) {
-            bad.add(name + " return: Java " + hr.map(String::valueOf).orElse("void") + ", C "
-                    + rr.map(String::valueOf).orElse("void"));
+            bad.add(name + " return: Java " + hr.map(CBoundary::describe).orElse("void") + ", C "
+                    + rr.map(CBoundary::describe).orElse("void"));
         } else if (hr.isPresent()) {
             position(name, 0, hr.get(), rr.get(), pointerAsLong, bad);
         } else if (pointerAsLong.contains(0)) {
@@ -172,7 +172,7 @@ public final class CBoundary {
                     MemoryLayout l = ha.get(i);
                     if (!(l instanceof AddressLayout || same(l, JAVA_INT) || same(l, JAVA_LONG)
                             || same(l, ValueLayout.JAVA_DOUBLE))) {
-                        bad.add(name + " variadic argument " + (i + 1) + ": " + l + " is not a promoted C type");
+                        bad.add(name + " variadic argument " + (i + 1) + ": " + describe(l) + " is not a promoted C type");
                     }
                 }
             }
@@ -199,12 +199,24 @@ public final class CBoundary {
         boolean asLong = c instanceof AddressLayout && same(hand, JAVA_LONG);
         if (pointerAsLong.contains(pos)) {
             if (!asLong) {
-                bad.add(where + ": listed as a pointer passed as long, but Java " + hand + ", C " + c);
+                bad.add(where + ": listed as a pointer passed as long, but Java " + describe(hand) + ", C " + describe(c));
             }
         } else if (!same(hand, c)) {
-            bad.add(where + ": Java " + hand + ", C " + c
+            bad.add(where + ": Java " + describe(hand) + ", C " + describe(c)
                     + (asLong ? " (a pointer passed as long, not listed as allowed)" : ""));
         }
+    }
+
+    /** A layout as a reader of descriptors knows it: ADDRESS, JAVA_INT, ... */
+    public static String describe(MemoryLayout l) {
+        if (l instanceof AddressLayout) {
+            return "ADDRESS";
+        }
+        if (l instanceof ValueLayout v) {
+            return "JAVA_" + v.carrier().getSimpleName().toUpperCase(java.util.Locale.ROOT)
+                    + (v.byteAlignment() != v.byteSize() ? " (align " + v.byteAlignment() + ")" : "");
+        }
+        return l.toString();
     }
 
     /** The same kind of value: both addresses, or the same carrier, size, byte order and alignment. */
