@@ -28,18 +28,23 @@ final class HugePageAllocator implements RegionAllocator {
     private static final long MAP_FAILED = -1L;
     private static final AtomicBoolean FALLBACK_LOGGED = new AtomicBoolean();
 
+    /** {@code void *mmap(void *, size_t, int, int, int, off_t)}; pointers travel as {@code long}. */
+    static final FunctionDescriptor MMAP_DESCRIPTOR =
+            FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG);
+    /** {@code int munmap(void *, size_t)}; the pointer travels as a {@code long}. */
+    static final FunctionDescriptor MUNMAP_DESCRIPTOR = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG);
+    /** {@code int madvise(void *, size_t, int)}; the pointer travels as a {@code long}. */
+    static final FunctionDescriptor MADVISE_DESCRIPTOR = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT);
+
     private static final class Calls {
         static final MethodHandle MMAP, MUNMAP, MADVISE;
 
         static {
             Linker linker = Linker.nativeLinker();
-            MMAP = linker.downcallHandle(linker.defaultLookup().findOrThrow("mmap"),
-                    FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG),
+            MMAP = linker.downcallHandle(linker.defaultLookup().findOrThrow("mmap"), MMAP_DESCRIPTOR,
                     Errno.CAPTURE_OPTION);
-            MUNMAP = linker.downcallHandle(linker.defaultLookup().findOrThrow("munmap"),
-                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
-            MADVISE = linker.downcallHandle(linker.defaultLookup().findOrThrow("madvise"),
-                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT));
+            MUNMAP = linker.downcallHandle(linker.defaultLookup().findOrThrow("munmap"), MUNMAP_DESCRIPTOR);
+            MADVISE = linker.downcallHandle(linker.defaultLookup().findOrThrow("madvise"), MADVISE_DESCRIPTOR);
         }
     }
 

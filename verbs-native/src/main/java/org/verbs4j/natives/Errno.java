@@ -34,9 +34,8 @@ public final class Errno {
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     /** Linked on first use, so that describing an error never fails where native access is denied. */
     private static final class StrError {
-        static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(
-                Linker.nativeLinker().defaultLookup().find("strerror").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        static final MethodHandle HANDLE = NativeBinding.symbolNoErrno(Linker.nativeLinker().defaultLookup(),
+                "strerror", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
     }
     private static final ThreadLocal<MemorySegment> CAPTURE =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));

@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 
@@ -35,38 +34,37 @@ public final class InlineVerbs {
     /** Whether the data-path handles are critical downcalls. */
     public static final boolean CRITICAL = Boolean.parseBoolean(System.getProperty(CRITICAL_PROPERTY, "true"));
 
-    private static final Linker LINKER = Linker.nativeLinker();
     private static final FunctionDescriptor POST = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
     private static final FunctionDescriptor POLL = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG);
     private static final FunctionDescriptor NOTIFY = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT);
 
     /** {@code int post_send(qp, wr, bad_wr)}, type {@code (MemorySegment fn, long, long, long)int}. */
-    public static final MethodHandle POST_SEND = dataPath(POST, CRITICAL);
+    public static final MethodHandle POST_SEND = dataPath("ibv_context_ops.post_send", POST, CRITICAL);
     /** {@code int post_recv(qp, wr, bad_wr)}, same shape; also used for post_srq_recv. */
-    public static final MethodHandle POST_RECV = dataPath(POST, CRITICAL);
+    public static final MethodHandle POST_RECV = dataPath("ibv_context_ops.post_recv", POST, CRITICAL);
     /** {@code int poll_cq(cq, num_entries, wc)}, type {@code (MemorySegment fn, long, int, long)int}. */
-    public static final MethodHandle POLL_CQ = dataPath(POLL, CRITICAL);
+    public static final MethodHandle POLL_CQ = dataPath("ibv_context_ops.poll_cq", POLL, CRITICAL);
     /** {@code int req_notify_cq(cq, solicited_only)}, type {@code (MemorySegment fn, long, int)int}. */
-    public static final MethodHandle REQ_NOTIFY_CQ = dataPath(NOTIFY, CRITICAL);
+    public static final MethodHandle REQ_NOTIFY_CQ = dataPath("ibv_context_ops.req_notify_cq", NOTIFY, CRITICAL);
 
     /** The same data-path shapes linked both ways, for the benchmark that decides the default. */
-    public static final MethodHandle POST_SEND_CRITICAL = dataPath(POST, true);
-    public static final MethodHandle POST_SEND_STANDARD = dataPath(POST, false);
-    public static final MethodHandle POLL_CQ_CRITICAL = dataPath(POLL, true);
-    public static final MethodHandle POLL_CQ_STANDARD = dataPath(POLL, false);
+    public static final MethodHandle POST_SEND_CRITICAL = dataPath("ibv_context_ops.post_send", POST, true);
+    public static final MethodHandle POST_SEND_STANDARD = dataPath("ibv_context_ops.post_send", POST, false);
+    public static final MethodHandle POLL_CQ_CRITICAL = dataPath("ibv_context_ops.poll_cq", POLL, true);
+    public static final MethodHandle POLL_CQ_STANDARD = dataPath("ibv_context_ops.poll_cq", POLL, false);
 
-    private static final MethodHandle QUERY_PORT_OP = LINKER.downcallHandle(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), Errno.CAPTURE_OPTION);
-    private static final MethodHandle QUERY_DEVICE_EX_OP = LINKER.downcallHandle(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG), Errno.CAPTURE_OPTION);
-    private static final MethodHandle CREATE_CQ_EX_OP = LINKER.downcallHandle(
-            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), Errno.CAPTURE_OPTION);
+    private static final MethodHandle QUERY_PORT_OP = NativeBinding.pointer("verbs_context.query_port",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), true, false);
+    private static final MethodHandle QUERY_DEVICE_EX_OP = NativeBinding.pointer("verbs_context.query_device_ex",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG), true, false);
+    private static final MethodHandle CREATE_CQ_EX_OP = NativeBinding.pointer("verbs_context.create_cq_ex",
+            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), true, false);
 
     private InlineVerbs() {
     }
 
-    private static MethodHandle dataPath(FunctionDescriptor fd, boolean critical) {
-        return critical ? LINKER.downcallHandle(fd, Linker.Option.critical(false)) : LINKER.downcallHandle(fd);
+    private static MethodHandle dataPath(String op, FunctionDescriptor fd, boolean critical) {
+        return NativeBinding.pointer(op, fd, false, critical);
     }
 
     // ---- function pointers --------------------------------------------------------------

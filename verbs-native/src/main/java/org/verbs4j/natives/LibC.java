@@ -9,6 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 
 /**
@@ -20,22 +21,17 @@ import java.lang.invoke.MethodHandle;
  * the call. Stateless; any thread may call it.
  */
 public final class LibC {
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final MethodHandle POLL = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("poll"), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT),
-            Errno.CAPTURE_OPTION);
-    private static final MethodHandle FCNTL = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("fcntl"), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
-            Linker.Option.firstVariadicArg(2), Errno.CAPTURE_OPTION);
-    private static final MethodHandle EVENTFD = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("eventfd"), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT),
-            Errno.CAPTURE_OPTION);
-    private static final MethodHandle WRITE = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("write"), FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG),
-            Errno.CAPTURE_OPTION);
-    private static final MethodHandle CLOSE = LINKER.downcallHandle(
-            LINKER.defaultLookup().findOrThrow("close"), FunctionDescriptor.of(JAVA_INT, JAVA_INT),
-            Errno.CAPTURE_OPTION);
+    private static final SymbolLookup LIBC = Linker.nativeLinker().defaultLookup();
+    private static final MethodHandle POLL = NativeBinding.symbol(LIBC, "poll",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle FCNTL = NativeBinding.variadic(LIBC, "fcntl",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), 2);
+    private static final MethodHandle EVENTFD = NativeBinding.symbol(LIBC, "eventfd",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle WRITE = NativeBinding.symbol(LIBC, "write",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle CLOSE = NativeBinding.symbol(LIBC, "close",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     /** {@code POLLIN}. */
     public static final short POLLIN = 1;
     /** {@code POLLERR}, {@code POLLHUP}, {@code POLLNVAL}. */

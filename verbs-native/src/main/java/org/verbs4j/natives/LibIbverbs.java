@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
@@ -24,18 +23,17 @@ import java.lang.invoke.MethodHandle;
  * Stateless; any thread may call it.
  */
 public final class LibIbverbs {
-    private static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIB = NativeLibraries.ibverbsOrThrow();
 
     private LibIbverbs() {
     }
 
     private static MethodHandle bind(String name, FunctionDescriptor fd) {
-        return LINKER.downcallHandle(LIB.findOrThrow(name), fd, Errno.CAPTURE_OPTION);
+        return NativeBinding.symbol(LIB, name, fd);
     }
 
     private static MethodHandle bindOptional(String name, FunctionDescriptor fd) {
-        return LIB.find(name).map(a -> LINKER.downcallHandle(a, fd, Errno.CAPTURE_OPTION)).orElse(null);
+        return NativeBinding.optionalSymbol(LIB, name, fd);
     }
 
     private static FunctionDescriptor fn(java.lang.foreign.MemoryLayout ret, java.lang.foreign.MemoryLayout... args) {
@@ -131,32 +129,148 @@ public final class LibIbverbs {
         return s.address() == 0L ? null : s.reinterpret(Integer.MAX_VALUE).getString(0);
     }
 
+    // ---- one helper per wrapper shape -------------------------------------------------------
+    //
+    // Each shape is one body: capture errno, invokeExact, check, rethrow. A shape has one
+    // overload per argument list that more than one verb shares; the handle's exact type is
+    // still checked by invokeExact at every call. No helper allocates. A verb whose argument
+    // list no other verb shares calls its handle in place and ends in the same check
+    // (checkPtr / checkRc).
+
+    /** An optional verb's handle must be there: else EOPNOTSUPP naming the library version it needs. */
+    private static void requireOptional(MethodHandle h, String verb, String since) {
+        if (h == null) {
+            throw Failures.of(verb, Errno.EOPNOTSUPP, "libibverbs is older than " + since);
+        }
+    }
+
+    /** Shape "pointer or NULL + errno": the pointer, or a {@link VerbsFailure}. */
+    private static MemorySegment pointer(String verb, MethodHandle h, MemorySegment a) {
+        MemorySegment cap = Errno.captureSegment();
+        MemorySegment p;
+        try {
+            p = (MemorySegment) h.invokeExact(cap, a);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        return checkPtr(verb, p, cap);
+    }
+
+    private static MemorySegment pointer(String verb, MethodHandle h, MemorySegment a, MemorySegment b) {
+        MemorySegment cap = Errno.captureSegment();
+        MemorySegment p;
+        try {
+            p = (MemorySegment) h.invokeExact(cap, a, b);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        return checkPtr(verb, p, cap);
+    }
+
+    /** Shape "0 or errno": returns on 0, else a {@link VerbsFailure}. */
+    private static void status(String verb, MethodHandle h, MemorySegment a) {
+        MemorySegment cap = Errno.captureSegment();
+        int rc;
+        try {
+            rc = (int) h.invokeExact(cap, a);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        checkRc(verb, rc, cap);
+    }
+
+    private static void status(String verb, MethodHandle h, MemorySegment a, MemorySegment b) {
+        MemorySegment cap = Errno.captureSegment();
+        int rc;
+        try {
+            rc = (int) h.invokeExact(cap, a, b);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        checkRc(verb, rc, cap);
+    }
+
+    private static void status(String verb, MethodHandle h, MemorySegment a, MemorySegment b, MemorySegment c) {
+        MemorySegment cap = Errno.captureSegment();
+        int rc;
+        try {
+            rc = (int) h.invokeExact(cap, a, b, c);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        checkRc(verb, rc, cap);
+    }
+
+    /** Shape "0 or errno, without throwing": 0, or the errno (EIO where none was set). */
+    private static int tryStatus(MethodHandle h, MemorySegment a, MemorySegment b) {
+        MemorySegment cap = Errno.captureSegment();
+        int rc;
+        try {
+            rc = (int) h.invokeExact(cap, a, b);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        return tryResult(rc, cap);
+    }
+
+    private static int tryStatus(MethodHandle h, MemorySegment a, MemorySegment b, MemorySegment c) {
+        MemorySegment cap = Errno.captureSegment();
+        int rc;
+        try {
+            rc = (int) h.invokeExact(cap, a, b, c);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        return tryResult(rc, cap);
+    }
+
+    private static int tryResult(int rc, MemorySegment cap) {
+        if (rc == 0) {
+            return 0;
+        }
+        int e = Errno.captured(cap);
+        return e > 0 ? e : Errno.EIO;
+    }
+
+    /** Shape "void": the verb cannot fail. */
+    private static void run(MethodHandle h, MemorySegment a) {
+        try {
+            h.invokeExact(Errno.captureSegment(), a);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** Shape "static C string of an enum value" ({@code ibv_*_str}). */
+    private static String text(MethodHandle h, int value) {
+        MemorySegment s;
+        try {
+            s = (MemorySegment) h.invokeExact(Errno.captureSegment(), value);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        return cString(s);
+    }
+
     // ---- thin wrappers ----------------------------------------------------------------------
 
     /** {@code ibv_get_device_list}: the NULL-terminated array, its length written to {@code numOut}. */
     public static MemorySegment getDeviceList(MemorySegment numOut) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            return checkPtr("ibv_get_device_list", (MemorySegment) IBV_GET_DEVICE_LIST.invokeExact(cap, numOut), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return pointer("ibv_get_device_list", IBV_GET_DEVICE_LIST, numOut);
     }
 
     public static void freeDeviceList(MemorySegment list) {
-        try {
-            IBV_FREE_DEVICE_LIST.invokeExact(Errno.captureSegment(), list);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        run(IBV_FREE_DEVICE_LIST, list);
     }
 
     public static String getDeviceName(MemorySegment device) {
+        MemorySegment s;
         try {
-            return cString((MemorySegment) IBV_GET_DEVICE_NAME.invokeExact(Errno.captureSegment(), device));
+            s = (MemorySegment) IBV_GET_DEVICE_NAME.invokeExact(Errno.captureSegment(), device);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+        return cString(s);
     }
 
     /** The node GUID in host byte order (the verb returns it big-endian). */
@@ -169,163 +283,115 @@ public final class LibIbverbs {
     }
 
     public static MemorySegment openDevice(MemorySegment device) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            return checkPtr("ibv_open_device", (MemorySegment) IBV_OPEN_DEVICE.invokeExact(cap, device), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return pointer("ibv_open_device", IBV_OPEN_DEVICE, device);
     }
 
     public static void closeDevice(MemorySegment ctx) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_close_device", (int) IBV_CLOSE_DEVICE.invokeExact(cap, ctx), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_close_device", IBV_CLOSE_DEVICE, ctx);
     }
 
     public static void queryDevice(MemorySegment ctx, MemorySegment attr) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_query_device", (int) IBV_QUERY_DEVICE.invokeExact(cap, ctx, attr), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_query_device", IBV_QUERY_DEVICE, ctx, attr);
     }
 
     public static void queryGid(MemorySegment ctx, int port, int index, MemorySegment gid16) {
         MemorySegment cap = Errno.captureSegment();
+        int rc;
         try {
-            checkRc("ibv_query_gid", (int) IBV_QUERY_GID.invokeExact(cap, ctx, (byte) port, index, gid16), cap);
+            rc = (int) IBV_QUERY_GID.invokeExact(cap, ctx, (byte) port, index, gid16);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+        checkRc("ibv_query_gid", rc, cap);
     }
 
     /** {@code ibv_query_gid_ex}: fills a 32-byte {@code ibv_gid_entry}; throws (ENODATA for an empty slot). */
     public static void queryGidEx(MemorySegment ctx, int port, int index, MemorySegment entry) {
-        if (IBV_QUERY_GID_EX == null) {
-            throw Failures.of("ibv_query_gid_ex", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.11");
-        }
+        requireOptional(IBV_QUERY_GID_EX, "ibv_query_gid_ex", "IBVERBS_1.11");
         MemorySegment cap = Errno.captureSegment();
+        int rc;
         try {
-            checkRc("ibv_query_gid_ex", (int) IBV_QUERY_GID_EX.invokeExact(cap, ctx, port, index, entry, 0, 32L), cap);
+            rc = (int) IBV_QUERY_GID_EX.invokeExact(cap, ctx, port, index, entry, 0, 32L);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+        checkRc("ibv_query_gid_ex", rc, cap);
     }
 
     public static MemorySegment allocPd(MemorySegment ctx) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            return checkPtr("ibv_alloc_pd", (MemorySegment) IBV_ALLOC_PD.invokeExact(cap, ctx), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return pointer("ibv_alloc_pd", IBV_ALLOC_PD, ctx);
     }
 
     public static void deallocPd(MemorySegment pd) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_dealloc_pd", (int) IBV_DEALLOC_PD.invokeExact(cap, pd), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_dealloc_pd", IBV_DEALLOC_PD, pd);
     }
 
     /** The exported {@code ibv_reg_mr}; see {@link InlineVerbs#regMr} for the macro's choice. */
     public static MemorySegment regMr(MemorySegment pd, long addr, long length, int access) {
         MemorySegment cap = Errno.captureSegment();
+        MemorySegment mr;
         try {
-            return checkPtr("ibv_reg_mr",
-                    (MemorySegment) IBV_REG_MR.invokeExact(cap, pd, addr, length, access), cap);
+            mr = (MemorySegment) IBV_REG_MR.invokeExact(cap, pd, addr, length, access);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+        return checkPtr("ibv_reg_mr", mr, cap);
     }
 
     public static MemorySegment regMrIova2(MemorySegment pd, long addr, long length, long iova, int access) {
-        if (IBV_REG_MR_IOVA2 == null) {
-            throw Failures.of("ibv_reg_mr_iova2", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.8");
-        }
+        requireOptional(IBV_REG_MR_IOVA2, "ibv_reg_mr_iova2", "IBVERBS_1.8");
         MemorySegment cap = Errno.captureSegment();
+        MemorySegment mr;
         try {
-            return checkPtr("ibv_reg_mr_iova2", (MemorySegment) IBV_REG_MR_IOVA2.invokeExact(cap, pd,
-                    addr, length, iova, access), cap);
+            mr = (MemorySegment) IBV_REG_MR_IOVA2.invokeExact(cap, pd, addr, length, iova, access);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+        return checkPtr("ibv_reg_mr_iova2", mr, cap);
     }
 
     public static MemorySegment regDmabufMr(MemorySegment pd, long offset, long length, long iova, int fd, int access) {
-        if (IBV_REG_DMABUF_MR == null) {
-            throw Failures.of("ibv_reg_dmabuf_mr", Errno.EOPNOTSUPP, "libibverbs is older than IBVERBS_1.12");
-        }
+        requireOptional(IBV_REG_DMABUF_MR, "ibv_reg_dmabuf_mr", "IBVERBS_1.12");
         MemorySegment cap = Errno.captureSegment();
+        MemorySegment mr;
         try {
-            return checkPtr("ibv_reg_dmabuf_mr", (MemorySegment) IBV_REG_DMABUF_MR.invokeExact(cap, pd,
-                    offset, length, iova, fd, access), cap);
+            mr = (MemorySegment) IBV_REG_DMABUF_MR.invokeExact(cap, pd, offset, length, iova, fd, access);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+        return checkPtr("ibv_reg_dmabuf_mr", mr, cap);
     }
 
     public static void deregMr(MemorySegment mr) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_dereg_mr", (int) IBV_DEREG_MR.invokeExact(cap, mr), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_dereg_mr", IBV_DEREG_MR, mr);
     }
 
     public static MemorySegment createCompChannel(MemorySegment ctx) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            return checkPtr("ibv_create_comp_channel", (MemorySegment) IBV_CREATE_COMP_CHANNEL.invokeExact(cap, ctx), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return pointer("ibv_create_comp_channel", IBV_CREATE_COMP_CHANNEL, ctx);
     }
 
     public static void destroyCompChannel(MemorySegment ch) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_destroy_comp_channel", (int) IBV_DESTROY_COMP_CHANNEL.invokeExact(cap, ch), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_destroy_comp_channel", IBV_DESTROY_COMP_CHANNEL, ch);
     }
 
     public static MemorySegment createCq(MemorySegment ctx, int cqe, MemorySegment channel, int vector) {
         MemorySegment cap = Errno.captureSegment();
+        MemorySegment cq;
         try {
-            return checkPtr("ibv_create_cq", (MemorySegment) IBV_CREATE_CQ.invokeExact(cap, ctx, cqe,
-                    MemorySegment.NULL, channel, vector), cap);
+            cq = (MemorySegment) IBV_CREATE_CQ.invokeExact(cap, ctx, cqe, MemorySegment.NULL, channel, vector);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+        return checkPtr("ibv_create_cq", cq, cap);
     }
 
     public static void destroyCq(MemorySegment cq) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_destroy_cq", (int) IBV_DESTROY_CQ.invokeExact(cap, cq), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_destroy_cq", IBV_DESTROY_CQ, cq);
     }
 
     /** {@code ibv_get_cq_event}: blocks unless the channel fd is non-blocking; writes the CQ and its context. */
     public static void getCqEvent(MemorySegment channel, MemorySegment cqOut, MemorySegment cqContextOut) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_get_cq_event", (int) IBV_GET_CQ_EVENT.invokeExact(cap, channel, cqOut, cqContextOut), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_get_cq_event", IBV_GET_CQ_EVENT, channel, cqOut, cqContextOut);
     }
 
     /**
@@ -334,17 +400,7 @@ public final class LibIbverbs {
      * library failed without setting errno, e.g. a short read).
      */
     public static int tryGetCqEvent(MemorySegment channel, MemorySegment cqOut, MemorySegment cqContextOut) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            int rc = (int) IBV_GET_CQ_EVENT.invokeExact(cap, channel, cqOut, cqContextOut);
-            if (rc == 0) {
-                return 0;
-            }
-            int e = Errno.captured(cap);
-            return e > 0 ? e : Errno.EIO;
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return tryStatus(IBV_GET_CQ_EVENT, channel, cqOut, cqContextOut);
     }
 
     public static void ackCqEvents(MemorySegment cq, int n) {
@@ -356,85 +412,54 @@ public final class LibIbverbs {
     }
 
     public static MemorySegment createQp(MemorySegment pd, MemorySegment initAttr) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            return checkPtr("ibv_create_qp", (MemorySegment) IBV_CREATE_QP.invokeExact(cap, pd, initAttr), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return pointer("ibv_create_qp", IBV_CREATE_QP, pd, initAttr);
     }
 
     public static void modifyQp(MemorySegment qp, MemorySegment attr, int mask) {
         MemorySegment cap = Errno.captureSegment();
+        int rc;
         try {
-            checkRc("ibv_modify_qp", (int) IBV_MODIFY_QP.invokeExact(cap, qp, attr, mask), cap);
+            rc = (int) IBV_MODIFY_QP.invokeExact(cap, qp, attr, mask);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+        checkRc("ibv_modify_qp", rc, cap);
     }
 
     public static void queryQp(MemorySegment qp, MemorySegment attr, int mask, MemorySegment initAttr) {
         MemorySegment cap = Errno.captureSegment();
+        int rc;
         try {
-            checkRc("ibv_query_qp", (int) IBV_QUERY_QP.invokeExact(cap, qp, attr, mask, initAttr), cap);
+            rc = (int) IBV_QUERY_QP.invokeExact(cap, qp, attr, mask, initAttr);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+        checkRc("ibv_query_qp", rc, cap);
     }
 
     public static void destroyQp(MemorySegment qp) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_destroy_qp", (int) IBV_DESTROY_QP.invokeExact(cap, qp), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_destroy_qp", IBV_DESTROY_QP, qp);
     }
 
     public static MemorySegment createSrq(MemorySegment pd, MemorySegment initAttr) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            return checkPtr("ibv_create_srq", (MemorySegment) IBV_CREATE_SRQ.invokeExact(cap, pd, initAttr), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return pointer("ibv_create_srq", IBV_CREATE_SRQ, pd, initAttr);
     }
 
     public static void destroySrq(MemorySegment srq) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_destroy_srq", (int) IBV_DESTROY_SRQ.invokeExact(cap, srq), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_destroy_srq", IBV_DESTROY_SRQ, srq);
     }
 
     public static MemorySegment createAh(MemorySegment pd, MemorySegment ahAttr) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            return checkPtr("ibv_create_ah", (MemorySegment) IBV_CREATE_AH.invokeExact(cap, pd, ahAttr), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return pointer("ibv_create_ah", IBV_CREATE_AH, pd, ahAttr);
     }
 
     public static void destroyAh(MemorySegment ah) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_destroy_ah", (int) IBV_DESTROY_AH.invokeExact(cap, ah), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_destroy_ah", IBV_DESTROY_AH, ah);
     }
 
     /** {@code ibv_get_async_event}: blocks unless the context's async fd is non-blocking. */
     public static void getAsyncEvent(MemorySegment ctx, MemorySegment event) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            checkRc("ibv_get_async_event", (int) IBV_GET_ASYNC_EVENT.invokeExact(cap, ctx, event), cap);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        status("ibv_get_async_event", IBV_GET_ASYNC_EVENT, ctx, event);
     }
 
     /**
@@ -442,60 +467,30 @@ public final class LibIbverbs {
      * errno (EAGAIN: nothing to read; EIO where the library failed without setting errno).
      */
     public static int tryGetAsyncEvent(MemorySegment ctx, MemorySegment event) {
-        MemorySegment cap = Errno.captureSegment();
-        try {
-            int rc = (int) IBV_GET_ASYNC_EVENT.invokeExact(cap, ctx, event);
-            if (rc == 0) {
-                return 0;
-            }
-            int e = Errno.captured(cap);
-            return e > 0 ? e : Errno.EIO;
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return tryStatus(IBV_GET_ASYNC_EVENT, ctx, event);
     }
 
     public static void ackAsyncEvent(MemorySegment event) {
-        try {
-            IBV_ACK_ASYNC_EVENT.invokeExact(Errno.captureSegment(), event);
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        run(IBV_ACK_ASYNC_EVENT, event);
     }
 
     /** libibverbs' own text for a completion status ({@code ibv_wc_status_str}). */
     public static String wcStatusStr(int status) {
-        try {
-            return cString((MemorySegment) IBV_WC_STATUS_STR.invokeExact(Errno.captureSegment(), status));
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return text(IBV_WC_STATUS_STR, status);
     }
 
     /** libibverbs' own text for an async event type ({@code ibv_event_type_str}). */
     public static String eventTypeStr(int type) {
-        try {
-            return cString((MemorySegment) IBV_EVENT_TYPE_STR.invokeExact(Errno.captureSegment(), type));
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return text(IBV_EVENT_TYPE_STR, type);
     }
 
     /** libibverbs' own text for a node type ({@code ibv_node_type_str}). */
     public static String nodeTypeStr(int type) {
-        try {
-            return cString((MemorySegment) IBV_NODE_TYPE_STR.invokeExact(Errno.captureSegment(), type));
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return text(IBV_NODE_TYPE_STR, type);
     }
 
     /** libibverbs' own text for a port state ({@code ibv_port_state_str}). */
     public static String portStateStr(int state) {
-        try {
-            return cString((MemorySegment) IBV_PORT_STATE_STR.invokeExact(Errno.captureSegment(), state));
-        } catch (Throwable t) {
-            throw InlineVerbs.rethrow(t);
-        }
+        return text(IBV_PORT_STATE_STR, state);
     }
 }

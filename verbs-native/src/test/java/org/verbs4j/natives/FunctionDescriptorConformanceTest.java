@@ -1,0 +1,269 @@
+package org.verbs4j.natives;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.verbs4j.natives.generated.ibverbs.ibverbs_h;
+import org.verbs4j.testing.CBoundary;
+import org.verbs4j.testing.CBoundary.Prototype;
+
+/**
+ * Every hand-written downcall of verbs-native (all are linked through {@link NativeBinding})
+ * compared, argument by argument, with the C declaration of the same function: jextract's
+ * descriptor for the exported verbs ({@code ibverbs_h.X$descriptor()}) and for the function
+ * pointers of {@code ibv_context_ops} / {@code verbs_context} (the nested classes'
+ * {@code descriptor()}); for the C library, a descriptor derived from the prototype, which gcc
+ * confirms against the installed header. Also the libc constants {@link LibC} writes by hand.
+ *
+ * <p>Deliberate differences are rules here, not skips: a pointer may travel as {@code JAVA_LONG}
+ * only at the positions {@link #POINTER_AS_LONG} lists (each documented where the handle is
+ * declared); only the data-path ops may be critical; errno capture and the function-pointer
+ * argument show in the handle's type exactly as the binding says.
+ */
+class FunctionDescriptorConformanceTest {
+    private static final String GENERATED = "org.verbs4j.natives.generated.ibverbs.";
+
+    /** Positions (0 return, 1.. parameters) where a C pointer is passed as a long, and why. */
+    private static final Map<String, Set<Integer>> POINTER_AS_LONG = new LinkedHashMap<>();
+
+    static {
+        // LibIbverbs.IBV_REG_MR / IBV_REG_MR_IOVA2: "the address travels as a long" (registration of any address)
+        POINTER_AS_LONG.put("ibv_reg_mr", Set.of(2));
+        POINTER_AS_LONG.put("ibv_reg_mr_iova2", Set.of(2));
+        // InlineVerbs (class doc): on the data path "pointer arguments travel as long"
+        POINTER_AS_LONG.put("ibv_context_ops.post_send", Set.of(1, 2, 3));
+        POINTER_AS_LONG.put("ibv_context_ops.post_recv", Set.of(1, 2, 3));
+        POINTER_AS_LONG.put("ibv_context_ops.poll_cq", Set.of(1, 3));
+        POINTER_AS_LONG.put("ibv_context_ops.req_notify_cq", Set.of(1));
+    }
+
+    /** The only ops that may be linked critical: they neither block nor call back into Java. */
+    private static final Set<String> MAY_BE_CRITICAL = Set.of("ibv_context_ops.post_send",
+            "ibv_context_ops.post_recv", "ibv_context_ops.poll_cq", "ibv_context_ops.req_notify_cq");
+
+    /** The C library functions verbs-native calls, as their headers declare them. */
+    private static final List<Prototype> LIBC = List.of(
+            new Prototype("poll", "int (struct pollfd *, nfds_t, int)"),
+            new Prototype("fcntl", "int (int, int, ...)"),
+            new Prototype("eventfd", "int (unsigned int, int)"),
+            new Prototype("write", "ssize_t (int, const void *, size_t)"),
+            new Prototype("close", "int (int)"),
+            new Prototype("strerror", "char *(int)"));
+
+    /** LibC's hand-written constants, named as in C; every int/short constant of LibC must be here or in NOT_C. */
+    private static final List<String> LIBC_CONSTANTS = List.of("POLLIN", "POLLERR", "POLLHUP", "POLLNVAL", "O_NONBLOCK",
+            "EFD_CLOEXEC", "F_GETFL", "F_SETFL");
+
+    /** LibC constants that are not C's: the results of pollReadableOrWoken. */
+    private static final Set<String> NOT_C = Set.of("TIMED_OUT", "READABLE", "WOKEN");
+
+    private static List<NativeBinding> bindings;
+    private static CBoundary.Probe probe;
+
+    @BeforeAll
+    static void link() throws Exception {
+        for (String k : List.of("LibIbverbs", "InlineVerbs", "LibC", "Errno$StrError")) {
+            Class.forName("org.verbs4j.natives." + k, true, FunctionDescriptorConformanceTest.class.getClassLoader());
+        }
+        bindings = List.copyOf(NativeBinding.ALL);
+        loadIbverbsForTheGeneratedLookup();
+        Map<String, String> consts = new LinkedHashMap<>();
+        Stream.concat(LIBC_CONSTANTS.stream(), Stream.of("EFD_NONBLOCK")).forEach(n -> consts.put(n, n));
+        probe = CBoundary.probe("libc_probe", List.of("poll.h", "fcntl.h", "unistd.h", "string.h", "sys/eventfd.h"),
+                LIBC, consts);
+    }
+
+    /**
+     * The generated holders resolve their symbol with {@code SymbolLookup.loaderLookup()} when
+     * first touched (even for {@code $descriptor()}), so the library verbs4j opened (by soname,
+     * not through a class loader) is loaded once more with {@code System.load}, from the path
+     * the dynamic loader mapped it at.
+     */
+    private static void loadIbverbsForTheGeneratedLookup() throws IOException {
+        String path = null;
+        for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
+            int slash = line.indexOf('/');
+            if (slash > 0 && line.substring(slash).matches(".*/libibverbs\\.so[.0-9]*")) {
+                path = line.substring(slash).trim();
+                break;
+            }
+        }
+        assertTrue(path != null, "libibverbs is not mapped although LibIbverbs initialised");
+        System.load(path);
+    }
+
+    /** jextract's (or the derived) descriptor of the C function a binding names, and whether it is variadic. */
+    private static CBoundary.Derived reference(String name) throws ReflectiveOperationException {
+        CBoundary.Derived libc = probe.functions().get(name);
+        if (libc != null) {
+            return libc;
+        }
+        if (name.contains(".")) { // a function-pointer member: struct.member -> generated nested class
+            Class<?> k = Class.forName(GENERATED + name.replace('.', '$'));
+            return new CBoundary.Derived((FunctionDescriptor) k.getMethod("descriptor").invoke(null), false);
+        }
+        return new CBoundary.Derived((FunctionDescriptor) ibverbs_h.class.getMethod(name + "$descriptor").invoke(null),
+                false);
+    }
+
+    @Test
+    void everyHandWrittenDescriptorMatchesTheCDeclaration() throws Exception {
+        List<String> bad = new ArrayList<>();
+        int libc = 0, exported = 0, pointers = 0;
+        for (NativeBinding b : bindings) {
+            CBoundary.Derived ref = reference(b.name());
+            bad.addAll(CBoundary.compare(b.name(), b.descriptor(), ref.descriptor(), ref.variadic(),
+                    POINTER_AS_LONG.getOrDefault(b.name(), Set.of()), b.firstVariadic()));
+            if (probe.functions().containsKey(b.name())) {
+                libc++;
+            } else if (b.name().contains(".")) {
+                pointers++;
+            } else {
+                exported++;
+            }
+        }
+        System.out.printf("FunctionDescriptorConformanceTest: %d hand-written descriptors compared "
+                        + "(%d exported verbs with jextract's, %d function pointers with jextract's, %d libc with gcc's)%n",
+                bindings.size(), exported, pointers, libc);
+        CBoundary.assertNoDifferences("hand-written descriptors", bindings.size(), bad);
+        assertTrue(exported >= 45 && pointers >= 11 && libc == LIBC.size(),
+                "fewer bindings than expected: " + exported + " exported, " + pointers + " pointers, " + libc + " libc");
+    }
+
+    @Test
+    void everyAllowanceNamesABinding() {
+        for (String name : POINTER_AS_LONG.keySet()) {
+            assertTrue(bindings.stream().anyMatch(b -> b.name().equals(name)), "POINTER_AS_LONG names " + name
+                    + ", which no hand-written binding links");
+        }
+        for (Prototype p : LIBC) {
+            assertTrue(bindings.stream().anyMatch(b -> b.name().equals(p.name())), "LIBC names " + p.name()
+                    + ", which no hand-written binding links");
+        }
+    }
+
+    /** The handle was linked from the recorded descriptor, with the recorded options showing in its type. */
+    @Test
+    void everyHandleHasTheTypeItsDescriptorAndOptionsGive() {
+        for (NativeBinding b : bindings) {
+            if (b.handle() == null) {
+                continue; // an optional symbol this libibverbs lacks
+            }
+            MethodType t = b.descriptor().toMethodType();
+            if (b.capturesErrno()) {
+                t = t.insertParameterTypes(0, MemorySegment.class);
+            }
+            if (b.name().contains(".")) {
+                t = t.insertParameterTypes(0, MemorySegment.class); // the function pointer
+            }
+            assertEquals(t, b.handle().type(), b.name());
+        }
+    }
+
+    @Test
+    void onlyTheDataPathIsCriticalAndItCapturesNoErrno() {
+        for (NativeBinding b : bindings) {
+            if (b.critical()) {
+                assertTrue(MAY_BE_CRITICAL.contains(b.name()), b.name() + " is linked critical: it may block");
+                assertTrue(!b.capturesErrno(), b.name() + ": a data-path op returns its own error");
+            }
+        }
+        assertTrue(bindings.stream().anyMatch(NativeBinding::critical), "no critical binding: did InlineVerbs change?");
+    }
+
+    /** InlineVerbs.postSrqRecv calls ops.post_srq_recv through POST_RECV: the two C types must agree. */
+    @Test
+    void postSrqRecvHasPostRecvsType() throws Exception {
+        FunctionDescriptor recv = reference("ibv_context_ops.post_recv").descriptor();
+        FunctionDescriptor srq = reference("ibv_context_ops.post_srq_recv").descriptor();
+        assertTrue(CBoundary.compare("post_srq_recv", recv, srq, false, Set.of(), -1).isEmpty(),
+                "post_srq_recv " + srq + " vs post_recv " + recv);
+    }
+
+    /** Every static MethodHandle of the hand-written classes is a recorded binding: none is linked elsewhere. */
+    @Test
+    void everyHandleIsLinkedThroughNativeBinding() throws Exception {
+        List<String> stray = new ArrayList<>();
+        int seen = 0;
+        for (Class<?> k : List.of(LibIbverbs.class, InlineVerbs.class, LibC.class, Errno.class, NativeLibraries.class,
+                Failures.class, Class.forName("org.verbs4j.natives.Errno$StrError"))) {
+            for (Field f : k.getDeclaredFields()) {
+                if (Modifier.isStatic(f.getModifiers()) && f.getType() == MethodHandle.class) {
+                    f.setAccessible(true);
+                    Object h = f.get(null);
+                    seen++;
+                    if (h != null && bindings.stream().noneMatch(b -> b.handle() == h)) {
+                        stray.add(k.getSimpleName() + "." + f.getName());
+                    }
+                }
+            }
+        }
+        assertTrue(stray.isEmpty(), "handles not linked through NativeBinding (so not compared): " + stray);
+        assertTrue(seen >= 55, "saw only " + seen + " handles");
+    }
+
+    /** Source check: in verbs-native's hand-written code only NativeBinding calls downcallHandle. */
+    @Test
+    void noDowncallIsLinkedOutsideNativeBinding() throws IOException {
+        Path root = Path.of("src/main/java/org/verbs4j/natives");
+        assertTrue(Files.isDirectory(root), "run from the verbs-native module folder: " + root.toAbsolutePath());
+        List<String> offenders = new ArrayList<>();
+        try (Stream<Path> s = Files.walk(root)) {
+            for (Path p : s.filter(f -> f.toString().endsWith(".java") && !f.toString().contains("/generated/"))
+                    .toList()) {
+                if (!p.getFileName().toString().equals("NativeBinding.java")
+                        && Files.readString(p).contains("downcallHandle(")) {
+                    offenders.add(root.relativize(p).toString());
+                }
+            }
+        }
+        assertTrue(offenders.isEmpty(), "link downcalls through NativeBinding, so that the conformance test sees them: "
+                + offenders);
+    }
+
+    @Test
+    void libcConstantsMatchGcc() throws IllegalAccessException {
+        List<String> bad = new ArrayList<>();
+        int seen = 0;
+        for (Field f : LibC.class.getDeclaredFields()) {
+            int m = f.getModifiers();
+            if (!Modifier.isStatic(m) || !Modifier.isFinal(m) || !(f.getType() == int.class || f.getType() == short.class)) {
+                continue;
+            }
+            seen++;
+            if (NOT_C.contains(f.getName())) {
+                continue;
+            }
+            if (!LIBC_CONSTANTS.contains(f.getName())) {
+                bad.add("LibC." + f.getName() + ": no C expression in LIBC_CONSTANTS (add one, or to NOT_C with a reason)");
+                continue;
+            }
+            f.setAccessible(true);
+            long java = ((Number) f.get(null)).longValue();
+            long c = probe.constants().get(f.getName());
+            if (java != c) {
+                bad.add("LibC." + f.getName() + ": Java " + java + ", C " + c);
+            }
+        }
+        CBoundary.assertNoDifferences("LibC constants", LIBC_CONSTANTS.size(), bad);
+        assertEquals(LIBC_CONSTANTS.size() + NOT_C.size(), seen, "LibC's constants and the tables differ in number");
+        assertEquals(LibC.O_NONBLOCK, probe.constants().get("EFD_NONBLOCK"), "LibC documents O_NONBLOCK == EFD_NONBLOCK");
+    }
+}
