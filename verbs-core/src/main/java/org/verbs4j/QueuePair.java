@@ -2,7 +2,6 @@ package org.verbs4j;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 import org.verbs4j.natives.ContextLayout;
@@ -11,8 +10,6 @@ import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_attr;
-import org.verbs4j.natives.generated.ibverbs.ibv_qp_cap;
-import org.verbs4j.natives.generated.ibverbs.ibv_qp_init_attr;
 
 /**
  * A queue pair ({@code struct ibv_qp}): RC, UC or UD, its state transitions with the attribute
@@ -36,13 +33,8 @@ import org.verbs4j.natives.generated.ibverbs.ibv_qp_init_attr;
  */
 public final class QueuePair extends NativeResource {
     private static final boolean CHECKED = Verbs.CHECKED;
-    private static final int MASK_STATE = 1, MASK_ACCESS_FLAGS = 1 << 3, MASK_PKEY_INDEX = 1 << 4, MASK_PORT = 1 << 5,
-            MASK_QKEY = 1 << 6, MASK_AV = 1 << 7, MASK_PATH_MTU = 1 << 8, MASK_TIMEOUT = 1 << 9,
-            MASK_RETRY_CNT = 1 << 10, MASK_RNR_RETRY = 1 << 11, MASK_RQ_PSN = 1 << 12, MASK_MAX_QP_RD_ATOMIC = 1 << 13,
-            MASK_MIN_RNR_TIMER = 1 << 15, MASK_SQ_PSN = 1 << 16, MASK_MAX_DEST_RD_ATOMIC = 1 << 17, MASK_CAP = 1 << 19,
-            MASK_DEST_QPN = 1 << 20;
 
-    private final ProtectionDomain pd;
+    final ProtectionDomain pd;
     private final QueuePairType type;
     private final int qpNumber;
     final long address;
@@ -61,7 +53,8 @@ public final class QueuePair extends NativeResource {
     final QueueAccount account;
     /** As of the last transition or query through this object (transitions are control path, by the owner). */
     private QueuePairState state = QueuePairState.RESET;
-    private int port = 1;
+    /** The port of the last INIT transition (control path, by the owner). */
+    int port = 1;
     /** A fatal async event (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR, DEVICE_FATAL) routed here. */
     private volatile AsyncEvent asyncFailure;
 
@@ -167,16 +160,18 @@ public final class QueuePair extends NativeResource {
         return rawHandle("QueuePair.handle");
     }
 
-    // ---- state transitions ----------------------------------------------------------------
+    // ---- state transitions (the attribute blocks: QueuePairTransitions) --------------------
 
-    private void modify(MemorySegment attr, int mask, QueuePairState to) {
+    /** One {@code ibv_modify_qp} to {@code to} with the attributes {@code mask} names (control path). */
+    void modify(MemorySegment attr, int mask, QueuePairState to) {
         pin("ibv_modify_qp"); // a close on another thread meanwhile gets EBUSY
         ibv_qp_attr.qp_state(attr, to.value());
         try {
-            LibIbverbs.modifyQp(handle, attr, mask | MASK_STATE);
+            LibIbverbs.modifyQp(handle, attr, mask | QueuePairTransitions.MASK_STATE);
         } catch (VerbsException e) {
             throw VerbsException.create("ibv_modify_qp", e.errno(), state + "->" + to + " of " + type + " QP " + qpNumber
-                    + " with attribute mask 0x" + Integer.toHexString(mask | MASK_STATE) + " refused", null);
+                    + " with attribute mask 0x" + Integer.toHexString(mask | QueuePairTransitions.MASK_STATE) + " refused",
+                    null);
         } finally {
             unpin();
         }
@@ -191,38 +186,12 @@ public final class QueuePair extends NativeResource {
      * (REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC; none by default: least privilege).
      */
     public void toInit(int port, Set<Access> remoteAccess) {
-        if (type == QueuePairType.UD) {
-            throw VerbsException.create("ibv_modify_qp", Errno.EINVAL, "a UD queue pair takes a Q_Key, not access flags",
-                    "use toInitUd(port, qkey)");
-        }
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
-            ibv_qp_attr.pkey_index(attr, (short) 0);
-            ibv_qp_attr.port_num(attr, (byte) port);
-            ibv_qp_attr.qp_access_flags(attr, Access.mask(remoteAccess));
-            modify(attr, MASK_PKEY_INDEX | MASK_PORT | MASK_ACCESS_FLAGS, QueuePairState.INIT);
-            this.port = port;
-        }
+        QueuePairTransitions.toInit(this, port, remoteAccess);
     }
 
     /** RESET→INIT→RTR→RTS for UD with the given Q_Key and send PSN. */
     public void activateUd(int port, int qkey, int sqPsn) {
-        if (type != QueuePairType.UD) {
-            throw VerbsException.create("ibv_modify_qp", Errno.EINVAL, "activateUd is for UD queue pairs", "use connect()");
-        }
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
-            ibv_qp_attr.pkey_index(attr, (short) 0);
-            ibv_qp_attr.port_num(attr, (byte) port);
-            ibv_qp_attr.qkey(attr, qkey);
-            modify(attr, MASK_PKEY_INDEX | MASK_PORT | MASK_QKEY, QueuePairState.INIT);
-            this.port = port;
-            attr.fill((byte) 0);
-            modify(attr, 0, QueuePairState.RTR);
-            attr.fill((byte) 0);
-            ibv_qp_attr.sq_psn(attr, sqPsn & 0xffffff);
-            modify(attr, MASK_SQ_PSN, QueuePairState.RTS);
-        }
+        QueuePairTransitions.activateUd(this, port, qkey, sqPsn);
     }
 
     /** This side's connection data for {@code gidIndex} (-1: LID only) and starting PSN. */
@@ -233,49 +202,14 @@ public final class QueuePair extends NativeResource {
         return new QueuePairEndpoint(qpNumber, psn & 0xffffff, pa.lid(), gid, pa.activeMtu());
     }
 
-    private int rdAtomicDepth(ConnectOptions o, boolean initiator) {
-        DeviceAttributes d = pd.context().queryDevice();
-        int max = initiator ? d.maxQpInitRdAtom() : d.maxQpRdAtom();
-        int want = o.maxRdAtomic() > 0 ? o.maxRdAtomic() : 16;
-        return Math.max(0, Math.min(want, Math.min(max, 255)));
-    }
-
     /** INIT→RTR: receive from {@code remote}. */
     public void toRtr(QueuePairEndpoint remote, ConnectOptions o) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
-            Mtu mtu = o.mtu() != null ? o.mtu() : Mtu.min(pd.context().queryPort(port).activeMtu(), remote.mtu());
-            ibv_qp_attr.path_mtu(attr, mtu.value());
-            ibv_qp_attr.dest_qp_num(attr, remote.qpNumber());
-            ibv_qp_attr.rq_psn(attr, remote.psn());
-            boolean global = remote.gid() != null && o.gidIndex() >= 0;
-            new AddressVector(port, remote.lid(), global ? remote.gid() : null, Math.max(0, o.gidIndex()), o.hopLimit(),
-                    o.trafficClass(), o.serviceLevel()).write(ibv_qp_attr.ah_attr(attr));
-            int mask = MASK_AV | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN;
-            if (type == QueuePairType.RC) {
-                ibv_qp_attr.max_dest_rd_atomic(attr, (byte) rdAtomicDepth(o, false));
-                ibv_qp_attr.min_rnr_timer(attr, (byte) o.minRnrTimer());
-                mask |= MASK_MAX_DEST_RD_ATOMIC | MASK_MIN_RNR_TIMER;
-            }
-            modify(attr, mask, QueuePairState.RTR);
-        }
+        QueuePairTransitions.toRtr(this, remote, o);
     }
 
     /** RTR→RTS: send, starting at {@code sqPsn}, with the options' timeout and bounded retries. */
     public void toRts(int sqPsn, ConnectOptions o) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
-            ibv_qp_attr.sq_psn(attr, sqPsn & 0xffffff);
-            int mask = MASK_SQ_PSN;
-            if (type == QueuePairType.RC) {
-                ibv_qp_attr.timeout(attr, (byte) o.timeout());
-                ibv_qp_attr.retry_cnt(attr, (byte) o.retryCount());
-                ibv_qp_attr.rnr_retry(attr, (byte) o.rnrRetry());
-                ibv_qp_attr.max_rd_atomic(attr, (byte) rdAtomicDepth(o, true));
-                mask |= MASK_TIMEOUT | MASK_RETRY_CNT | MASK_RNR_RETRY | MASK_MAX_QP_RD_ATOMIC;
-            }
-            modify(attr, mask, QueuePairState.RTS);
-        }
+        QueuePairTransitions.toRts(this, sqPsn, o);
     }
 
     /**
@@ -291,9 +225,7 @@ public final class QueuePair extends NativeResource {
 
     /** Moves to ERR: every outstanding work request completes with {@code IBV_WC_WR_FLUSH_ERR}. */
     public void toError() {
-        try (Arena a = Arena.ofConfined()) {
-            modify(a.allocate(ibv_qp_attr.layout()), 0, QueuePairState.ERR);
-        }
+        QueuePairTransitions.move(this, QueuePairState.ERR);
     }
 
     /**
@@ -301,33 +233,17 @@ public final class QueuePair extends NativeResource {
      * work starts over. Call it only when no thread posts to or polls for this queue pair.
      */
     public void reset() {
-        try (Arena a = Arena.ofConfined()) {
-            modify(a.allocate(ibv_qp_attr.layout()), 0, QueuePairState.RESET);
-        }
+        QueuePairTransitions.move(this, QueuePairState.RESET);
         account.reset();
     }
 
     /** {@code ibv_query_qp}: the state, as the provider sees it, and the main attributes. */
     public QueuePairAttributes query() {
         pin("ibv_query_qp");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
-            MemorySegment init = a.allocate(ibv_qp_init_attr.layout());
-            int mask = MASK_STATE | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN | MASK_SQ_PSN | MASK_ACCESS_FLAGS
-                    | MASK_PORT | MASK_TIMEOUT | MASK_RETRY_CNT | MASK_RNR_RETRY | MASK_QKEY | MASK_CAP
-                    | MASK_MAX_QP_RD_ATOMIC | MASK_MAX_DEST_RD_ATOMIC;
-            LibIbverbs.queryQp(handle, attr, mask, init);
-            QueuePairState s = QueuePairState.of(ibv_qp_attr.qp_state(attr));
-            state = s;
-            MemorySegment cap = ibv_qp_attr.cap(attr);
-            return new QueuePairAttributes(s, ibv_qp_attr.path_mtu(attr) == 0 ? null : Mtu.of(ibv_qp_attr.path_mtu(attr)),
-                    ibv_qp_attr.dest_qp_num(attr), ibv_qp_attr.rq_psn(attr), ibv_qp_attr.sq_psn(attr),
-                    ibv_qp_attr.qp_access_flags(attr), Byte.toUnsignedInt(ibv_qp_attr.port_num(attr)),
-                    Byte.toUnsignedInt(ibv_qp_attr.timeout(attr)), Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(attr)),
-                    Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(attr)), ibv_qp_attr.qkey(attr),
-                    Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(attr)),
-                    Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(attr)), ibv_qp_cap.max_send_wr(cap),
-                    ibv_qp_cap.max_recv_wr(cap), ibv_qp_cap.max_inline_data(cap));
+        try {
+            QueuePairAttributes a = QueuePairTransitions.query(handle);
+            state = a.state();
+            return a;
         } finally {
             unpin();
         }

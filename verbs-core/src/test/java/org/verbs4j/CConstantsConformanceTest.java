@@ -68,7 +68,7 @@ class CConstantsConformanceTest {
     }
 
     static {
-        each(QueuePair.class, "MASK_", "IBV_QP_", "STATE", "ACCESS_FLAGS", "PKEY_INDEX", "PORT", "QKEY", "AV",
+        each(QueuePairTransitions.class, "MASK_", "IBV_QP_", "STATE", "ACCESS_FLAGS", "PKEY_INDEX", "PORT", "QKEY", "AV",
                 "PATH_MTU", "TIMEOUT", "RETRY_CNT", "RNR_RETRY", "RQ_PSN", "MAX_QP_RD_ATOMIC", "MIN_RNR_TIMER",
                 "SQ_PSN", "MAX_DEST_RD_ATOMIC", "CAP", "DEST_QPN");
         each(SendWorkRequests.class, "OP_", "IBV_WR_", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM",
@@ -118,9 +118,9 @@ class CConstantsConformanceTest {
                 "PoolResources.CLOSING", "PoolResources.CLOSED");
         notC("the buffer pool's slot and token encoding", "BufferPool.NO_TOKEN", "BufferPool.STATE_SHIFT",
                 "BufferPool.FREE", "BufferPool.LEASED", "BufferPool.LEAKED", "BufferPool.STATE_BITS",
-                "BufferPool.LEASE_STEP", "BufferPool.STALE_WINDOW", "FreeStack.EMPTY");
+                "BufferPool.LEASE_STEP", "LeaseRefusals.STALE_WINDOW", "FreeStack.EMPTY");
         notC("the base page size verbs4j aligns to (x86-64, arm64), not a header constant",
-                "ProtectionDomain.PAGE", "BufferPool.REGION_ALIGNMENT");
+                "ProtectionDomain.PAGE", "PoolMemory.REGION_ALIGNMENT");
         notC("the default huge page size of x86-64 and arm64, a kernel setting", "HugePageAllocator.HUGE_PAGE");
         notC("verbs4j's out-of-band wire format", "OutOfBandChannel.MAGIC");
     }

@@ -1,13 +1,9 @@
 package org.verbs4j.pool;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.Cleaner;
-import java.lang.ref.PhantomReference;
-import java.lang.ref.Reference;
-import java.lang.ref.ReferenceQueue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -18,10 +14,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -123,8 +116,6 @@ public final class BufferPool implements AutoCloseable {
     private static final boolean DEFAULT_TRACKING = DEFAULT_SITES || Boolean.getBoolean(LEAK_TRACKING_PROPERTY);
     private static final boolean DEFAULT_STRICT = Boolean.getBoolean(STRICT_LEASES_PROPERTY);
     private static final Cleaner CLEANER = Cleaner.create();
-    /** Region alignment: a page, so that no two regions share one. */
-    static final long REGION_ALIGNMENT = 4096;
     /** Slot state words (longs) are spaced a cache line apart, so neighbouring slots never false-share. */
     static final int STATE_SHIFT = 3;
     /**
@@ -136,115 +127,34 @@ public final class BufferPool implements AutoCloseable {
     private static final long LEASE_STEP = 4 + LEASED;
     /** The longest a waiting lease parks before it looks again (a release wakes it sooner). */
     private static final long MAX_PARK_NANOS = 1_000_000L;
-    /** How far behind a token's generation may be to be called stale rather than foreign. */
-    private static final long STALE_WINDOW = 1L << 40;
     static final VarHandle STATES = MethodHandles.arrayElementVarHandle(long[].class);
-    private static final VarHandle BYTES_IN_USE, HIGH_WATER, WAITING;
-    private static final ThreadCache[] NO_CACHES = new ThreadCache[0];
 
-    static {
-        try {
-            MethodHandles.Lookup l = MethodHandles.lookup();
-            BYTES_IN_USE = l.findVarHandle(BufferPool.class, "bytesInUse", long.class);
-            HIGH_WATER = l.findVarHandle(BufferPool.class, "highWater", long.class);
-            WAITING = l.findVarHandle(SizeClass.class, "waiting", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    /** One size class: its slots, its shared free list, the thread caches over it and its waiters. */
-    static final class SizeClass {
-        final int index;
-        final int size;
-        final int count;
-        final int base;
-        final FreeStack shared;
-        volatile ThreadCache[] caches = NO_CACHES;
-        @SuppressWarnings("unused") // through WAITING
-        volatile int waiting;
-        final ConcurrentLinkedQueue<Thread> waiters = new ConcurrentLinkedQueue<>();
-
-        SizeClass(int index, int size, int count, int base) {
-            this.index = index;
-            this.size = size;
-            this.count = count;
-            this.base = base;
-            this.shared = new FreeStack(count);
-        }
-
-        /** Any thread: an index from some thread's cache, or EMPTY. */
-        int steal() {
-            for (ThreadCache c : caches) {
-                int v = c.steal();
-                if (v != FreeStack.EMPTY) {
-                    return v;
-                }
-            }
-            return FreeStack.EMPTY;
-        }
-
-        void wakeOne() {
-            Thread t = waiters.peek();
-            if (t != null) {
-                LockSupport.unpark(t);
-            }
-        }
-    }
-
-    /** The phantom reference of one tracked lease (of its own {@link PooledBuffer}). */
-    private static final class LeaseRef extends PhantomReference<PooledBuffer> {
-        final int slot;
-        /** The slot's state word while this lease holds it. */
-        final long leasedState;
-
-        LeaseRef(PooledBuffer referent, ReferenceQueue<? super PooledBuffer> q, int slot, long leasedState) {
-            super(referent, q);
-            this.slot = slot;
-            this.leasedState = leasedState;
-        }
-    }
-
-    private final String name;
+    final String name;
     private final SizeClass[] classes;
     private final int[] sizes;
     private final PooledBuffer[] buffers;
-    private final long[] states;
+    final long[] states;
     /** Tokens: {@code generation << slotBits | slot}; {@code 2^slotBits > capacity}, so -1 is never one. */
-    private final int slotBits;
-    private final long slotMask;
+    final int slotBits;
+    final long slotMask;
     /** Each lease gets its own PooledBuffer (allocates; stale references are caught). */
     private final boolean strict;
     private final ExhaustionPolicy exhaustion;
-    private final int cacheSize;
-    private final ThreadLocal<ThreadCache[]> threadCaches;
-    private final boolean tracking;
-    private final boolean sites;
-    private final LeaseRef[] refs;
-    private final Throwable[] leaseSites;
-    private final ReferenceQueue<PooledBuffer> leakQueue;
+    /** Null when thread caches are off. */
+    private final ThreadCaches caches;
+    /** Null without leak tracking. */
+    private final LeakTracker leaks;
     private final List<MemoryRegion> regions;
-    private final PoolResources resources;
+    final PoolResources resources;
     private final Cleaner.Cleanable cleanable;
     private final long registrations;
     private final String allocatorDescription;
-    private final LongAdder cacheMisses = new LongAdder();
-    private final LongAdder sharedLeases = new LongAdder();
-    private final LongAdder exhaustions = new LongAdder();
-    private final AtomicLong leaked = new AtomicLong();
-    private long retiredHits; // hits of pruned caches, under the registry lock
-    private final Object registry = new Object();
-    @SuppressWarnings("unused") // through BYTES_IN_USE
-    private volatile long bytesInUse;
-    @SuppressWarnings("unused") // through HIGH_WATER
-    private volatile long highWater;
+    private final PoolCounters counters = new PoolCounters();
 
     private BufferPool(Builder b) {
         this.name = b.name;
         this.exhaustion = b.exhaustion;
-        this.cacheSize = b.threadCacheSize;
-        this.tracking = b.leakTracking || b.leakSites;
-        this.sites = b.leakSites;
+        boolean tracking = b.leakTracking || b.leakSites;
         this.strict = tracking || b.strictLeases;
         Registrar registrar = b.registrar != null ? b.registrar : b.allocator.registrar();
         this.allocatorDescription = b.allocator.description();
@@ -269,94 +179,21 @@ public final class BufferPool implements AutoCloseable {
         for (int s = 0; s < total; s++) {
             states[s << STATE_SHIFT] = salt;
         }
-        this.refs = tracking ? new LeaseRef[total] : null;
-        this.leaseSites = sites ? new Throwable[total] : null;
-        this.leakQueue = tracking ? new ReferenceQueue<>() : null;
+        this.leaks = tracking ? new LeakTracker(name, classes, states, slotBits, total, b.leakSites) : null;
 
-        // allocate and register: once per class, or once for all; regs.get(i) registers allocs.get(i)
-        List<MemoryRegion> regs = new ArrayList<>();
-        List<RegionAllocator.Allocation> allocs = new ArrayList<>();
-        Arena views = Arena.ofShared();
-        long registered = 0;
-        try {
-            if (b.singleRegion) {
-                long[] offsets = new long[n];
-                long bytes = 0;
-                for (SizeClass k : classes) {
-                    offsets[k.index] = bytes;
-                    bytes = HugePageAllocator.roundUp(bytes + (long) k.size * k.count, REGION_ALIGNMENT);
-                }
-                RegionAllocator.Allocation a = b.allocator.allocate(bytes, REGION_ALIGNMENT);
-                allocs.add(a);
-                MemoryRegion mr = register(registrar, b.pd, a, b.access);
-                registered++;
-                regs.add(mr);
-                MemorySegment view = view(a, views);
-                for (SizeClass k : classes) {
-                    makeSlots(k, mr, view, offsets[k.index]);
-                }
-            } else {
-                for (SizeClass k : classes) {
-                    RegionAllocator.Allocation a = b.allocator.allocate((long) k.size * k.count, REGION_ALIGNMENT);
-                    allocs.add(a);
-                    MemoryRegion mr = register(registrar, b.pd, a, b.access);
-                    registered++;
-                    regs.add(mr);
-                    makeSlots(k, mr, view(a, views), 0);
-                }
-            }
-        } catch (RuntimeException | Error e) {
-            views.close();
-            // deregister, then free; memory whose deregistration failed is leaked, never freed
-            for (int r = allocs.size() - 1; r >= 0; r--) {
-                boolean deregistered = true;
-                if (r < regs.size()) {
-                    try {
-                        regs.get(r).close();
-                    } catch (RuntimeException suppressed) {
-                        deregistered = false;
-                        e.addSuppressed(suppressed);
-                    }
-                }
-                if (deregistered) {
-                    allocs.get(r).close();
-                }
-            }
-            throw e;
-        }
-        this.regions = List.copyOf(regs);
-        this.registrations = registered;
-        this.resources = new PoolResources(name, views, regions, List.copyOf(allocs), states, STATE_SHIFT,
+        PoolMemory memory = PoolMemory.allocate(b.allocator, registrar, b.pd, b.access, b.singleRegion, classes,
+                this::makeSlots);
+        this.regions = memory.regions;
+        this.registrations = regions.size();
+        this.resources = new PoolResources(name, memory.views, regions, memory.allocations, states, STATE_SHIFT,
                 new Throwable("pool '" + name + "' built here"), b.releaseObserver);
         this.cleanable = CLEANER.register(this, resources);
-        for (RegionAllocator.Allocation a : allocs) {
+        for (RegionAllocator.Allocation a : memory.allocations) {
             a.revoke = resources::arenaClosed;
         }
-        this.threadCaches = cacheSize == 0 ? null : ThreadLocal.withInitial(this::registerCaches);
+        this.caches = b.threadCacheSize == 0 ? null : new ThreadCaches(classes, b.threadCacheSize);
         LOG.debug("verbs4j pool '{}': {} buffers in {} size class(es), {} registration(s), memory: {}", name, total, n,
-                registered, allocatorDescription);
-    }
-
-    /** The region's memory as the buffers see it: scoped to the pool's view arena, which dies first on close. */
-    private static MemorySegment view(RegionAllocator.Allocation a, Arena views) {
-        MemorySegment mem = a.segment();
-        return MemorySegment.ofAddress(mem.address()).reinterpret(mem.byteSize(), views, null);
-    }
-
-    private static MemoryRegion register(Registrar registrar, ProtectionDomain pd, RegionAllocator.Allocation a,
-                                         Set<Access> access) {
-        MemorySegment mem = a.segment();
-        MemoryRegion mr = registrar.register(pd, mem, access);
-        if (mr == null || mr.address() != mem.address() || mr.length() < mem.byteSize()) {
-            VerbsException e = new InvalidRequestException("Registrar.register", "the registrar returned " + mr
-                    + ", which does not cover the allocated region of " + mem.byteSize() + " bytes at 0x"
-                    + Long.toHexString(mem.address()));
-            if (mr != null) {
-                mr.close();
-            }
-            throw e;
-        }
-        return mr;
+                registrations, allocatorDescription);
     }
 
     private void makeSlots(SizeClass k, MemoryRegion mr, MemorySegment view, long offset) {
@@ -418,7 +255,7 @@ public final class BufferPool implements AutoCloseable {
         if (t != NO_TOKEN) {
             return t;
         }
-        exhaustions.increment();
+        counters.exhaustions.increment();
         return awaitOrFail(k, size, exhaustion.timeoutNanos());
     }
 
@@ -429,7 +266,7 @@ public final class BufferPool implements AutoCloseable {
         if (t != NO_TOKEN) {
             return t;
         }
-        exhaustions.increment();
+        counters.exhaustions.increment();
         return awaitOrFail(k, size, ExhaustionPolicy.await(timeout).timeoutNanos());
     }
 
@@ -438,7 +275,7 @@ public final class BufferPool implements AutoCloseable {
         SizeClass k = classFor(size);
         long t = take(k);
         if (t == NO_TOKEN) {
-            exhaustions.increment();
+            counters.exhaustions.increment();
         }
         return t;
     }
@@ -458,10 +295,7 @@ public final class BufferPool implements AutoCloseable {
     }
 
     private ThreadCache cache(SizeClass k) {
-        if (threadCaches == null || Thread.currentThread().isVirtual()) {
-            return null;
-        }
-        return threadCaches.get()[k.index];
+        return caches == null ? null : caches.of(k);
     }
 
     /** A lease of class k (its token), or NO_TOKEN when the class is empty. */
@@ -469,9 +303,9 @@ public final class BufferPool implements AutoCloseable {
         ThreadCache c = cache(k);
         int local = c == null ? FreeStack.EMPTY : c.pop();
         if (local == FreeStack.EMPTY) {
-            cacheMisses.increment();
-            if (tracking) {
-                detectLeaks();
+            counters.cacheMisses.increment();
+            if (leaks != null) {
+                leaks.detect();
             }
             local = k.shared.pop();
             if (local == FreeStack.EMPTY) {
@@ -483,7 +317,7 @@ public final class BufferPool implements AutoCloseable {
                     return NO_TOKEN;
                 }
             }
-            sharedLeases.increment();
+            counters.sharedLeases.increment();
         }
         return claim(k, local);
     }
@@ -503,14 +337,16 @@ public final class BufferPool implements AutoCloseable {
             k.shared.push(local);
             throw closedException("lease");
         }
-        long used = (long) BYTES_IN_USE.getAndAdd(this, (long) k.size) + k.size;
-        if (used > (long) HIGH_WATER.getOpaque(this)) {
-            raiseHighWater(used);
-        }
+        counters.leased(k.size);
         return tokenOf(slot, s + LEASE_STEP);
     }
 
     private long tokenOf(int slot, long state) {
+        return tokenOf(slot, state, slotBits);
+    }
+
+    /** The token of the lease of {@code slot} whose state word is {@code state}. */
+    static long tokenOf(int slot, long state, int slotBits) {
         return ((state >>> 2) << slotBits) | slot;
     }
 
@@ -525,24 +361,10 @@ public final class BufferPool implements AutoCloseable {
             return shared;
         }
         PooledBuffer b = new PooledBuffer(shared, token);
-        if (tracking && track) {
-            long leasedState = (long) STATES.getVolatile(states, slot << STATE_SHIFT);
-            refs[slot] = new LeaseRef(b, leakQueue, slot, leasedState);
-            if (sites) {
-                leaseSites[slot] = new Throwable("buffer #" + slot + " (" + shared.capacity() + " B) of pool '" + name
-                        + "' leased here by " + Thread.currentThread().getName());
-            }
+        if (leaks != null && track) {
+            leaks.track(b, slot);
         }
         return b;
-    }
-
-    private void raiseHighWater(long used) {
-        long h;
-        while (used > (h = (long) HIGH_WATER.getVolatile(this))) {
-            if (HIGH_WATER.compareAndSet(this, h, used)) {
-                return;
-            }
-        }
     }
 
     private long awaitOrFail(SizeClass k, int size, long timeoutNanos) {
@@ -551,8 +373,7 @@ public final class BufferPool implements AutoCloseable {
         }
         long deadline = System.nanoTime() + timeoutNanos;
         Thread me = Thread.currentThread();
-        k.waiters.add(me);
-        WAITING.getAndAdd(k, 1);
+        k.startWaiting(me);
         try {
             while (true) {
                 long t = take(k);
@@ -571,8 +392,7 @@ public final class BufferPool implements AutoCloseable {
                 LockSupport.parkNanos(this, Math.min(left, MAX_PARK_NANOS));
             }
         } finally {
-            WAITING.getAndAdd(k, -1);
-            k.waiters.remove(me);
+            k.stopWaiting(me);
         }
     }
 
@@ -696,19 +516,12 @@ public final class BufferPool implements AutoCloseable {
 
     /** After the CAS to FREE: forget the lease, account, and put the slot back. */
     private void freed(SizeClass k, int slot) {
-        if (tracking) {
-            LeaseRef r = refs[slot];
-            if (r != null) {
-                refs[slot] = null;
-                r.clear();
-            }
-            if (sites) {
-                leaseSites[slot] = null;
-            }
+        if (leaks != null) {
+            leaks.released(slot);
         }
         int local = slot - k.base;
-        BYTES_IN_USE.getAndAdd(this, -(long) k.size);
-        if ((int) WAITING.getVolatile(k) == 0) {
+        counters.released(k.size);
+        if (!k.hasWaiters()) {
             ThreadCache c = cache(k);
             if (c != null && c.push(local)) {
                 return;
@@ -726,97 +539,17 @@ public final class BufferPool implements AutoCloseable {
 
     /** The exception for a token that names no current lease of this pool (out of line). */
     RuntimeException refused(long token, String what) {
-        if (token == NO_TOKEN) {
-            return new InvalidRequestException("BufferPool", what + ": NO_TOKEN is not a lease (tryLeaseToken found the class "
-                    + "empty): check for it before using the token");
-        }
-        if (resources.state == PoolResources.CLOSED) {
-            return closedException(what + " of lease token 0x" + Long.toHexString(token)
-                    + " (no lease is current once a pool is closed)");
-        }
-        int slot = (int) (token & slotMask);
-        if (slot >= buffers.length) {
-            return foreign(token, what);
-        }
-        long s = (long) STATES.getVolatile(states, slot << STATE_SHIFT);
-        long genMask = -1L >>> slotBits;
-        long ahead = ((s >>> 2) - (token >>> slotBits)) & genMask;
-        String lease = "lease token 0x" + Long.toHexString(token) + " (buffer #" + slot + ")";
-        String closed = resources.isOpen() ? "" : " (pool '" + name + "' is being closed)";
-        if (ahead == 0) {
-            if ((s & STATE_BITS) == LEAKED) {
-                return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' was found leaked and its "
-                        + "slot quarantined" + closed, slot);
-            }
-            return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' was released twice "
-                    + "(it had already ended)" + closed + ": release each lease exactly once and drop the token afterwards",
-                    slot);
-        }
-        if (ahead < STALE_WINDOW) {
-            return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' is stale: it was released "
-                    + "and the buffer was leased " + ahead + " more time(s) since (it is " + stateName(s) + " now)"
-                    + closed + "; using it would act on someone else's lease. Release each lease exactly once, "
-                    + "after its last use, and drop the token afterwards", slot);
-        }
-        return foreign(token, what);
-    }
-
-    private VerbsException foreign(long token, String what) {
-        return new InvalidRequestException("BufferPool", what + ": lease token 0x" + Long.toHexString(token)
-                + " was not issued by pool '" + name + "' (another pool's, or not a token): "
-                + "release it to the pool that leased it");
+        return LeaseRefusals.refused(this, token, what);
     }
 
     /** The exception for a use of the shared flyweight of a slot that is not leased (out of line). */
     RuntimeException notLeased(PooledBuffer b, String what, long s) {
-        if (!resources.isOpen()) {
-            return closedException(what + " of " + b + " (no buffer is leased once a pool is closed)");
-        }
-        if ((s & STATE_BITS) == LEAKED) {
-            return new StaleLeaseException(what + ": " + b + " of pool '" + name + "' was found leaked and its slot "
-                    + "quarantined", b.slot);
-        }
-        return new StaleLeaseException(what + ": " + b + " of pool '" + name + "' is not leased: it was released "
-                + "twice (or is used after its release); release each lease exactly once and drop the reference "
-                + "afterwards", b.slot);
-    }
-
-    private static String stateName(long s) {
-        long st = s & STATE_BITS;
-        return st == FREE ? "free" : st == LEASED ? "leased by someone else" : "quarantined as leaked";
+        return LeaseRefusals.notLeased(this, b, what, s);
     }
 
     /** Whether the pool is open (for PooledBuffer's checks). */
     boolean isOpen() {
         return resources.isOpen();
-    }
-
-    // ---- thread caches -------------------------------------------------------------------------
-
-    /** A thread's first lease: make its caches, register them for stealing, drain dead threads' caches. */
-    private ThreadCache[] registerCaches() {
-        Thread me = Thread.currentThread();
-        ThreadCache[] mine = new ThreadCache[classes.length];
-        synchronized (registry) {
-            for (SizeClass k : classes) {
-                List<ThreadCache> keep = new ArrayList<>(k.caches.length + 1);
-                for (ThreadCache c : k.caches) {
-                    if (c.ownerDead()) {
-                        for (int v; (v = c.steal()) != FreeStack.EMPTY; ) {
-                            k.shared.push(v);
-                        }
-                        retiredHits += c.hits();
-                    } else {
-                        keep.add(c);
-                    }
-                }
-                ThreadCache c = new ThreadCache(Math.min(cacheSize, k.count), me);
-                keep.add(c);
-                mine[k.index] = c;
-                k.caches = keep.toArray(NO_CACHES);
-            }
-        }
-        return mine;
     }
 
     // ---- leaks, metrics ------------------------------------------------------------------------
@@ -829,38 +562,7 @@ public final class BufferPool implements AutoCloseable {
      * @return how many leaks this call found
      */
     public int detectLeaks() {
-        if (!tracking) {
-            return 0;
-        }
-        int found = 0;
-        for (Reference<? extends PooledBuffer> r; (r = leakQueue.poll()) != null; ) {
-            LeaseRef lr = (LeaseRef) r;
-            int slot = lr.slot;
-            if (STATES.compareAndSet(states, slot << STATE_SHIFT, lr.leasedState, lr.leasedState - LEASED + LEAKED)) {
-                found++;
-                leaked.incrementAndGet();
-                Throwable site = sites ? leaseSites[slot] : null;
-                int size = sizeOfSlot(slot);
-                if (site != null) {
-                    LOG.warn("verbs4j pool leak: buffer #{} ({} B) of pool '{}' was never released and is unreachable; "
-                            + "its slot is quarantined", slot, size, name, site);
-                } else {
-                    LOG.warn("verbs4j pool leak: buffer #{} ({} B) of pool '{}' was never released and is unreachable; "
-                            + "its slot is quarantined (run with -D{}=true to see where it was leased)", slot, size,
-                            name, LEAK_SITES_PROPERTY);
-                }
-            }
-        }
-        return found;
-    }
-
-    private int sizeOfSlot(int slot) {
-        for (int i = classes.length - 1; i >= 0; i--) {
-            if (slot >= classes[i].base) {
-                return classes[i].size;
-            }
-        }
-        throw new InvalidRequestException("BufferPool", "slot " + slot);
+        return leaks == null ? 0 : leaks.detect();
     }
 
     /** Every buffer leased now, and every leaked one, with lease sites when recorded. */
@@ -871,7 +573,7 @@ public final class BufferPool implements AutoCloseable {
             for (int s = k.base; s < k.base + k.count; s++) {
                 long st = (long) STATES.getVolatile(states, s << STATE_SHIFT) & STATE_BITS;
                 if (st != FREE) {
-                    out.add(new LeaseInfo(k.size, s, st == LEAKED, sites ? leaseSites[s] : null));
+                    out.add(new LeaseInfo(k.size, s, st == LEAKED, leaks == null ? null : leaks.site(s)));
                 }
             }
         }
@@ -881,15 +583,7 @@ public final class BufferPool implements AutoCloseable {
     /** A snapshot of the counters (allocates; not for the hot path). */
     public PoolMetrics metrics() {
         detectLeaks();
-        long hits;
-        synchronized (registry) {
-            hits = retiredHits;
-            for (SizeClass k : classes) {
-                for (ThreadCache c : k.caches) {
-                    hits += c.hits();
-                }
-            }
-        }
+        long hits = caches == null ? 0 : caches.hits();
         List<PoolMetrics.SizeClassMetrics> per = new ArrayList<>(classes.length);
         for (SizeClass k : classes) {
             int leased = 0, lost = 0;
@@ -903,9 +597,9 @@ public final class BufferPool implements AutoCloseable {
             }
             per.add(new PoolMetrics.SizeClassMetrics(k.size, k.count, leased, lost));
         }
-        return new PoolMetrics(hits + sharedLeases.sum(), cacheMisses.sum(), exhaustions.sum(),
-                (long) BYTES_IN_USE.getVolatile(this), (long) HIGH_WATER.getVolatile(this), registrations,
-                leaked.get(), List.copyOf(per));
+        return new PoolMetrics(hits + counters.sharedLeases.sum(), counters.cacheMisses.sum(),
+                counters.exhaustions.sum(), counters.bytesInUse(), counters.highWater(), registrations,
+                leaked(), List.copyOf(per));
     }
 
     /** The memory registrations this pool performed (all while it was built). */
@@ -945,13 +639,13 @@ public final class BufferPool implements AutoCloseable {
 
     /** With leak tracking: a strict lease's object handed its lease to a token; stop tracking the object. */
     void untrack(int slot, long token) {
-        if (tracking) {
-            LeaseRef r = refs[slot];
-            if (r != null && tokenOf(slot, r.leasedState) == token) {
-                refs[slot] = null;
-                r.clear();
-            }
+        if (leaks != null) {
+            leaks.untrack(slot, token);
         }
+    }
+
+    private long leaked() {
+        return leaks == null ? 0 : leaks.leaked();
     }
 
     // ---- close ---------------------------------------------------------------------------------
@@ -988,14 +682,14 @@ public final class BufferPool implements AutoCloseable {
             resources.abortClose();
             VerbsException e = new ResourceBusyException("BufferPool.close", "pool '" + name + "' still has " + open.size()
                     + " leased buffer(s) (ids " + ids(open) + "): release them (after their work requests completed) "
-                    + "before closing the pool" + (sites ? "; the first one's lease site is the cause"
+                    + "before closing the pool" + (leaks != null && leaks.sites() ? "; the first one's lease site is the cause"
                     : "; run with -D" + LEAK_SITES_PROPERTY + "=true to see where they were leased"));
             if (open.getFirst().site() != null) {
                 e.initCause(open.getFirst().site());
             }
             throw e;
         }
-        long lost = leaked.get();
+        long lost = leaked();
         if (lost > 0) {
             LOG.warn("verbs4j pool '{}': closing with {} leaked buffer(s) never released", name, lost);
         }
@@ -1004,8 +698,8 @@ public final class BufferPool implements AutoCloseable {
         } finally {
             if (resources.state == PoolResources.CLOSED) {
                 cleanable.clean(); // nothing left for the cleaner to do
-                if (threadCaches != null) {
-                    threadCaches.remove();
+                if (caches != null) {
+                    caches.removeCurrent();
                 }
             }
         }

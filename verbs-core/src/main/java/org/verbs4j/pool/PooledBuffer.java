@@ -30,7 +30,7 @@ import org.verbs4j.MemoryRegion;
  */
 public final class PooledBuffer implements AutoCloseable {
     final BufferPool pool;
-    final BufferPool.SizeClass sizeClass;
+    final SizeClass sizeClass;
     final int slot;
     final int local;
     /** The lease this object is of (strict leases), or {@link BufferPool#NO_TOKEN} for the shared flyweight. */
@@ -44,7 +44,7 @@ public final class PooledBuffer implements AutoCloseable {
     private final int lkey;
     private final int rkey;
 
-    PooledBuffer(BufferPool pool, BufferPool.SizeClass sizeClass, int slot, int local, MemoryRegion region,
+    PooledBuffer(BufferPool pool, SizeClass sizeClass, int slot, int local, MemoryRegion region,
                  MemorySegment view, long offset) {
         this.pool = pool;
         this.sizeClass = sizeClass;
