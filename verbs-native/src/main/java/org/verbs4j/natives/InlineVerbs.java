@@ -36,8 +36,10 @@ public final class InlineVerbs {
     public static final boolean CRITICAL = Boolean.parseBoolean(System.getProperty(CRITICAL_PROPERTY, "true"));
 
     private static final Linker LINKER = Linker.nativeLinker();
-    private static final FunctionDescriptor POST = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
-    private static final FunctionDescriptor POLL = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG);
+    /** The shape of {@code post_send}/{@code post_recv}: {@code (qp, wr, bad_wr)int}, pointers as long. */
+    static final FunctionDescriptor POST = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
+    /** The shape of {@code poll_cq}: {@code (cq, num_entries, wc)int}, pointers as long. */
+    static final FunctionDescriptor POLL = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG);
     private static final FunctionDescriptor NOTIFY = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT);
 
     /** {@code int post_send(qp, wr, bad_wr)}, type {@code (MemorySegment fn, long, long, long)int}. */
@@ -49,12 +51,6 @@ public final class InlineVerbs {
     /** {@code int req_notify_cq(cq, solicited_only)}, type {@code (MemorySegment fn, long, int)int}. */
     public static final MethodHandle REQ_NOTIFY_CQ = dataPath(NOTIFY, CRITICAL);
 
-    /** The same data-path shapes linked both ways, for the benchmark that decides the default. */
-    public static final MethodHandle POST_SEND_CRITICAL = dataPath(POST, true);
-    public static final MethodHandle POST_SEND_STANDARD = dataPath(POST, false);
-    public static final MethodHandle POLL_CQ_CRITICAL = dataPath(POLL, true);
-    public static final MethodHandle POLL_CQ_STANDARD = dataPath(POLL, false);
-
     private static final MethodHandle QUERY_PORT_OP = LINKER.downcallHandle(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), Errno.CAPTURE_OPTION);
     private static final MethodHandle QUERY_DEVICE_EX_OP = LINKER.downcallHandle(
@@ -65,7 +61,8 @@ public final class InlineVerbs {
     private InlineVerbs() {
     }
 
-    private static MethodHandle dataPath(FunctionDescriptor fd, boolean critical) {
+    /** An address-less data-path handle of shape {@code fd}, critical or standard. */
+    static MethodHandle dataPath(FunctionDescriptor fd, boolean critical) {
         return critical ? LINKER.downcallHandle(fd, Linker.Option.critical(false)) : LINKER.downcallHandle(fd);
     }
 
