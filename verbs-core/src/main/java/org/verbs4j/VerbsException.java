@@ -51,6 +51,10 @@ public class VerbsException extends RuntimeException {
     }
 
     /** As {@link #VerbsException(String, int, String, String)}, with a cause. */
+    // initCause only when a cause is given (not super(message, null)), so that an exception made
+    // without one can still get it later (OutOfBandChannel, BufferPool do). The escaping call is
+    // Throwable.initCause, which no verbs4j exception overrides: harmless.
+    @SuppressWarnings("this-escape")
     public VerbsException(String verb, int errno, String detail, String hint, Throwable cause) {
         super(Failures.format(Objects.requireNonNull(verb, "verb"), errno, detail,
                 hint == null ? Errno.hint(verb, errno) : hint));
