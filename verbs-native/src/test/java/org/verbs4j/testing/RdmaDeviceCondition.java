@@ -14,6 +14,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.NativeLibraries;
 import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.Failures;
 import org.verbs4j.natives.VerbsFailure;
 
 /**
@@ -103,7 +104,8 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
                 LibIbverbs.freeDeviceList(list);
             }
         } catch (RuntimeException e) {
-            if (e instanceof VerbsFailure f) {
+            VerbsFailure f = Failures.describe(e); // core's VerbsException too (not a VerbsFailure itself)
+            if (f != null) {
                 return new Probe(List.of(), "no RDMA device: ibv_get_device_list: " + Errno.name(f.errno()) + " ("
                         + e.getMessage() + ")");
             }
