@@ -3,7 +3,6 @@ package org.verbs4j;
 import java.util.Objects;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.Failures;
-import org.verbs4j.natives.VerbsFailure;
 
 /**
  * The root of every exception verbs4j throws: a verb failed in the library, or was refused on the
@@ -34,7 +33,7 @@ import org.verbs4j.natives.VerbsFailure;
  *
  * <p>Immutable; safe to share between threads.
  */
-public class VerbsException extends RuntimeException implements VerbsFailure {
+public class VerbsException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     private final String verb;
@@ -52,6 +51,10 @@ public class VerbsException extends RuntimeException implements VerbsFailure {
     }
 
     /** As {@link #VerbsException(String, int, String, String)}, with a cause. */
+    // initCause only when a cause is given (not super(message, null)), so that an exception made
+    // without one can still get it later (OutOfBandChannel, BufferPool do). The escaping call is
+    // Throwable.initCause, which no verbs4j exception overrides: harmless.
+    @SuppressWarnings("this-escape")
     public VerbsException(String verb, int errno, String detail, String hint, Throwable cause) {
         super(Failures.format(Objects.requireNonNull(verb, "verb"), errno, detail,
                 hint == null ? Errno.hint(verb, errno) : hint));
@@ -93,13 +96,11 @@ public class VerbsException extends RuntimeException implements VerbsFailure {
     }
 
     /** The C verb that failed, e.g. {@code ibv_modify_qp}. */
-    @Override
     public String verb() {
         return verb;
     }
 
     /** The errno (e.g. 22 for EINVAL), or 0 where there is none. */
-    @Override
     public int errno() {
         return errno;
     }
@@ -110,7 +111,6 @@ public class VerbsException extends RuntimeException implements VerbsFailure {
     }
 
     /** What to do about it, or null where no hint is known. */
-    @Override
     public String hint() {
         return hint;
     }

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -91,7 +90,7 @@ class AsyncEventGuestTest {
     @Test
     @org.junit.jupiter.api.Tag("unchecked")
     void aCqOverrunReachesTheNextPoll() {
-        try (Context ctx = LoopbackPair.openTestDevice(); Arena arena = Arena.ofConfined()) {
+        try (Context ctx = LoopbackPair.openTestDevice()) {
             ProtectionDomain pd = ctx.allocateProtectionDomain();
             CompletionQueue small = ctx.createCompletionQueue(16);
             CompletionQueue other = ctx.createCompletionQueue(256);
@@ -202,7 +201,7 @@ class AsyncEventGuestTest {
 
     @Test
     void concurrentChannelWaitersReturnByTheirDeadlineWhenOneGetsTheEvent() throws Exception {
-        try (Context ctx = LoopbackPair.openTestDevice(); Arena arena = Arena.ofConfined()) {
+        try (Context ctx = LoopbackPair.openTestDevice()) {
             ProtectionDomain pd = ctx.allocateProtectionDomain();
             CompletionChannel channel = ctx.createCompletionChannel();
             CompletionQueue cqE = ctx.createCompletionQueue(16, channel, 0);

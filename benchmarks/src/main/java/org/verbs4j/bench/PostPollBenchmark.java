@@ -36,7 +36,7 @@ import org.verbs4j.testing.StandInProvider;
  *   <li>{@link #cLoop}: {@code standin_c_loop} (verbs.h's inline ibv_post_send/ibv_poll_cq in C),
  *       {@value #C_ITERATIONS} iterations per downcall, reported per iteration;</li>
  *   <li>{@link #rawCritical} / {@link #rawStandard}: the same WR chain written with hand-placed
- *       offsets and posted/polled with {@code InlineVerbs.POST_SEND_CRITICAL}/{@code POLL_CQ_CRITICAL}
+ *       offsets and posted/polled with {@code DataPathLinkage.POST_SEND_CRITICAL}/{@code POLL_CQ_CRITICAL}
  *       or the {@code _STANDARD} handles, invoked raw with {@code invokeExact}.</li>
  * </ul>
  */
@@ -123,12 +123,12 @@ public class PostPollBenchmark extends AbstractPostPoll {
     public long rawCritical() {
         fillRaw();
         try {
-            int rc = (int) InlineVerbs.POST_SEND_CRITICAL.invokeExact(postFn, qpAddr, rawWrsAddr, badWr);
+            int rc = (int) DataPathLinkage.POST_SEND_CRITICAL.invokeExact(postFn, qpAddr, rawWrsAddr, badWr);
             if (rc != 0) {
                 throw new IllegalStateException("post_send: " + rc);
             }
             int n;
-            while ((n = (int) InlineVerbs.POLL_CQ_CRITICAL.invokeExact(pollFn, cqAddr, 16, rawWc)) == 0) {
+            while ((n = (int) DataPathLinkage.POLL_CQ_CRITICAL.invokeExact(pollFn, cqAddr, 16, rawWc)) == 0) {
                 Thread.onSpinWait();
             }
             return rawWcId(n);
@@ -142,12 +142,12 @@ public class PostPollBenchmark extends AbstractPostPoll {
     public long rawStandard() {
         fillRaw();
         try {
-            int rc = (int) InlineVerbs.POST_SEND_STANDARD.invokeExact(postFn, qpAddr, rawWrsAddr, badWr);
+            int rc = (int) DataPathLinkage.POST_SEND_STANDARD.invokeExact(postFn, qpAddr, rawWrsAddr, badWr);
             if (rc != 0) {
                 throw new IllegalStateException("post_send: " + rc);
             }
             int n;
-            while ((n = (int) InlineVerbs.POLL_CQ_STANDARD.invokeExact(pollFn, cqAddr, 16, rawWc)) == 0) {
+            while ((n = (int) DataPathLinkage.POLL_CQ_STANDARD.invokeExact(pollFn, cqAddr, 16, rawWc)) == 0) {
                 Thread.onSpinWait();
             }
             return rawWcId(n);

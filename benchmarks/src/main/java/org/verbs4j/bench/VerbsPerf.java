@@ -167,6 +167,8 @@ public final class VerbsPerf {
     }
 
     static final class UsageException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         UsageException(String message) {
             super(message);
         }

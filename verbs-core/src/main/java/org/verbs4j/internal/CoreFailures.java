@@ -2,6 +2,7 @@ package org.verbs4j.internal;
 
 import org.verbs4j.VerbsException;
 import org.verbs4j.natives.FailureFactory;
+import org.verbs4j.natives.VerbsFailure;
 
 /**
  * Installs the public exception hierarchy into the native layer (a {@link FailureFactory}
@@ -16,5 +17,14 @@ public final class CoreFailures implements FailureFactory {
     @Override
     public RuntimeException create(String verb, int errno, String detail, String hint) {
         return VerbsException.create(verb, errno, detail, hint);
+    }
+
+    @Override
+    public VerbsFailure describe(Throwable failure) {
+        return failure instanceof VerbsException e ? new Described(e.verb(), e.errno(), e.hint()) : null;
+    }
+
+    /** A {@link VerbsException} as the native layer sees it. */
+    private record Described(String verb, int errno, String hint) implements VerbsFailure {
     }
 }

@@ -5,6 +5,8 @@ package org.verbs4j.pool;
  * whole wait. The message names the class, the pool's capacity in it and what to do.
  */
 public final class PoolExhaustedException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
     private final int bufferSize;
     private final int buffers;
 

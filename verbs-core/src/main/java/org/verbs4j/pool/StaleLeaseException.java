@@ -11,6 +11,8 @@ package org.verbs4j.pool;
  * {@link BufferPool.Builder#strictLeases(boolean) strictLeases}.
  */
 public final class StaleLeaseException extends org.verbs4j.ResourceClosedException {
+    private static final long serialVersionUID = 1L;
+
     private final int bufferId;
 
     StaleLeaseException(String message, int bufferId) {

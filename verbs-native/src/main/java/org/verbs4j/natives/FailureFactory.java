@@ -12,7 +12,16 @@ public interface FailureFactory {
      * @param errno  the errno (positive), or 0 where the failure has none
      * @param detail what went wrong, in words (may be null)
      * @param hint   what to do about it (may be null: {@link Errno#hint} is used)
-     * @return the exception to throw; it must implement {@link VerbsFailure}
+     * @return the exception to throw; {@link #describe} must recognise it
      */
     RuntimeException create(String verb, int errno, String detail, String hint);
+
+    /**
+     * The verb, errno and hint of {@code failure} if it is one this factory makes, else null. The
+     * public exceptions do not implement {@link VerbsFailure} (the public API names no type of
+     * the native layer), so a factory whose exceptions do not must adapt them here.
+     */
+    default VerbsFailure describe(Throwable failure) {
+        return failure instanceof VerbsFailure f ? f : null;
+    }
 }

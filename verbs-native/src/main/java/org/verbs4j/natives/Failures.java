@@ -30,6 +30,14 @@ public final class Failures {
         return FACTORY.create(verb, errno, detail, hint);
     }
 
+    /**
+     * The verb, errno and hint of a verbs4j failure (one the installed factory made, or a
+     * {@link NativeCallException}), else null.
+     */
+    public static VerbsFailure describe(Throwable failure) {
+        return failure instanceof VerbsFailure f ? f : FACTORY.describe(failure);
+    }
+
     /** The shared message format. */
     public static String format(String verb, int errno, String detail, String hint) {
         StringBuilder sb = new StringBuilder(verb).append(" failed");

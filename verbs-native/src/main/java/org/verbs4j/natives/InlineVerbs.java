@@ -34,8 +34,10 @@ public final class InlineVerbs {
     /** Whether the data-path handles are critical downcalls. */
     public static final boolean CRITICAL = Boolean.parseBoolean(System.getProperty(CRITICAL_PROPERTY, "true"));
 
-    private static final FunctionDescriptor POST = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
-    private static final FunctionDescriptor POLL = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG);
+    /** The shape of {@code post_send}/{@code post_recv}: {@code (qp, wr, bad_wr)int}, pointers as long. */
+    static final FunctionDescriptor POST = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
+    /** The shape of {@code poll_cq}: {@code (cq, num_entries, wc)int}, pointers as long. */
+    static final FunctionDescriptor POLL = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG);
     private static final FunctionDescriptor NOTIFY = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT);
 
     /** {@code int post_send(qp, wr, bad_wr)}, type {@code (MemorySegment fn, long, long, long)int}. */
@@ -47,11 +49,14 @@ public final class InlineVerbs {
     /** {@code int req_notify_cq(cq, solicited_only)}, type {@code (MemorySegment fn, long, int)int}. */
     public static final MethodHandle REQ_NOTIFY_CQ = dataPath("ibv_context_ops.req_notify_cq", NOTIFY, CRITICAL);
 
-    /** The same data-path shapes linked both ways, for the benchmark that decides the default. */
-    public static final MethodHandle POST_SEND_CRITICAL = dataPath("ibv_context_ops.post_send", POST, true);
-    public static final MethodHandle POST_SEND_STANDARD = dataPath("ibv_context_ops.post_send", POST, false);
-    public static final MethodHandle POLL_CQ_CRITICAL = dataPath("ibv_context_ops.poll_cq", POLL, true);
-    public static final MethodHandle POLL_CQ_STANDARD = dataPath("ibv_context_ops.poll_cq", POLL, false);
+    /**
+     * The same data-path shapes linked both ways (package-private: for InlineDispatchTest and the
+     * descriptor conformance test; the benchmarks link their own, see DataPathLinkage there).
+     */
+    static final MethodHandle POST_SEND_CRITICAL = dataPath("ibv_context_ops.post_send", POST, true);
+    static final MethodHandle POST_SEND_STANDARD = dataPath("ibv_context_ops.post_send", POST, false);
+    static final MethodHandle POLL_CQ_CRITICAL = dataPath("ibv_context_ops.poll_cq", POLL, true);
+    static final MethodHandle POLL_CQ_STANDARD = dataPath("ibv_context_ops.poll_cq", POLL, false);
 
     private static final MethodHandle QUERY_PORT_OP = NativeBinding.pointer("verbs_context.query_port",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), true, false);
@@ -65,6 +70,17 @@ public final class InlineVerbs {
 
     private static MethodHandle dataPath(String op, FunctionDescriptor fd, boolean critical) {
         return NativeBinding.pointer(op, fd, false, critical);
+    }
+
+    /** The data-path handle of shape {@code fd} ({@link #POST} or {@link #POLL}), critical or standard. */
+    static MethodHandle dataPath(FunctionDescriptor fd, boolean critical) {
+        if (fd == POST) {
+            return critical ? POST_SEND_CRITICAL : POST_SEND_STANDARD;
+        }
+        if (fd == POLL) {
+            return critical ? POLL_CQ_CRITICAL : POLL_CQ_STANDARD;
+        }
+        throw new IllegalArgumentException("not a data-path shape: " + fd);
     }
 
     // ---- function pointers --------------------------------------------------------------

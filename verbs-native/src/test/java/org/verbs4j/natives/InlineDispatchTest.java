@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -215,18 +216,23 @@ class InlineDispatchTest {
         assertEquals(1, p.pendingCompletions());
     }
 
+    private static final MethodHandle POST_SEND_CRITICAL = InlineVerbs.dataPath(InlineVerbs.POST, true);
+    private static final MethodHandle POST_SEND_STANDARD = InlineVerbs.dataPath(InlineVerbs.POST, false);
+    private static final MethodHandle POLL_CQ_CRITICAL = InlineVerbs.dataPath(InlineVerbs.POLL, true);
+    private static final MethodHandle POLL_CQ_STANDARD = InlineVerbs.dataPath(InlineVerbs.POLL, false);
+
     @Test
     void bothLinkagesOfTheDataPathHandlesDispatch() throws Throwable {
         MemorySegment fn = InlineVerbs.contextOp(p.context(), ContextLayout.OPS_POST_SEND);
         MemorySegment wrs = sendChain(1, true);
         MemorySegment bad = badWr();
-        assertEquals(0, (int) InlineVerbs.POST_SEND_CRITICAL.invokeExact(fn, qp(), wrs.address(), bad.address()));
-        assertEquals(0, (int) InlineVerbs.POST_SEND_STANDARD.invokeExact(fn, qp(), wrs.address(), bad.address()));
+        assertEquals(0, (int) POST_SEND_CRITICAL.invokeExact(fn, qp(), wrs.address(), bad.address()));
+        assertEquals(0, (int) POST_SEND_STANDARD.invokeExact(fn, qp(), wrs.address(), bad.address()));
         assertEquals(2, p.calls(Op.POST_SEND));
         MemorySegment poll = InlineVerbs.contextOp(p.context(), ContextLayout.OPS_POLL_CQ);
         MemorySegment wc = ibv_wc.allocateArray(4, arena);
-        assertEquals(1, (int) InlineVerbs.POLL_CQ_CRITICAL.invokeExact(poll, cq(), 1, wc.address()));
-        assertEquals(1, (int) InlineVerbs.POLL_CQ_STANDARD.invokeExact(poll, cq(), 4, wc.address()));
+        assertEquals(1, (int) POLL_CQ_CRITICAL.invokeExact(poll, cq(), 1, wc.address()));
+        assertEquals(1, (int) POLL_CQ_STANDARD.invokeExact(poll, cq(), 4, wc.address()));
         assertEquals(4, p.lastNumEntries());
         assertEquals(100, ibv_wc.wr_id(wc));
     }

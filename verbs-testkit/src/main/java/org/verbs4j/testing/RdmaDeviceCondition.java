@@ -14,6 +14,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.NativeLibraries;
 import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.Failures;
 import org.verbs4j.natives.VerbsFailure;
 
 /**
@@ -33,6 +34,10 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
     public static final String REQUIRE_ENV = "VERBS4J_REQUIRE_RDMA";
     /** System property with the same meaning as {@link #REQUIRE_ENV} ({@code true}). */
     public static final String REQUIRE_PROPERTY = "verbs4j.test.requireRdma";
+
+    /** Made by JUnit for {@link RdmaTest} ({@code @ExtendWith}). */
+    public RdmaDeviceCondition() {
+    }
 
     /** What the probe found: the device names, or why there is none. */
     public record Probe(List<String> devices, String unavailableReason) {
@@ -103,7 +108,8 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
                 LibIbverbs.freeDeviceList(list);
             }
         } catch (RuntimeException e) {
-            if (e instanceof VerbsFailure f) {
+            VerbsFailure f = Failures.describe(e); // core's VerbsException too (not a VerbsFailure itself)
+            if (f != null) {
                 return new Probe(List.of(), "no RDMA device: ibv_get_device_list: " + Errno.name(f.errno()) + " ("
                         + e.getMessage() + ")");
             }
