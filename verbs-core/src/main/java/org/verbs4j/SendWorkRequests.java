@@ -125,7 +125,9 @@ public final class SendWorkRequests extends WorkRequestChain {
         if (opcode >= OP_RDMA_READ) {
             readOrAtomicOps++;
         }
-        destinations[count] = null;
+        if (destinations[count] != null) { // the common case stores nothing (no GC barrier)
+            destinations[count] = null;
+        }
         count++;
         wrs.set(JAVA_LONG, o + SEND_WR_ID, wrId);
         wrs.set(JAVA_INT, o + SEND_NUM_SGE, 0);

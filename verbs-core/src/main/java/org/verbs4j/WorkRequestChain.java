@@ -133,7 +133,10 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         if (!mr.isOpenPlain()) {
             throw mr.closedException(verb);
         }
-        sgeRegions[request * maxSge + s] = mr;
+        int slot = request * maxSge + s;
+        if (sgeRegions[slot] != mr) { // a chain rebuilt over the same regions stores nothing (no GC barrier)
+            sgeRegions[slot] = mr;
+        }
     }
 
     private synchronized java.lang.foreign.Arena views() {
@@ -155,7 +158,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         int slot = (count - 1) * maxSge + curSges;
         if (mr != null) {
             noteRegion(verb, count - 1, curSges, mr); // may refuse: nothing written yet
-        } else {
+        } else if (sgeRegions[slot] != null) {
             sgeRegions[slot] = null;
         }
         long s = curSge + SGE_SIZE * curSges;
