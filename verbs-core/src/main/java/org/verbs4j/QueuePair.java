@@ -40,7 +40,8 @@ public final class QueuePair extends NativeResource {
     final long address;
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
-    private final OwnedMemory memory;
+    /** The bad_wr out-slot: provider writes happen only inside a post (under the gate), so an automatic arena that lives as long as this object is enough. */
+    private final java.lang.foreign.Arena scratch = java.lang.foreign.Arena.ofAuto();
     private final MemorySegment badWr;
     private final long badWrAddress;
     private final int maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData;
@@ -91,8 +92,7 @@ public final class QueuePair extends NativeResource {
         MemorySegment ctx = pd.context().handle;
         this.postSendFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_SEND);
         this.postRecvFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_RECV);
-        this.memory = new OwnedMemory(this, "queue pair scratch slot", false);
-        this.badWr = memory.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
+        this.badWr = scratch.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
         this.badWrAddress = badWr.address();
         this.maxSendWr = maxSendWr;
         this.maxRecvWr = maxRecvWr;
@@ -503,7 +503,6 @@ public final class QueuePair extends NativeResource {
 
     @Override
     void afterRelease() {
-        memory.close();
         pd.context().asyncEvents.unregister(this);
     }
 }

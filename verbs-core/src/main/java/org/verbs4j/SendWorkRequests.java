@@ -317,11 +317,10 @@ public final class SendWorkRequests extends WorkRequestChain {
                     "create it with new SendWorkRequests(capacity, maxSge, maxInlinePerRequest)");
         }
         // one allocation on the first inline request, none after; freed with the chain (see WorkRequestChain)
-        staging = globalView(stagingArena.allocate((long) capacity * inlineStride, 64));
+        staging = globalView(memory.allocate((long) capacity * inlineStride, 64));
         stagingAddress = staging.address();
     }
 
-    private final java.lang.foreign.Arena stagingArena = java.lang.foreign.Arena.ofAuto();
 
     private void flag(int f) {
         ensureCurrent();

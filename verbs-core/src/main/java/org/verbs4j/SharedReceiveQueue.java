@@ -22,7 +22,8 @@ public final class SharedReceiveQueue extends NativeResource {
     private final MemorySegment postFn;
     private final int maxWr;
     private final int maxSge;
-    private final OwnedMemory memory;
+    /** The bad_wr out-slot: provider writes happen only inside a post (under the gate), so an automatic arena that lives as long as this object is enough. */
+    private final java.lang.foreign.Arena scratch = java.lang.foreign.Arena.ofAuto();
     private final MemorySegment badWr;
     /** A fatal async event (SRQ_ERR, DEVICE_FATAL) routed here by the context's event thread. */
     private volatile AsyncEvent asyncFailure;
@@ -58,8 +59,7 @@ public final class SharedReceiveQueue extends NativeResource {
         this.postFn = InlineVerbs.contextOp(pd.context().handle, ContextLayout.OPS_POST_SRQ_RECV);
         this.maxWr = maxWr;
         this.maxSge = maxSge;
-        this.memory = new OwnedMemory(this, "shared receive queue scratch slot", false);
-        this.badWr = memory.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
+        this.badWr = scratch.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
         pd.context().asyncEvents.register(this); // last: the event thread may look it up at once
     }
 
@@ -145,7 +145,6 @@ public final class SharedReceiveQueue extends NativeResource {
 
     @Override
     void afterRelease() {
-        memory.close();
         ((ProtectionDomain) owner).context().asyncEvents.unregister(this);
     }
 }

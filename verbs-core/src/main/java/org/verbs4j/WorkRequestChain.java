@@ -79,7 +79,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         this.wrs = globalView(auto.allocate(wrSize * capacity, 64));
         this.sges = globalView(auto.allocate(sgeStride * capacity, 64));
         this.sgeRegions = new MemoryRegion[capacity * maxSgePerRequest];
-        this.memoryOwner = auto;
+        this.memory = auto;
         this.address = wrs.address();
         long sgeBase = sges.address();
         for (int i = 0; i < capacity; i++) {
@@ -90,9 +90,8 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         }
     }
 
-    /** Keeps the automatic arena of the descriptors reachable exactly as long as the chain. */
-    @SuppressWarnings("unused")
-    private final java.lang.foreign.Arena memoryOwner;
+    /** The automatic arena of the chain's native memory (descriptors, SGEs, inline staging), reachable exactly as long as the chain. */
+    final java.lang.foreign.Arena memory;
 
     static MemorySegment globalView(MemorySegment owned) {
         return MemorySegment.ofAddress(owned.address()).reinterpret(owned.byteSize());
@@ -128,12 +127,11 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     void verifyMore(String verb) {
     }
 
-    /** Records the region of SGE {@code s} of the current request (every mode: it must be open). */
-    final void noteRegion(String verb, int request, int s, MemoryRegion mr) {
+    /** Records the region of SGE slot {@code slot} (every mode: it must be open). */
+    private void noteRegion(String verb, int slot, MemoryRegion mr) {
         if (!mr.isOpenPlain()) {
             throw mr.closedException(verb);
         }
-        int slot = request * maxSge + s;
         if (sgeRegions[slot] != mr) { // a chain rebuilt over the same regions stores nothing (no GC barrier)
             sgeRegions[slot] = mr;
         }
@@ -157,7 +155,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     final void appendSge(String verb, MemoryRegion mr, long addr, int length, int lkey) {
         int slot = (count - 1) * maxSge + curSges;
         if (mr != null) {
-            noteRegion(verb, count - 1, curSges, mr); // may refuse: nothing written yet
+            noteRegion(verb, slot, mr); // may refuse: nothing written yet
         } else if (sgeRegions[slot] != null) {
             sgeRegions[slot] = null;
         }

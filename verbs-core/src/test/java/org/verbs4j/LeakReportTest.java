@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import org.junit.jupiter.api.Test;
 
 /** Work-request chains and completion arrays dropped unclosed are freed and reported, never hidden. */
-class OwnedMemoryLeakTest {
+class LeakReportTest {
 
     private static void dropUnclosed() {
         new SendWorkRequests(4, 1);
