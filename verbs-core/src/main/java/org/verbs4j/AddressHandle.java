@@ -30,4 +30,10 @@ public final class AddressHandle extends NativeResource {
     public AddressVector vector() {
         return vector;
     }
+
+    @Override
+    String describe() {
+        return "AddressHandle on " + device() + " to " + (vector.isGlobal() ? "GID " + vector.dgid() : "LID " + vector.dlid())
+                + " via port " + vector.port();
+    }
 }

@@ -211,4 +211,9 @@ public final class CompletionChannel extends NativeResource {
             gate.waiters.readLock().unlock();
         }
     }
+
+    @Override
+    String describe() {
+        return "CompletionChannel on " + device() + ", fd " + fd;
+    }
 }

@@ -309,4 +309,9 @@ public final class CompletionQueue extends NativeResource {
         }
         ((Context) owner).asyncEvents.unregister(this);
     }
+
+    @Override
+    String describe() {
+        return "CompletionQueue on " + device() + ", capacity " + capacity + (channel != null ? ", with a completion channel" : "");
+    }
 }

@@ -224,4 +224,9 @@ public final class Context extends NativeResource {
     public Optional<AsyncEvent> deviceFailure() {
         return Optional.ofNullable(asyncEvents.deviceFailure());
     }
+
+    @Override
+    String describe() {
+        return "Context " + deviceName;
+    }
 }

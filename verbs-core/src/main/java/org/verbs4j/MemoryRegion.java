@@ -160,4 +160,10 @@ public final class MemoryRegion extends NativeResource {
                 + ") lies outside the registered region of " + length + " bytes",
                 "post only buffers inside a registered region, or register a larger one");
     }
+
+    @Override
+    String describe() {
+        return "MemoryRegion " + length + " B on " + device() + ", lkey 0x" + Integer.toHexString(lkey) + ", rkey 0x"
+                + Integer.toHexString(rkey) + ", " + (access.isEmpty() ? "no access" : java.util.EnumSet.copyOf(access));
+    }
 }

@@ -324,8 +324,30 @@ abstract sealed class NativeResource implements AutoCloseable
         return liveChildren.get();
     }
 
+    /**
+     * What a user recognises of this object (device, numbers, sizes; never a native address):
+     * {@link #toString()} without the closed mark. Overridden by each kind.
+     */
+    String describe() {
+        return kind + " on " + device();
+    }
+
+    /** The name of the device this object belongs to (its root context's). */
+    final String device() {
+        NativeResource r = this;
+        while (r.owner != null) {
+            r = r.owner;
+        }
+        return r instanceof Context c ? c.deviceName() : "?";
+    }
+
+    /**
+     * What the object is, in the terms a user knows it by, e.g. {@code QueuePair RC #17 RTS on rxe0}
+     * or {@code MemoryRegion 4096 B on rxe0, lkey 0x1a2b, rkey 0x1a2b, [LOCAL_WRITE]}, followed by
+     * {@code (closed)} once closed. No native addresses.
+     */
     @Override
     public String toString() {
-        return kind + "@0x" + Long.toHexString(handle.address()) + (isOpen() ? "" : " (closed)");
+        return describe() + (isOpen() ? "" : " (closed)");
     }
 }

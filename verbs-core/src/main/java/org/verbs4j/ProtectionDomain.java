@@ -271,4 +271,9 @@ public final class ProtectionDomain extends NativeResource {
             unpin();
         }
     }
+
+    @Override
+    String describe() {
+        return "ProtectionDomain on " + device();
+    }
 }

@@ -505,4 +505,9 @@ public final class QueuePair extends NativeResource {
     void afterRelease() {
         pd.context().asyncEvents.unregister(this);
     }
+
+    @Override
+    String describe() {
+        return "QueuePair " + type + " #" + qpNumber + " " + state + " on " + device();
+    }
 }

@@ -63,10 +63,12 @@ public final class SharedReceiveQueue extends NativeResource {
         pd.context().asyncEvents.register(this); // last: the event thread may look it up at once
     }
 
+    /** The number of receive work requests it holds (what the provider granted). */
     public int maxWr() {
         return maxWr;
     }
 
+    /** The scatter/gather entries per receive work request. */
     public int maxSge() {
         return maxSge;
     }
@@ -146,5 +148,10 @@ public final class SharedReceiveQueue extends NativeResource {
     @Override
     void afterRelease() {
         ((ProtectionDomain) owner).context().asyncEvents.unregister(this);
+    }
+
+    @Override
+    String describe() {
+        return "SharedReceiveQueue on " + device() + ", " + maxWr + " WRs x " + maxSge + " SGE";
     }
 }

@@ -27,6 +27,10 @@ public final class Verbs {
     /** Whether work requests are validated on the Java side (fixed at class initialisation). */
     public static final boolean CHECKED = !Boolean.getBoolean(UNCHECKED_PROPERTY);
 
+    private static final String NO_DEVICE_HINT = "load the RDMA driver of the NIC, or create a Soft-RoCE device "
+            + "(modprobe rdma_rxe; rdma link add rxe0 type rxe netdev eth0); Verbs.unavailabilityCause() says what is "
+            + "missing; see docs/troubleshooting.md";
+
     private Verbs() {
     }
 
@@ -106,7 +110,17 @@ public final class Verbs {
         NativeLibraries.ibverbsOrThrow();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment num = arena.allocate(JAVA_INT);
-            MemorySegment listPtr = LibIbverbs.getDeviceList(num);
+            MemorySegment listPtr;
+            try {
+                listPtr = LibIbverbs.getDeviceList(num);
+            } catch (VerbsException e) {
+                // e.g. a bare ENOSYS without ib_uverbs: say what unavailabilityCause() knows
+                DeviceUnavailableException d = new DeviceUnavailableException("ibv_open_device", e.errno(),
+                        "cannot open " + (name == null ? "an RDMA device" : name) + ": "
+                                + unavailabilityCause().orElse(e.getMessage()), NO_DEVICE_HINT);
+                d.initCause(e);
+                throw d;
+            }
             try {
                 int n = num.get(JAVA_INT, 0);
                 MemorySegment list = listPtr.reinterpret((long) (n + 1) * ADDRESS.byteSize());
@@ -121,7 +135,7 @@ public final class Verbs {
                 }
                 throw VerbsException.create("ibv_open_device", Errno.ENODEV,
                         name == null ? "no RDMA device is present" : "no device named " + name + " (present: " + names + ")",
-                        "list the devices with ibv_devices or Verbs.devices()");
+                        n == 0 ? NO_DEVICE_HINT : "list the devices with ibv_devices or Verbs.devices()");
             } finally {
                 LibIbverbs.freeDeviceList(listPtr);
             }
