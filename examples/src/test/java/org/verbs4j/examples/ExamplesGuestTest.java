@@ -1,0 +1,183 @@
+package org.verbs4j.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.verbs4j.Verbs;
+import org.verbs4j.testing.RdmaTest;
+
+/**
+ * Guest tier: every example runs on rxe and prints what it proves; each test checks those lines
+ * (the examples also verify their data themselves and throw when it is wrong). The one-process
+ * examples run in this JVM with their output captured; the ping-pong runs as two JVMs, a server
+ * and a client, on this JVM's class path.
+ */
+@RdmaTest
+class ExamplesGuestTest {
+
+    private static String capture(Consumer<PrintStream> example) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
+            example.accept(out);
+        }
+        String text = bytes.toString(StandardCharsets.UTF_8);
+        System.out.print(text);
+        return text;
+    }
+
+    private static void assertContains(String output, String expected) {
+        assertTrue(output.contains(expected), "expected \"" + expected + "\" in:\n" + output);
+    }
+
+    private static int count(String output, String regex) {
+        Matcher m = Pattern.compile(regex, Pattern.MULTILINE).matcher(output);
+        int n = 0;
+        while (m.find()) {
+            n++;
+        }
+        return n;
+    }
+
+    @Test
+    void devices() {
+        String out = capture(o -> assertTrue(ListDevices.run(o)));
+        assertEquals(Verbs.devices().size(), Integer.parseInt(out.lines().findFirst().orElseThrow().replace("devices: ", "")));
+        assertTrue(Pattern.compile("(?m)^  port 1: PORT_ACTIVE, link layer ETHERNET").matcher(out).find(), out);
+        assertTrue(Pattern.compile("(?m)^    GID index 1: ::ffff:[0-9.]+ \\(ROCE_V2\\)").matcher(out).find(), out);
+    }
+
+    @Test
+    void writeAndRead() {
+        String out = capture(WriteAndRead::run);
+        assertContains(out, "RDMA WRITE: 4096 bytes from A landed in B's region");
+        assertContains(out, "RDMA READ: 4096 bytes from B's region into A's, verified byte for byte");
+        assertContains(out, "B's completion queue is empty");
+        assertTrue(Pattern.compile("without REMOTE_WRITE: (remote access error|.*access.*); A is now ERR")
+                .matcher(out).find(), out);
+    }
+
+    @Test
+    void unreliableDatagrams() {
+        String out = capture(UdSend::run);
+        assertEquals(3, count(out, "^received datagram \\d from QP \\d+: 40-byte GRH \\+ \\d+ bytes"), out);
+        assertContains(out, "\"third, a little longer datagram\"");
+        assertTrue(Pattern.compile("address handle: AddressHandle on rxe0 to GID ::ffff:[0-9.]+ via port 1").matcher(out)
+                .find(), out);
+        assertContains(out, "UD: 3 datagrams sent through one address handle, received in order");
+    }
+
+    @Test
+    void sharedReceiveQueue() {
+        String out = capture(SharedReceive::run);
+        assertEquals(3, count(out, "^server QP \\d+ received 10[012] bytes of '[abc]' into SRQ buffer [0-7]$"), out);
+        assertContains(out, "SRQ: 3 queue pairs, 3 messages, one shared pool of 8 receive buffers (5 still posted)");
+    }
+
+    @Test
+    void eventDrivenCompletions() {
+        String out = capture(EventDriven::run);
+        assertTrue(Pattern.compile("no traffic: awaitEvent slept \\d+ ms and returned no event").matcher(out).find(), out);
+        assertContains(out, "event-driven: 5 receives completed");
+        assertTrue(Pattern.compile("CompletionChannel on rxe0, fd \\d+ wakes up CompletionQueue on rxe0, capacity \\d+, "
+                + "with a completion channel").matcher(out).find(), out);
+        assertTrue(count(out, "^woke up on a completion event") >= 1, out);
+    }
+
+    @Test
+    void atomics() {
+        String out = capture(Atomics::run);
+        assertContains(out, "returned 1000, 1005, 1010, 1015, 1020, 1025, 1030, 1035, 1040, 1045; counter now 1050");
+        assertContains(out, "compare-and-swap 1050 -> 7: returned 1050 (matched, swapped)");
+        assertContains(out, "compare-and-swap 1050 -> 9: returned 7 (no match, unchanged); counter now 7");
+    }
+
+    @Test
+    void bufferPool() {
+        String out = capture(PooledBuffers::run);
+        Matcher m = Pattern.compile("(\\d+) registration\\(s\\) at build time").matcher(out);
+        assertTrue(m.find(), out);
+        assertContains(out, "1000 RDMA WRITEs between leased buffers, each verified; leases: 2000; registrations still "
+                + m.group(1) + "; outstanding leases: 0");
+    }
+
+    @Test
+    void pingPongBetweenTwoProcesses() throws Exception {
+        int port;
+        try (ServerSocket probe = new ServerSocket(0)) {
+            port = probe.getLocalPort();
+        }
+        Process server = start(PingPong.class, "server", Integer.toString(port));
+        Process client = start(PingPong.class, "client", "127.0.0.1", Integer.toString(port), "200");
+        String clientOut = finish(client, "client");
+        String serverOut = finish(server, "server");
+        assertContains(serverOut, "server: listening on TCP port " + port);
+        assertTrue(Pattern.compile("(?m)^server: QueuePair RC #\\d+ RTS on rxe0 .*connected to remote QP \\d+")
+                .matcher(serverOut).find(), serverOut);
+        assertContains(serverOut, "server: answered 200 pings, each with the number plus one");
+        assertContains(clientOut, "client: 200 round trips, every reply was the number sent plus one (last reply 400)");
+        assertTrue(Pattern.compile("median round trip, first 50 rounds: [0-9.]+ us; last 50 rounds: [0-9.]+ us")
+                .matcher(clientOut).find(), clientOut);
+        assertFalse(clientOut.contains("Exception"), clientOut);
+    }
+
+    // ---- two processes ------------------------------------------------------------------------
+
+    private static Process start(Class<?> main, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", classPath(), main.getName()));
+        cmd.addAll(List.of(args));
+        return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    }
+
+    private static String finish(Process p, String who) throws Exception {
+        p.getOutputStream().close();
+        boolean done = p.waitFor(150, TimeUnit.SECONDS);
+        if (!done) {
+            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        System.out.print(out);
+        assertTrue(done, who + " did not finish within 150 s:\n" + out);
+        assertEquals(0, p.exitValue(), who + " exit status; output:\n" + out);
+        return out;
+    }
+
+    /**
+     * The class path of the examples and what they need at run time, from where the classes were
+     * loaded (the guest tier runs this JVM through the JUnit console launcher, whose
+     * {@code java.class.path} is the launcher jar alone).
+     */
+    private static String classPath() {
+        Set<String> entries = new LinkedHashSet<>();
+        for (String name : new String[] {PingPong.class.getName(), "org.verbs4j.Verbs", "org.verbs4j.natives.Errno",
+                "org.slf4j.LoggerFactory", "org.slf4j.simple.SimpleServiceProvider"}) {
+            try {
+                Class<?> c = Class.forName(name, false, ExamplesGuestTest.class.getClassLoader());
+                entries.add(Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
+            } catch (ClassNotFoundException e) {
+                // slf4j-simple is optional: without it SLF4J says so once and logs nothing
+            } catch (URISyntaxException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return String.join(File.pathSeparator, entries);
+    }
+}
