@@ -43,10 +43,11 @@ public final class ListDevices {
                         a.maxQpWr(), a.maxCqe(), a.supportsAtomics() ? "yes" : "no");
                 for (int port = 1; port <= a.physPortCount(); port++) {
                     PortAttributes p = ctx.queryPort(port);
-                    out.printf("  port %d: %s, link layer %s, active MTU %s (max %s), LID %d%n", port, p.stateText(),
-                            p.linkLayer(), p.activeMtu(), p.maxMtu(), p.lid());
+                    out.printf("  port %d: %s, link layer %s, active MTU %d (max %d), LID %d%n", port, p.stateText(),
+                            p.linkLayer(), p.activeMtu().bytes(), p.maxMtu().bytes(), p.lid());
                     for (GidEntry g : ctx.gidTable(port)) {
-                        out.printf("    GID index %d: %s (%s)%n", g.index(), g.gid(), g.type());
+                        out.printf("    GID index %d: %s (%s, %s)%n", g.index(), g.gid(), g.type(),
+                                g.gid().toInetAddress().getHostAddress());
                     }
                 }
             }

@@ -110,14 +110,21 @@ public final class PingPong {
             return mr.segment().get(JAVA_LONG, 8);
         }
 
-        /** Exchanges endpoints over {@code oob} and connects RESET -> RTS; no remote access granted. */
+        /**
+         * RESET -> INIT, posts the first receive (a queue pair takes receives from INIT on), exchanges
+         * endpoints over {@code oob}, then INIT -> RTR -> RTS. No remote access granted: SEND/RECV only.
+         */
         void connect(OutOfBandChannel oob, PrintStream out, String who) {
             GidEntry gid = Setup.gid(ctx);
+            ConnectOptions options = ConnectOptions.roce(gid.index());
+            qp.toInit(1, Set.of());
+            postReceive();                          // before the peer can send
             QueuePairEndpoint local = qp.localEndpoint(gid.index(), (int) (System.nanoTime() & 0xffffff));
             ConnectionData peer = oob.exchange(ConnectionData.of(local));
-            qp.connect(1, Set.of(), local, peer.endpoint(), ConnectOptions.roce(gid.index()));
+            qp.toRtr(peer.endpoint(), options);
+            qp.toRts(local.psn(), options);
             out.println(who + ": " + qp + " connected to remote QP " + peer.endpoint().qpNumber() + " through GID index "
-                    + gid.index() + " (" + gid.gid() + ")");
+                    + gid.index() + " (" + gid.gid().toInetAddress().getHostAddress() + ")");
         }
 
         @Override
@@ -141,8 +148,7 @@ public final class PingPong {
             out.flush();
             try (Side side = Side.open();
                  OutOfBandChannel oob = OutOfBandChannel.accept(listener, TIMEOUT)) {
-                side.postReceive();                 // before the client can send
-                side.connect(oob, out, "server");
+                side.connect(oob, out, "server");   // posts the first receive
                 oob.barrier("receive posted");      // the client sends only after this
                 long rounds = oob.receiveLong();
                 int sendsInFlight = 0;          // a reply's completion may come after the next ping
@@ -189,8 +195,7 @@ public final class PingPong {
     public static void client(PrintStream out, String host, int port, int rounds) {
         try (Side side = Side.open();
              OutOfBandChannel oob = OutOfBandChannel.connect(new InetSocketAddress(host, port), TIMEOUT)) {
-            side.postReceive();                     // for the first reply, before anything is sent
-            side.connect(oob, out, "client");
+            side.connect(oob, out, "client");       // posts the receive for the first reply
             oob.barrier("receive posted");
             oob.sendLong(rounds);
             long[] nanos = new long[rounds];

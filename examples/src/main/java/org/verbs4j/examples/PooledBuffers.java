@@ -25,18 +25,17 @@ import org.verbs4j.pool.PooledBuffer;
  * another, and the registration count never moves.
  */
 public final class PooledBuffers {
-    private static final int ROUNDS = 1000;
 
     private PooledBuffers() {
     }
 
     /** Runs the example; {@code examples/run pool}. */
     public static void main(String[] args) {
-        run(System.out);
+        run(System.out, args.length > 0 ? Integer.parseInt(args[0]) : 1000);
     }
 
-    /** Runs the example, printing what it proves to {@code out}. */
-    public static void run(PrintStream out) {
+    /** Runs the example with {@code rounds} writes, printing what it proves to {@code out}. */
+    public static void run(PrintStream out, int rounds) {
         try (Context ctx = Setup.openDevice();
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue cq = ctx.createCompletionQueue(16);
@@ -52,7 +51,7 @@ public final class PooledBuffers {
             Setup.connect(a, b, Setup.gid(ctx), Set.of(Access.REMOTE_WRITE));
             long registrations = pool.registrations();
             out.println(pool + ": " + registrations + " registration(s) at build time");
-            for (int i = 0; i < ROUNDS; i++) {
+            for (int i = 0; i < rounds; i++) {
                 // try-with-resources releases the leases; the write's completion is awaited inside
                 try (PooledBuffer src = pool.lease(1000 + i); PooledBuffer dst = pool.lease(1000 + i)) {
                     src.segment().set(JAVA_INT, 0, i);
@@ -65,7 +64,7 @@ public final class PooledBuffers {
             PoolMetrics m = pool.metrics();
             WriteAndRead.check(pool.registrations() == registrations, "the pool registered memory again");
             WriteAndRead.check(pool.outstandingLeases().isEmpty(), "leases outstanding");
-            out.println(ROUNDS + " RDMA WRITEs between leased buffers, each verified; leases: " + m.leases()
+            out.println(rounds + " RDMA WRITEs between leased buffers, each verified; leases: " + m.leases()
                     + "; registrations still " + pool.registrations() + "; outstanding leases: 0");
         }
     }
