@@ -13,7 +13,7 @@ import org.verbs4j.natives.Errno;
 public class AsyncErrorException extends VerbsException {
     private static final long serialVersionUID = 1L;
 
-    /** @see VerbsException#VerbsException(String, int, String, String) */
+    /** The exception; the parameters as in {@link VerbsException#VerbsException(String, int, String, String)}. */
     public AsyncErrorException(String verb, String detail, String hint) {
         super(verb, Errno.EIO, detail, hint);
     }

@@ -18,6 +18,7 @@ package org.verbs4j;
  */
 public record ConnectOptions(int timeout, int retryCount, int rnrRetry, int minRnrTimer, int maxRdAtomic, Mtu mtu,
                              int gidIndex, int hopLimit, int trafficClass, int serviceLevel) {
+    /** Checks the ranges: a timeout of 0 and retry counts of 7 (forever) are refused. */
     public ConnectOptions {
         if (timeout < 1 || timeout > 31) {
             throw new InvalidRequestException("ibv_modify_qp", "timeout must be 1..31 (0 would wait forever): " + timeout, null);
@@ -40,21 +41,25 @@ public record ConnectOptions(int timeout, int retryCount, int rnrRetry, int minR
         return new ConnectOptions(14, 6, 6, 12, 0, null, -1, 64, 0, 0);
     }
 
+    /** A copy with other transport and RNR retry counts (0..6). */
     public ConnectOptions withRetry(int retryCount, int rnrRetry) {
         return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
                 trafficClass, serviceLevel);
     }
 
+    /** A copy with another local ACK timeout exponent (1..31). */
     public ConnectOptions withTimeout(int timeout) {
         return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
                 trafficClass, serviceLevel);
     }
 
+    /** A copy with a fixed path MTU. */
     public ConnectOptions withMtu(Mtu mtu) {
         return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
                 trafficClass, serviceLevel);
     }
 
+    /** A copy with another number of RDMA READs/atomics in flight. */
     public ConnectOptions withMaxRdAtomic(int maxRdAtomic) {
         return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
                 trafficClass, serviceLevel);

@@ -8,7 +8,7 @@ package org.verbs4j;
 public class DeviceUnavailableException extends VerbsException {
     private static final long serialVersionUID = 1L;
 
-    /** @see VerbsException#VerbsException(String, int, String, String) */
+    /** The exception; the parameters as in {@link VerbsException#VerbsException(String, int, String, String)}. */
     public DeviceUnavailableException(String verb, int errno, String detail, String hint) {
         super(verb, errno, detail, hint);
     }

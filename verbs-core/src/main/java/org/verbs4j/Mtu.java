@@ -2,7 +2,16 @@ package org.verbs4j;
 
 /** The path MTUs of {@code enum ibv_mtu}. */
 public enum Mtu {
-    MTU_256(1, 256), MTU_512(2, 512), MTU_1024(3, 1024), MTU_2048(4, 2048), MTU_4096(5, 4096);
+    /** 256 bytes. */
+    MTU_256(1, 256),
+    /** 512 bytes. */
+    MTU_512(2, 512),
+    /** 1024 bytes (RoCE over a 1500-byte Ethernet MTU). */
+    MTU_1024(3, 1024),
+    /** 2048 bytes. */
+    MTU_2048(4, 2048),
+    /** 4096 bytes (RoCE over jumbo frames). */
+    MTU_4096(5, 4096);
 
     private final int value;
     private final int bytes;

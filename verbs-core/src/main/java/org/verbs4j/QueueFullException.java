@@ -12,7 +12,7 @@ import org.verbs4j.natives.Errno;
 public class QueueFullException extends VerbsException {
     private static final long serialVersionUID = 1L;
 
-    /** @see VerbsException#VerbsException(String, int, String, String) */
+    /** The exception; the parameters as in {@link VerbsException#VerbsException(String, int, String, String)}. */
     public QueueFullException(String verb, String detail, String hint) {
         super(verb, Errno.ENOSPC, detail, hint);
     }

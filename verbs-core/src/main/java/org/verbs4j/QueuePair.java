@@ -113,6 +113,7 @@ public final class QueuePair extends NativeResource {
 
 
 
+    /** RC, UC or UD. */
     public QueuePairType type() {
         return type;
     }
@@ -131,18 +132,22 @@ public final class QueuePair extends NativeResource {
         return state;
     }
 
+    /** The send queue depth the provider granted. */
     public int maxSendWr() {
         return maxSendWr;
     }
 
+    /** The receive queue depth the provider granted (0 with a shared receive queue). */
     public int maxRecvWr() {
         return maxRecvWr;
     }
 
+    /** SGEs per send request, as granted. */
     public int maxSendSge() {
         return maxSendSge;
     }
 
+    /** SGEs per receive request, as granted. */
     public int maxRecvSge() {
         return maxRecvSge;
     }

@@ -6,6 +6,7 @@ package org.verbs4j;
  * global routing on InfiniBand), and the MTU this side can do. A value.
  */
 public record QueuePairEndpoint(int qpNumber, int psn, int lid, Gid gid, Mtu mtu) {
+    /** Checks that the PSN fits in 24 bits. */
     public QueuePairEndpoint {
         if ((psn & ~0xffffff) != 0) {
             throw new InvalidRequestException("ibv_modify_qp", "a PSN has 24 bits: " + psn, null);

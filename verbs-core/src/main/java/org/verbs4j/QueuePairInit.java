@@ -41,21 +41,25 @@ public final class QueuePairInit {
         return this;
     }
 
+    /** The send queue depth to ask for. */
     public QueuePairInit maxSendWr(int n) {
         this.maxSendWr = n;
         return this;
     }
 
+    /** The receive queue depth to ask for. */
     public QueuePairInit maxRecvWr(int n) {
         this.maxRecvWr = n;
         return this;
     }
 
+    /** The SGEs per send request to ask for. */
     public QueuePairInit maxSendSge(int n) {
         this.maxSendSge = n;
         return this;
     }
 
+    /** The SGEs per receive request to ask for. */
     public QueuePairInit maxRecvSge(int n) {
         this.maxRecvSge = n;
         return this;

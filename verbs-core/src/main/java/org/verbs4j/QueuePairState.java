@@ -2,7 +2,22 @@ package org.verbs4j;
 
 /** The states of a queue pair ({@code enum ibv_qp_state}). */
 public enum QueuePairState {
-    RESET, INIT, RTR, RTS, SQD, SQE, ERR, UNKNOWN;
+    /** Just created or reset: no traffic. */
+    RESET,
+    /** Initialised: bound to a port, takes receives. */
+    INIT,
+    /** Ready to receive: knows its peer. */
+    RTR,
+    /** Ready to send. */
+    RTS,
+    /** Send queue drained. */
+    SQD,
+    /** Send queue error (UD/UC). */
+    SQE,
+    /** Error: outstanding work is flushed. */
+    ERR,
+    /** A state the provider reported that this enum does not know. */
+    UNKNOWN;
 
     /** The {@code IBV_QPS_*} value. */
     public int value() {

@@ -25,7 +25,10 @@ import org.verbs4j.natives.InlineVerbs;
 public final class ReceiveWorkRequests extends WorkRequestChain {
     private static final boolean CHECKED = Verbs.CHECKED;
 
-
+    /**
+     * A chain of at most {@code capacity} receive requests of at most {@code maxSgePerRequest} SGEs
+     * each, in native memory it owns.
+     */
     public ReceiveWorkRequests(int capacity, int maxSgePerRequest) {
         super("receive work request chain", RECV_WR_SIZE, capacity, maxSgePerRequest);
     }

@@ -14,7 +14,7 @@ public class ResourceBusyException extends VerbsException {
         super(verb, Errno.EBUSY, detail, null);
     }
 
-    /** @see VerbsException#VerbsException(String, int, String, String) */
+    /** The exception; the parameters as in {@link VerbsException#VerbsException(String, int, String, String)}. */
     public ResourceBusyException(String verb, String detail, String hint) {
         super(verb, Errno.EBUSY, detail, hint);
     }

@@ -14,7 +14,7 @@ public class ResourceClosedException extends VerbsException {
         super(verb, Errno.EBADF, detail, null);
     }
 
-    /** @see VerbsException#VerbsException(String, int, String, String) */
+    /** The exception; the parameters as in {@link VerbsException#VerbsException(String, int, String, String)}. */
     public ResourceClosedException(String verb, String detail, String hint) {
         super(verb, Errno.EBADF, detail, hint);
     }

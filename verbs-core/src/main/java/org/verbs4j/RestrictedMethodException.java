@@ -9,7 +9,7 @@ import org.verbs4j.natives.Errno;
 public class RestrictedMethodException extends VerbsException {
     private static final long serialVersionUID = 1L;
 
-    /** @see VerbsException#VerbsException(String, int, String, String) */
+    /** The exception; the parameters as in {@link VerbsException#VerbsException(String, int, String, String)}. */
     public RestrictedMethodException(String verb, String detail, String hint) {
         super(verb, Errno.EPERM, detail, hint);
     }

@@ -72,6 +72,8 @@ public final class SendWorkRequests extends WorkRequestChain {
     int withDestination;          // requests with a UD destination
 
     /**
+     * A chain with room for {@value #DEFAULT_INLINE_BYTES} inline bytes per request.
+     *
      * @param capacity        the most work requests one chain holds
      * @param maxSgePerRequest the most SGEs one request carries
      */
@@ -80,6 +82,8 @@ public final class SendWorkRequests extends WorkRequestChain {
     }
 
     /**
+     * A chain with its own inline capacity.
+     *
      * @param capacity           the most work requests one chain holds
      * @param maxSgePerRequest   the most SGEs one request carries
      * @param maxInlinePerRequest the most inline bytes one request carries (staged in the chain)

@@ -36,11 +36,16 @@ import org.verbs4j.natives.Failures;
 public class VerbsException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The C verb that failed. */
     private final String verb;
+    /** The errno, or 0. */
     private final int errno;
+    /** What to do, or null. */
     private final String hint;
 
     /**
+     * The exception for {@code verb} failing with {@code errno}; prefer {@link #create} (it picks the subclass).
+     *
      * @param verb   the C verb that failed, e.g. {@code ibv_reg_mr}
      * @param errno  the errno (positive), or 0 where the failure has none
      * @param detail what went wrong, in words (may be null)

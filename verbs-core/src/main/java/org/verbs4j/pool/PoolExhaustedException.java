@@ -7,7 +7,9 @@ package org.verbs4j.pool;
 public final class PoolExhaustedException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The size class's buffer size. */
     private final int bufferSize;
+    /** The buffers of that class. */
     private final int buffers;
 
     PoolExhaustedException(String message, int bufferSize, int buffers) {

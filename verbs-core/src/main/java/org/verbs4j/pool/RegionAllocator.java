@@ -90,6 +90,8 @@ public interface RegionAllocator {
         volatile Runnable revoke;
 
         /**
+         * An allocated region.
+         *
          * @param segment     the memory (for device memory: a segment carrying the device
          *                    address and size, never dereferenced by the pool)
          * @param description what it is, for logs (e.g. "hugetlb 2 MiB pages")

@@ -13,6 +13,7 @@ package org.verbs4j.pool;
 public final class StaleLeaseException extends org.verbs4j.ResourceClosedException {
     private static final long serialVersionUID = 1L;
 
+    /** The buffer's id in its pool. */
     private final int bufferId;
 
     StaleLeaseException(String message, int bufferId) {

@@ -41,6 +41,7 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
 
     /** What the probe found: the device names, or why there is none. */
     public record Probe(List<String> devices, String unavailableReason) {
+        /** True when a device was found. */
         public boolean available() {
             return unavailableReason == null;
         }

@@ -49,12 +49,32 @@ public final class StandInProvider implements AutoCloseable {
 
     /** The stand-in ops, as counted by {@link #calls(Op)}. */
     public enum Op {
-        POST_SEND, POST_RECV, POST_SRQ_RECV, POLL_CQ, REQ_NOTIFY_CQ, QUERY_PORT, QUERY_DEVICE_EX, CREATE_CQ_EX
+        /** {@code post_send}. */
+        POST_SEND,
+        /** {@code post_recv}. */
+        POST_RECV,
+        /** {@code post_srq_recv}. */
+        POST_SRQ_RECV,
+        /** {@code poll_cq}. */
+        POLL_CQ,
+        /** {@code req_notify_cq}. */
+        REQ_NOTIFY_CQ,
+        /** {@code query_port}. */
+        QUERY_PORT,
+        /** {@code query_device_ex}. */
+        QUERY_DEVICE_EX,
+        /** {@code create_cq_ex}. */
+        CREATE_CQ_EX
     }
 
     /** The extended ops whose {@code verbs_get_ctx_op} result {@link #referenceCtxOp} reports. */
     public enum ExtendedOp {
-        QUERY_PORT(0), QUERY_DEVICE_EX(1), CREATE_CQ_EX(2);
+        /** {@code query_port}. */
+        QUERY_PORT(0),
+        /** {@code query_device_ex}. */
+        QUERY_DEVICE_EX(1),
+        /** {@code create_cq_ex}. */
+        CREATE_CQ_EX(2);
 
         final int code;
 
@@ -304,31 +324,53 @@ public final class StandInProvider implements AutoCloseable {
         return (int) lib.call("standin_pending_recvs");
     }
 
+    /** What the stand-in recorded of the last call: qp ({@code standin_last_qp}). */
     public long lastQp() { return lib.ptrCall("standin_last_qp"); }
+    /** What the stand-in recorded of the last call: wr ({@code standin_last_wr}). */
     public long lastWr() { return lib.ptrCall("standin_last_wr"); }
+    /** What the stand-in recorded of the last call: bad wr ptr ({@code standin_last_bad_wr_ptr}). */
     public long lastBadWrPtr() { return lib.ptrCall("standin_last_bad_wr_ptr"); }
+    /** What the stand-in recorded of the last call: recv qp ({@code standin_last_recv_qp}). */
     public long lastRecvQp() { return lib.ptrCall("standin_last_recv_qp"); }
+    /** What the stand-in recorded of the last call: recv wr ({@code standin_last_recv_wr}). */
     public long lastRecvWr() { return lib.ptrCall("standin_last_recv_wr"); }
+    /** What the stand-in recorded of the last call: recv bad wr ptr ({@code standin_last_recv_bad_wr_ptr}). */
     public long lastRecvBadWrPtr() { return lib.ptrCall("standin_last_recv_bad_wr_ptr"); }
+    /** What the stand-in recorded of the last call: srq ({@code standin_last_srq}). */
     public long lastSrq() { return lib.ptrCall("standin_last_srq"); }
+    /** What the stand-in recorded of the last call: srq wr ({@code standin_last_srq_wr}). */
     public long lastSrqWr() { return lib.ptrCall("standin_last_srq_wr"); }
+    /** What the stand-in recorded of the last call: srq bad wr ptr ({@code standin_last_srq_bad_wr_ptr}). */
     public long lastSrqBadWrPtr() { return lib.ptrCall("standin_last_srq_bad_wr_ptr"); }
+    /** What the stand-in recorded of the last call: cq ({@code standin_last_cq}). */
     public long lastCq() { return lib.ptrCall("standin_last_cq"); }
+    /** What the stand-in recorded of the last call: num entries ({@code standin_last_num_entries}). */
     public int lastNumEntries() { return (int) lib.call("standin_last_num_entries"); }
+    /** What the stand-in recorded of the last call: wc ptr ({@code standin_last_wc_ptr}). */
     public long lastWcPtr() { return lib.ptrCall("standin_last_wc_ptr"); }
+    /** What the stand-in recorded of the last call: notify cq ({@code standin_last_notify_cq}). */
     public long lastNotifyCq() { return lib.ptrCall("standin_last_notify_cq"); }
     /** The solicited_only argument of the last req_notify_cq (-1 after a reset). */
     public int lastSolicited() { return (int) lib.call("standin_last_solicited"); }
+    /** What the stand-in recorded of the last call: port ctx ({@code standin_last_port_ctx}). */
     public long lastPortCtx() { return lib.ptrCall("standin_last_port_ctx"); }
     /** The port_num of the last query_port (-1 after a reset). */
     public int lastPortNum() { return (int) lib.call("standin_last_port_num"); }
+    /** What the stand-in recorded of the last call: port attr ptr ({@code standin_last_port_attr_ptr}). */
     public long lastPortAttrPtr() { return lib.ptrCall("standin_last_port_attr_ptr"); }
+    /** What the stand-in recorded of the last call: port attr size ({@code standin_last_port_attr_size}). */
     public long lastPortAttrSize() { return lib.ptrCall("standin_last_port_attr_size"); }
+    /** What the stand-in recorded of the last call: query device ex ctx ({@code standin_last_query_device_ex_ctx}). */
     public long lastQueryDeviceExCtx() { return lib.ptrCall("standin_last_query_device_ex_ctx"); }
+    /** What the stand-in recorded of the last call: query device ex input ({@code standin_last_query_device_ex_input}). */
     public long lastQueryDeviceExInput() { return lib.ptrCall("standin_last_query_device_ex_input"); }
+    /** What the stand-in recorded of the last call: query device ex attr ({@code standin_last_query_device_ex_attr}). */
     public long lastQueryDeviceExAttr() { return lib.ptrCall("standin_last_query_device_ex_attr"); }
+    /** What the stand-in recorded of the last call: query device ex attr size ({@code standin_last_query_device_ex_attr_size}). */
     public long lastQueryDeviceExAttrSize() { return lib.ptrCall("standin_last_query_device_ex_attr_size"); }
+    /** What the stand-in recorded of the last call: create cq ex ctx ({@code standin_last_create_cq_ex_ctx}). */
     public long lastCreateCqExCtx() { return lib.ptrCall("standin_last_create_cq_ex_ctx"); }
+    /** What the stand-in recorded of the last call: create cq ex attr ({@code standin_last_create_cq_ex_attr}). */
     public long lastCreateCqExAttr() { return lib.ptrCall("standin_last_create_cq_ex_attr"); }
 
     /** Runs the C baseline loop ({@link #cLoopHandle()}) on this instance's qp and cq. */
