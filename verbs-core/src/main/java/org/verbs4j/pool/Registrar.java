@@ -26,6 +26,19 @@ public interface Registrar {
     MemoryRegion register(ProtectionDomain pd, MemorySegment memory, Set<Access> access);
 
     /**
+     * Registers device memory ({@link RegionAllocator.Allocation#device}): {@code byteSize} bytes
+     * at {@code address}, which the CPU cannot touch. The default refuses: only a registrar of a
+     * device-memory module (e.g. verbs-gpudirect's) knows how.
+     *
+     * @return an open region without a host view whose {@link MemoryRegion#address()} is {@code address}
+     */
+    default MemoryRegion registerDevice(ProtectionDomain pd, long address, long byteSize, Set<Access> access) {
+        throw new org.verbs4j.InvalidRequestException("Registrar.registerDevice", "this registrar registers host memory "
+                + "only, and the allocator gave device memory at 0x" + Long.toHexString(address),
+                "use the device allocator's own registrar (RegionAllocator.registrar())");
+    }
+
+    /**
      * {@code ibv_reg_mr}: {@link ProtectionDomain#register(MemorySegment, Set)} of a global view of
      * the pool's own allocation: the pool owns that memory and frees it only after it has
      * deregistered the region, which is what the registration of closeable arena memory requires.
