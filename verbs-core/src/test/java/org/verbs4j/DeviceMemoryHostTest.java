@@ -163,17 +163,7 @@ class DeviceMemoryHostTest {
 
             @Override
             public Registrar registrar() {
-                return new Registrar() {
-                    @Override
-                    public MemoryRegion register(ProtectionDomain d, MemorySegment memory, Set<Access> access) {
-                        throw new AssertionError("host registration of device memory");
-                    }
-
-                    @Override
-                    public MemoryRegion registerDevice(ProtectionDomain d, long address, long byteSize, Set<Access> access) {
-                        return deviceRegion(address, byteSize);
-                    }
-                };
+                return Registrar.device((d, address, byteSize, access) -> deviceRegion(address, byteSize));
             }
         };
         int live = p.deviceMrLive();

@@ -47,4 +47,30 @@ public interface Registrar {
         return (pd, memory, access) -> pd.register(MemorySegment.ofAddress(memory.address()).reinterpret(memory.byteSize()),
                 access);
     }
+
+    /** How a device-memory module registers {@code byteSize} bytes of device memory at {@code address}. */
+    @FunctionalInterface
+    interface DeviceRegistration {
+        MemoryRegion register(ProtectionDomain pd, long address, long byteSize, Set<Access> access);
+    }
+
+    /**
+     * A registrar of device memory only: {@link #registerDevice} runs {@code registration}, and
+     * {@link #register} (host memory) refuses.
+     */
+    static Registrar device(DeviceRegistration registration) {
+        java.util.Objects.requireNonNull(registration, "registration");
+        return new Registrar() {
+            @Override
+            public MemoryRegion register(ProtectionDomain pd, MemorySegment memory, Set<Access> access) {
+                throw new org.verbs4j.InvalidRequestException("Registrar.register", "this registrar registers device "
+                        + "memory only, and the allocator gave host memory", "use Registrar.ibvRegMr() for host memory");
+            }
+
+            @Override
+            public MemoryRegion registerDevice(ProtectionDomain pd, long address, long byteSize, Set<Access> access) {
+                return registration.register(pd, address, byteSize, access);
+            }
+        };
+    }
 }
