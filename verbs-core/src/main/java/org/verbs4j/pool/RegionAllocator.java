@@ -16,9 +16,11 @@ import java.util.Objects;
  * <p>Built in: {@link #host()} (a shared arena per region, freed on close), {@link #auto()}
  * (GC-managed), {@link #of(Arena)} (pool-owned memory whose life a caller's arena bounds) and
  * {@link #hugePages()} ({@code mmap(MAP_HUGETLB)}, falling back to {@link #host()} with a logged
- * reason). The hook for device memory: a GPU module implements this interface with
- * {@link #hostAccessible()} false and a {@link #registrar()} that registers device memory
- * (e.g. {@code ibv_reg_dmabuf_mr}); the pool never reads or writes the memory itself.
+ * reason). The hook for device memory: a GPU module (verbs-gpudirect's {@code GpuRegionAllocator})
+ * implements this interface with {@link #hostAccessible()} false, allocations made with
+ * {@link Allocation#device} (an address and a size, no host segment) and a {@link #registrar()}
+ * made with {@link Registrar#device} (e.g. {@code ibv_reg_dmabuf_mr}); the pool never reads or
+ * writes the memory itself, and its buffers refuse {@code segment()}.
  *
  * <p>Implementations are called from the thread that builds the pool and, for
  * {@link Allocation#close()}, the thread that closes it.

@@ -11,6 +11,7 @@ import org.slf4j.LoggerFactory;
 import org.verbs4j.Access;
 import org.verbs4j.MemoryRegion;
 import org.verbs4j.ProtectionDomain;
+import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsException;
 
 /**
@@ -105,12 +106,17 @@ public final class GpuRegistrar {
                 try {
                     buf = memory.exportDmaBuf();
                     DmaBuf exported = buf;
-                    MemoryRegion[] mr = new MemoryRegion[1];
-                    memory.use("ibv_reg_dmabuf_mr", () -> mr[0] = verbs.dmaBuf(pd, exported.fd(), 0, exported.length(),
-                            exported.address(), rights));
-                    note(attempts, "dma-buf: registered " + exported.length() + " bytes of " + where
-                            + " with ibv_reg_dmabuf_mr (" + exported + ")");
-                    return memory.track(new GpuRegistration(mr[0], GpuRegistration.Method.DMA_BUF, exported, attempts));
+                    GpuRegistration[] r = new GpuRegistration[1];
+                    // registered and tracked under the memory's read lock: a concurrent close() waits, then closes it
+                    memory.use("ibv_reg_dmabuf_mr", () -> {
+                        MemoryRegion mr = verbs.dmaBuf(pd, exported.fd(), 0, exported.length(), exported.address(), rights);
+                        note(attempts, "dma-buf: registered " + exported.length() + " bytes of " + where
+                                + " with ibv_reg_dmabuf_mr (" + exported + ")");
+                        r[0] = memory.track(new GpuRegistration(mr, GpuRegistration.Method.DMA_BUF, exported, attempts));
+                    });
+                    return r[0];
+                } catch (ResourceClosedException e) {
+                    throw e;                       // the memory was freed: nothing to fall back to
                 } catch (VerbsException e) {
                     last = e;
                     if (buf != null) {
@@ -127,12 +133,16 @@ public final class GpuRegistrar {
                 note(attempts, "nvidia-peermem: not tried, " + peer.how());
             } else {
                 try {
-                    MemoryRegion[] mr = new MemoryRegion[1];
-                    memory.use("ibv_reg_mr", () -> mr[0] = verbs.deviceMemory(pd, memory.address(), memory.byteSize(),
-                            rights));
-                    note(attempts, "nvidia-peermem: registered " + memory.byteSize() + " bytes of " + where
-                            + " with ibv_reg_mr on the device pointer (" + peer.how() + ")");
-                    return memory.track(new GpuRegistration(mr[0], GpuRegistration.Method.PEERMEM, null, attempts));
+                    GpuRegistration[] r = new GpuRegistration[1];
+                    memory.use("ibv_reg_mr", () -> {
+                        MemoryRegion mr = verbs.deviceMemory(pd, memory.address(), memory.byteSize(), rights);
+                        note(attempts, "nvidia-peermem: registered " + memory.byteSize() + " bytes of " + where
+                                + " with ibv_reg_mr on the device pointer (" + peer.how() + ")");
+                        r[0] = memory.track(new GpuRegistration(mr, GpuRegistration.Method.PEERMEM, null, attempts));
+                    });
+                    return r[0];
+                } catch (ResourceClosedException e) {
+                    throw e;
                 } catch (VerbsException e) {
                     last = e;
                     note(attempts, "nvidia-peermem: ibv_reg_mr failed: " + e.getMessage());

@@ -37,7 +37,8 @@ import org.verbs4j.testing.RdmaTestSupport;
  * {@code vgem} DRM driver (DRM_IOCTL_MODE_CREATE_DUMB, then DRM_IOCTL_PRIME_HANDLE_TO_FD, called
  * through FFM here), registered on rxe0 with {@code ibv_reg_dmabuf_mr}. rxe (Linux 6.1) has no
  * dma-buf registration: whatever it answers must be what the capability report predicted, with
- * its plain-words reason, and nothing may leak (no MR, no fd).
+ * its plain-words reason, and nothing may leak (no MR, no fd). The peermem way (ibv_reg_mr of a
+ * device address) on memory the kernel cannot pin fails with EFAULT, explained.
  */
 @RdmaTest
 class DmaBufGuestTest {
@@ -57,7 +58,7 @@ class DmaBufGuestTest {
     private static final long DRM_IOCTL_PRIME_HANDLE_TO_FD = 0xC00C642DL; // struct drm_prime_handle, 12 bytes
     private static final long DRM_IOCTL_GEM_CLOSE = 0x40086409L;          // _IOW: struct drm_gem_close, 8 bytes
     private static final int O_RDWR = 2, O_CLOEXEC = 0x80000;
-    private static final int EOPNOTSUPP = 95;
+    private static final int EOPNOTSUPP = 95, EFAULT = 14;
     private static final long SIZE = 64 * 4096;
 
     @Test
@@ -93,6 +94,15 @@ class DmaBufGuestTest {
                 assertEquals(predicted.errno(), e.errno(), "what the report predicted");
                 assertTrue(e.getMessage().contains("does not implement dma-buf registration"), e.getMessage());
                 assertTrue(e.getMessage().contains("nvidia-peermem"), e.getMessage());
+                // the peermem way on an adapter that cannot pin this memory: rxe gets EFAULT from the kernel
+                // (no pages are mapped at 64 KiB: below vm.mmap_min_addr), explained in plain words
+                VerbsException pin = assertThrows(VerbsException.class, () -> pd.registerDeviceMemory(0x10000, 4096,
+                        java.util.EnumSet.of(Access.LOCAL_WRITE)));
+                System.out.println("ibv_reg_mr of an unmapped device address on " + device + ": " + pin.getMessage());
+                assertEquals(EFAULT, pin.errno(), pin.getMessage());
+                assertTrue(pin.getMessage().contains("could not pin 4096 bytes of device memory at 0x10000"),
+                        pin.getMessage());
+                assertTrue(pin.getMessage().contains("nvidia-peermem"), pin.getMessage());
             } // closing the PD and the context would fail with EBUSY if an MR had been left behind
         } finally {
             assertEquals(0, (int) CLOSE.invokeExact(fd));

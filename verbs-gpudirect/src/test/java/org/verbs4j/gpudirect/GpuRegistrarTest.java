@@ -19,6 +19,7 @@ import org.verbs4j.QueuePair;
 import org.verbs4j.QueuePairInit;
 import org.verbs4j.QueuePairState;
 import org.verbs4j.QueuePairType;
+import org.verbs4j.ResourceClosedException;
 import org.verbs4j.ForeignHandles;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.pool.BufferPool;
@@ -145,6 +146,17 @@ class GpuRegistrarTest {
             r.close();
             assertFalse(r.region().isOpen());
         }
+    }
+
+    @Test
+    void freedGpuMemoryIsNotRegisteredAndNothingIsTriedInstead() {
+        GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 16);
+        gpu.close();
+        int mrs = v.p.deviceMrLive();
+        ResourceClosedException e = assertThrows(ResourceClosedException.class,
+                () -> v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW));
+        assertTrue(e.getMessage().contains("was freed"), e.getMessage());
+        assertEquals(mrs, v.p.deviceMrLive());
     }
 
     @Test
