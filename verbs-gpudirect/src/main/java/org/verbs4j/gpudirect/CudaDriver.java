@@ -185,11 +185,24 @@ public final class CudaDriver {
             check("cuDeviceGetPCIBusId", raw(h.cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", bus, 64, dev), null);
             MemorySegment bytes = a.allocate(JAVA_LONG);
             check("cuDeviceTotalMem_v2", raw(h.cuDeviceTotalMem, "cuDeviceTotalMem_v2", bytes, dev), null);
-            return new GpuDevice(ordinal, name.getString(0), bus.getString(0).toLowerCase(Locale.ROOT),
+            return new GpuDevice(ordinal, name.getString(0), sysfsPciAddress(bus.getString(0)),
                     bytes.get(JAVA_LONG, 0),
                     attribute(a, dev, cuda_h.CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED()) != 0,
                     attribute(a, dev, cuda_h.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED()) != 0);
         }
+    }
+
+    /**
+     * The PCI address as sysfs names it: lower case, a 4-digit domain ({@code 00000000:3D:00.0},
+     * as some drivers and nvidia-smi write it, becomes {@code 0000:3d:00.0}).
+     */
+    static String sysfsPciAddress(String cuda) {
+        String s = cuda.strip().toLowerCase(Locale.ROOT);
+        int colon = s.indexOf(':');
+        if (colon > 4 && s.substring(0, colon - 4).chars().allMatch(c -> c == '0')) {
+            s = s.substring(colon - 4);
+        }
+        return s;
     }
 
     private int handle(Arena a, int ordinal) {

@@ -106,6 +106,13 @@ class GpuCapabilityReportTest {
     }
 
     @Test
+    void cudaPciAddressesAreReadInSysfsForm() {
+        assertEquals("0000:3d:00.0", CudaDriver.sysfsPciAddress("00000000:3D:00.0"));
+        assertEquals("0000:3d:00.0", CudaDriver.sysfsPciAddress("0000:3D:00.0"));
+        assertEquals("0001:b1:00.1", CudaDriver.sysfsPciAddress("0001:B1:00.1"));
+    }
+
+    @Test
     void distancesFollowTheBridges() {
         FakeSysfs sys = machine()
                 .pci(0, "pci0000:3a", "0000:3a:02.0", "0000:40:00.0")     // another root port, same host bridge
