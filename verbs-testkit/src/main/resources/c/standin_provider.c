@@ -13,6 +13,10 @@
  * post_recv / post_srq_recv queue the receive WRs; standin_deliver_recv() turns the oldest into
  * an IBV_WC_RECV completion.
  *
+ * standin_reg_dmabuf_mr / standin_reg_device_mr stand for a provider's reg_dmabuf_mr and for
+ * ibv_reg_mr of device memory (nvidia-peermem): they hand out fake struct ibv_mr with keys, or
+ * refuse with a chosen errno, and record whether a dma-buf fd was still open at deregistration.
+ *
  * State is process-global and not thread-safe: one test (or one benchmark thread) at a time.
  *
  * Build: gcc -O2 -fPIC -shared -o libstandin_provider.so standin_provider.c
@@ -23,6 +27,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -321,6 +326,88 @@ EXPORT struct ibv_cq_ex *standin_create_cq_ex(struct ibv_context *context, struc
     return cq;
 }
 
+/* ---- device memory registration ---------------------------------------------------------- */
+
+struct standin_dev_mr {
+    struct ibv_mr mr;
+    int fd;                     /* the dma-buf fd, or -1 (device pointer) */
+};
+
+static int dmabuf_errno;        /* 0: accept; else refuse with it (EOPNOTSUPP: no dma-buf support) */
+static int devmr_errno;         /* 0: accept; else refuse with it (EFAULT: no peermem) */
+static int dev_mr_live;
+static int dev_mr_serial;
+static int dmabuf_fd_open_at_dereg = -1;
+static int last_dev_reg_errno;
+#define DEV_REG_FAIL(e) do { errno = last_dev_reg_errno = (e); return NULL; } while (0)
+
+/* reg_dmabuf_mr(pd, offset, length, iova, fd, access): NULL + errno, or a fake MR (addr = iova). */
+EXPORT struct ibv_mr *standin_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
+                                            int fd, int access)
+{
+    if (dmabuf_errno)
+        DEV_REG_FAIL(dmabuf_errno);
+    if (fd < 0 || fcntl(fd, F_GETFD) == -1)
+        DEV_REG_FAIL(EBADF);
+    if (length == 0)
+        DEV_REG_FAIL(EINVAL);
+    struct standin_dev_mr *m = calloc(1, sizeof(*m));
+    if (!m)
+        DEV_REG_FAIL(ENOMEM);
+    m->mr.pd = pd;
+    m->mr.addr = (void *)(uintptr_t)iova;
+    m->mr.length = length;
+    m->mr.lkey = 0x7000u + (uint32_t)dev_mr_serial;
+    m->mr.rkey = 0x9000u + (uint32_t)dev_mr_serial++;
+    m->fd = fd;
+    (void)offset;
+    (void)access;
+    dev_mr_live++;
+    return &m->mr;
+}
+
+/* ibv_reg_mr of a device pointer (what nvidia-peermem makes possible). */
+EXPORT struct ibv_mr *standin_reg_device_mr(struct ibv_pd *pd, uint64_t addr, size_t length, int access)
+{
+    if (devmr_errno)
+        DEV_REG_FAIL(devmr_errno);
+    struct standin_dev_mr *m = calloc(1, sizeof(*m));
+    if (!m)
+        DEV_REG_FAIL(ENOMEM);
+    m->mr.pd = pd;
+    m->mr.addr = (void *)(uintptr_t)addr;
+    m->mr.length = length;
+    m->mr.lkey = 0x7000u + (uint32_t)dev_mr_serial;
+    m->mr.rkey = 0x9000u + (uint32_t)dev_mr_serial++;
+    m->fd = -1;
+    (void)access;
+    dev_mr_live++;
+    return &m->mr;
+}
+
+EXPORT int standin_dereg_device_mr(struct ibv_mr *mr)
+{
+    struct standin_dev_mr *m = (struct standin_dev_mr *)mr;
+    if (m->fd >= 0)
+        dmabuf_fd_open_at_dereg = fcntl(m->fd, F_GETFD) != -1;
+    dev_mr_live--;
+    free(m);
+    return 0;
+}
+
+/* what the next dma-buf / device-pointer registration answers: 0 accepts, else that errno */
+EXPORT void standin_set_device_reg_errno(int dmabuf, int devptr)
+{
+    dmabuf_errno = dmabuf;
+    devmr_errno = devptr;
+}
+
+EXPORT int standin_device_mr_live(void) { return dev_mr_live; }
+/* the errno of the last refused device-memory registration */
+EXPORT int standin_last_device_reg_errno(void) { return last_dev_reg_errno; }
+/* 1: the last deregistered dma-buf MR's fd was still open; 0: already closed; -1: none yet */
+EXPORT int standin_dmabuf_fd_open_at_dereg(void) { return dmabuf_fd_open_at_dereg; }
+
 /* ---- controls and getters ---------------------------------------------------------------- */
 
 EXPORT void standin_reset(void)
@@ -347,6 +434,8 @@ EXPORT void standin_reset(void)
     last_qdx_ctx = last_qdx_input = last_qdx_attr = NULL;
     last_qdx_attr_size = 0;
     last_ccx_ctx = last_ccx_attr = NULL;
+    dmabuf_errno = devmr_errno = 0;
+    dmabuf_fd_open_at_dereg = -1;
 }
 
 /* post_send / post_recv / post_srq_recv stop at WR #index (0-based), set *bad_wr to it and

@@ -69,4 +69,17 @@ public final class ForeignHandles {
         Restricted.check("ForeignHandles.memoryRegion");
         return new MemoryRegion(pd, MemorySegment.NULL, segment, segment.address(), access, BORROWED, lkey, rkey);
     }
+
+    /**
+     * Wraps device memory registered elsewhere (e.g. by C code, or a test's stand-in provider)
+     * under {@code lkey}/{@code rkey}: a region without a host view whose SGEs name
+     * {@code address}. {@code release} runs once when the wrapper closes (null: nothing is
+     * released).
+     */
+    public static MemoryRegion deviceMemoryRegion(ProtectionDomain pd, long address, long length, int lkey, int rkey,
+                                                  Set<Access> access, Runnable release) {
+        Restricted.check("ForeignHandles.deviceMemoryRegion");
+        NativeResource.Destroyer destroy = release == null ? BORROWED : h -> release.run();
+        return new MemoryRegion(pd, MemorySegment.NULL, address, length, address, access, destroy, lkey, rkey);
+    }
 }

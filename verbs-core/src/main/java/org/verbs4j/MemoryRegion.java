@@ -23,6 +23,13 @@ import org.verbs4j.natives.ObjectLayout;
  * arena) revokes the device's access at once: work still outstanding on it completes with an
  * error, and chains that name it are refused at their next post, in every mode. Thread-safe: keys
  * and bounds are immutable.
+ *
+ * <p>Device memory (GPU memory registered with {@link ProtectionDomain#registerDmaBuf} or
+ * {@link ProtectionDomain#registerDeviceMemory}) makes a region without a host view:
+ * {@link #isHostAccessible()} is false, {@link #segment()} and {@link #slice} refuse (the CPU must
+ * never dereference it), and {@link #address()} is the address work requests name it by (the
+ * device pointer, or the iova of a dma-buf). Such a region never frees the device memory: its
+ * owner (e.g. verbs-gpudirect's {@code GpuMemory}) deregisters it before freeing the memory.
  */
 public final class MemoryRegion extends NativeResource {
     private final MemorySegment segment;
@@ -32,6 +39,8 @@ public final class MemoryRegion extends NativeResource {
     private final int lkey;
     private final int rkey;
     private final Set<Access> access;
+    /** False for device memory: no host view exists (SGEs of it may not be inline, segment() refuses). */
+    final boolean hostAccessible;
 
     /** @param owned the arena of memory the region owns (closed right after deregistration), or null */
     MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, long iova, Set<Access> access,
@@ -54,11 +63,50 @@ public final class MemoryRegion extends NativeResource {
         this.lkey = lkey;
         this.rkey = rkey;
         this.access = Set.copyOf(access);
+        this.hostAccessible = true;
     }
 
-    /** The registered memory. */
+    /**
+     * A region of device memory: no host view. {@code address} is what SGEs name (the device
+     * pointer, or the iova of a dma-buf registration).
+     */
+    MemoryRegion(ProtectionDomain pd, MemorySegment mr, long address, long length, long iova, Set<Access> access,
+                 Destroyer destroy, int lkey, int rkey) {
+        super(pd, "device memory region", "ibv_dereg_mr", mr, destroy, null);
+        this.segment = MemorySegment.NULL; // never handed out; its (global) scope keeps checkSge branch-free
+        this.address = address;
+        this.length = length;
+        this.iova = iova;
+        this.lkey = lkey;
+        this.rkey = rkey;
+        this.access = Set.copyOf(access);
+        this.hostAccessible = false;
+    }
+
+    /**
+     * Whether the CPU may read and write the registered memory through {@link #segment()}: false
+     * for device (GPU) memory, which has no host view.
+     */
+    public boolean isHostAccessible() {
+        return hostAccessible;
+    }
+
+    /**
+     * The registered memory.
+     *
+     * @throws InvalidRequestException (EINVAL) for device memory, which has no host view
+     */
     public MemorySegment segment() {
+        if (!hostAccessible) {
+            throw noHostView("MemoryRegion.segment");
+        }
         return segment;
+    }
+
+    private InvalidRequestException noHostView(String verb) {
+        return new InvalidRequestException(verb, "this region registers device (GPU) memory at 0x"
+                + Long.toHexString(address) + ", which the CPU cannot read or write",
+                "copy through the device's own API (e.g. GpuMemory.copyFromHost / copyToHost in verbs-gpudirect)");
     }
 
     /** The virtual address of the first byte. */
@@ -132,8 +180,11 @@ public final class MemoryRegion extends NativeResource {
         return offset >= 0 && len >= 0 && offset <= length - len;
     }
 
-    /** A slice of the registered memory. */
+    /** A slice of the registered memory; refused (EINVAL) for device memory. */
     public MemorySegment slice(long offset, long len) {
+        if (!hostAccessible) {
+            throw noHostView("MemoryRegion.slice");
+        }
         return segment.asSlice(offset, len);
     }
 

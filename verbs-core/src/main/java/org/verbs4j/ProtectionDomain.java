@@ -182,6 +182,153 @@ public final class ProtectionDomain extends NativeResource {
         return region;
     }
 
+    /**
+     * {@code ibv_reg_dmabuf_mr}: registers {@code [offset, offset + length)} of the dma-buf
+     * {@code fd} (exported by a GPU driver, a DRM device such as vgem, a udmabuf, ...). Peers and
+     * SGEs address the region's first byte as {@code iova} ({@link MemoryRegion#address()} is
+     * {@code iova}); the region has no host view ({@link MemoryRegion#isHostAccessible()} false).
+     *
+     * <p>The fd is borrowed: the kernel holds its own reference to the dma-buf while the region is
+     * registered, and the caller closes the fd, preferably after closing the region. The memory
+     * behind the dma-buf must stay allocated until the region is closed (GPU memory: close the
+     * region before {@code cuMemFree}; verbs-gpudirect's {@code GpuMemory} does so). Providers
+     * without dma-buf support answer EOPNOTSUPP (see {@link #probeDmaBuf()}): the exception says so
+     * in plain words.
+     */
+    public MemoryRegion registerDmaBuf(int fd, long offset, long length, long iova, Set<Access> access) {
+        String verb = "ibv_reg_dmabuf_mr";
+        ensureOpen(verb);
+        if (fd < 0) {
+            throw VerbsException.create(verb, Errno.EBADF, "the dma-buf fd " + fd + " is not a file descriptor",
+                    "pass the fd the exporter returned (e.g. cuMemGetHandleForAddressRange, DRM_IOCTL_PRIME_HANDLE_TO_FD)");
+        }
+        if (offset < 0 || length <= 0) {
+            throw new InvalidRequestException(verb, "offset must be >= 0 and length > 0: offset " + offset
+                    + ", length " + length, null);
+        }
+        checkAccess(verb, access);
+        if (LibIbverbs.IBV_REG_DMABUF_MR == null) {
+            throw VerbsException.create(verb, Errno.EOPNOTSUPP, "the system's libibverbs has no ibv_reg_dmabuf_mr",
+                    "install rdma-core 34 or newer (IBVERBS_1.12), or register GPU memory through nvidia-peermem");
+        }
+        pin(verb);
+        try {
+            MemorySegment mr;
+            try {
+                mr = LibIbverbs.regDmabufMr(handle, offset, length, iova, fd, Access.mask(access));
+            } catch (VerbsException e) {
+                throw explainDmaBufFailure(e, fd, length);
+            }
+            return deviceRegion(mr, iova, length, access);
+        } finally {
+            unpin();
+        }
+    }
+
+    /** {@link #registerDmaBuf(int, long, long, long, Set)} with rights as varargs (none: local read only). */
+    public MemoryRegion registerDmaBuf(int fd, long offset, long length, long iova, Access... access) {
+        return registerDmaBuf(fd, offset, length, iova, set(access));
+    }
+
+    /** A region of device memory (no host view) over a registered {@code struct ibv_mr *}, addressed as {@code address}. */
+    private MemoryRegion deviceRegion(MemorySegment mr, long address, long length, Set<Access> access) {
+        MemorySegment m = mr.reinterpret(ObjectLayout.MR_SIZE);
+        return new MemoryRegion(this, m, address, length, address, access, LibIbverbs::deregMr,
+                m.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.MR_LKEY),
+                m.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.MR_RKEY));
+    }
+
+    private VerbsException explainDmaBufFailure(VerbsException e, int fd, long length) {
+        String dev = context.deviceName();
+        return switch (e.errno()) {
+            case Errno.EOPNOTSUPP, Errno.EPROTONOSUPPORT -> VerbsException.create(e.verb(), e.errno(), "the provider of "
+                    + dev + " (or its kernel driver) does not implement dma-buf registration",
+                    "use an adapter whose driver supports dma-buf (mlx5, efa; Linux 5.12+), or register GPU memory through "
+                    + "nvidia-peermem (ibv_reg_mr on the device pointer)");
+            case Errno.EBADF -> VerbsException.create(e.verb(), e.errno(), "fd " + fd + " is not an open dma-buf",
+                    "pass an open dma-buf fd and keep it open until the registration returned");
+            case Errno.EINVAL, Errno.EFAULT -> VerbsException.create(e.verb(), e.errno(), "the kernel refused the range "
+                    + "(length " + length + ") of dma-buf fd " + fd, "offset and length must lie inside the dma-buf; "
+                    + "GPU drivers also require them aligned to the host page size");
+            default -> e;
+        };
+    }
+
+    /**
+     * Registers device memory at {@code address} with plain {@code ibv_reg_mr}: how GPU memory is
+     * registered where the nvidia-peermem kernel module (or the older nv_peer_mem) lets the kernel
+     * pin device pointers. The region has no host view and {@link MemoryRegion#address()} is
+     * {@code address}. It never frees the memory: close it before the memory is freed.
+     *
+     * <p>Restricted ({@link RestrictedMethodException} unless the calling module has native
+     * access): verbs4j cannot check that {@code address} is device memory that outlives the
+     * region, and a wrong address lets the adapter write into memory the JVM uses.
+     */
+    public MemoryRegion registerDeviceMemory(long address, long length, Set<Access> access) {
+        Restricted.check("ProtectionDomain.registerDeviceMemory");
+        String verb = "ibv_reg_mr";
+        ensureOpen(verb);
+        if (address == 0 || length <= 0) {
+            throw new InvalidRequestException(verb, "device memory needs a non-null address and a positive length: 0x"
+                    + Long.toHexString(address) + ", " + length, null);
+        }
+        checkAccess(verb, access);
+        pin(verb);
+        try {
+            MemorySegment mr;
+            try {
+                mr = InlineVerbs.regMr(handle, address, length, Access.mask(access));
+            } catch (VerbsException e) {
+                if (e.errno() == Errno.EFAULT || e.errno() == Errno.EINVAL) {
+                    throw VerbsException.create(verb, e.errno(), "the kernel could not pin " + length
+                            + " bytes of device memory at 0x" + Long.toHexString(address),
+                            "GPU memory needs the nvidia-peermem kernel module (modprobe nvidia-peermem) for ibv_reg_mr; "
+                            + "without it register a dma-buf instead (registerDmaBuf)");
+                }
+                throw e;
+            }
+            return deviceRegion(mr, address, length, access);
+        } finally {
+            unpin();
+        }
+    }
+
+    /**
+     * Asks the provider whether it accepts dma-buf registrations, without registering anything:
+     * {@code ibv_reg_dmabuf_mr(pd, 0, 4096, 0, fd = -1, LOCAL_WRITE)}, whose errno tells (EBADF:
+     * supported, it looked at the fd; EOPNOTSUPP/EPROTONOSUPPORT: not implemented).
+     */
+    public DmaBufSupport probeDmaBuf() {
+        String verb = "ibv_reg_dmabuf_mr";
+        ensureOpen(verb);
+        String dev = context.deviceName();
+        if (LibIbverbs.IBV_REG_DMABUF_MR == null) {
+            return new DmaBufSupport(DmaBufSupport.Verdict.LIBIBVERBS_TOO_OLD, 0, "the system's libibverbs has no "
+                    + "ibv_reg_dmabuf_mr (it came with rdma-core 34): GPU memory can only be registered through "
+                    + "nvidia-peermem");
+        }
+        pin(verb);
+        try {
+            MemorySegment mr = LibIbverbs.regDmabufMr(handle, 0, 4096, 0, -1, Access.mask(Set.of(Access.LOCAL_WRITE)));
+            LibIbverbs.deregMr(mr); // a provider that ignores the fd: not what the probe expects
+            return new DmaBufSupport(DmaBufSupport.Verdict.UNKNOWN, 0, dev + " registered fd -1 without complaint: "
+                    + "its dma-buf support cannot be judged");
+        } catch (VerbsException e) {
+            return switch (e.errno()) {
+                case Errno.EBADF -> new DmaBufSupport(DmaBufSupport.Verdict.SUPPORTED, e.errno(), dev
+                        + " accepts dma-buf registrations (the probe with fd -1 answered EBADF)");
+                case Errno.EOPNOTSUPP, Errno.EPROTONOSUPPORT -> new DmaBufSupport(DmaBufSupport.Verdict.NOT_SUPPORTED,
+                        e.errno(), dev + " does not accept dma-buf registrations (the probe answered "
+                        + Errno.name(e.errno()) + "): its provider or kernel driver does not implement them "
+                        + "(rdma-core 44: only mlx5 and efa do); GPU memory on it needs nvidia-peermem");
+                default -> new DmaBufSupport(DmaBufSupport.Verdict.UNKNOWN, e.errno(), dev + " answered the dma-buf "
+                        + "probe with " + Errno.name(e.errno()) + " (expected EBADF or EOPNOTSUPP)");
+            };
+        } finally {
+            unpin();
+        }
+    }
+
     private static void checkKeptAlive(String verb, MemorySegment segment) {
         String kind = segment.scope().getClass().getSimpleName();
         if (!kind.equals("GlobalSession") && !kind.equals("ImplicitSession")) {

@@ -63,6 +63,7 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     private int curOpcode;
     private long curInline;       // inline bytes of the current WR
+    private boolean curDevice;    // the current WR has an SGE of device memory (then it may not be inline)
     private boolean curHasDestination;
     // A summary of the chain, kept as it is built, so that checked mode validates a post in O(1)
     // (with maxSges of the base class).
@@ -122,6 +123,7 @@ public final class SendWorkRequests extends WorkRequestChain {
         curSges = 0;
         curOpcode = opcode;
         curInline = 0;
+        curDevice = false;
         curHasDestination = false;
         if (opcode != OP_SEND && opcode != OP_SEND_WITH_IMM) {
             nonSendOps++;
@@ -255,8 +257,27 @@ public final class SendWorkRequests extends WorkRequestChain {
             mr.checkSge("ibv_post_send", offset, Integer.toUnsignedLong(length));
             checkLocalAccess(mr, length);
         }
+        if (!mr.hostAccessible) {
+            deviceSge();
+        }
         appendSge("ibv_post_send", mr, mr.address() + offset, length, mr.lkey());
         return this;
+    }
+
+    /**
+     * An SGE of device memory: refused (in every mode) in an inline request, whose SGEs the
+     * provider copies with the CPU, which would read device memory and crash.
+     */
+    private void deviceSge() {
+        if (curInline != 0) {
+            throw deviceInline();
+        }
+        curDevice = true;
+    }
+
+    private static InvalidRequestException deviceInline() {
+        return new InvalidRequestException("ibv_post_send", "an inline request cannot carry device (GPU) memory: the "
+                + "provider copies inline data with the CPU", "send device memory in a request of its own, without inline data");
     }
 
     private void checkLocalAccess(MemoryRegion mr, int length) {
@@ -295,6 +316,9 @@ public final class SendWorkRequests extends WorkRequestChain {
         }
         if (CHECKED && (curOpcode == OP_RDMA_READ || curOpcode >= OP_ATOMIC_CMP_AND_SWP)) {
             throw new InvalidRequestException("ibv_post_send", "only SEND and RDMA WRITE can be inline", null);
+        }
+        if (curDevice) {
+            throw deviceInline();
         }
         if (staging == null) {
             stage();

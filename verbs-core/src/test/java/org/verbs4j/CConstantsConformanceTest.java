@@ -123,6 +123,7 @@ class CConstantsConformanceTest {
                 "ProtectionDomain.PAGE", "PoolMemory.REGION_ALIGNMENT");
         notC("the default huge page size of x86-64 and arm64, a kernel setting", "HugePageAllocator.HUGE_PAGE");
         notC("verbs4j's out-of-band wire format", "OutOfBandChannel.MAGIC");
+        notC("verbs4j's own reading of the dma-buf probe's errno", "Verdict");
     }
 
     private static Map<String, Long> libcValues;

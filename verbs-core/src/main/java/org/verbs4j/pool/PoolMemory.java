@@ -93,18 +93,19 @@ final class PoolMemory {
 
     /** The region's memory as the buffers see it: scoped to the pool's view arena, which dies first on close. */
     private static MemorySegment view(RegionAllocator.Allocation a, Arena views) {
-        MemorySegment mem = a.segment();
-        return MemorySegment.ofAddress(mem.address()).reinterpret(mem.byteSize(), views, null);
+        // device memory: the buffers carry its addresses but refuse segment() (their region has no host view)
+        return MemorySegment.ofAddress(a.address()).reinterpret(a.byteSize(), views, null);
     }
 
     private static MemoryRegion register(Registrar registrar, ProtectionDomain pd, RegionAllocator.Allocation a,
                                          Set<Access> access) {
-        MemorySegment mem = a.segment();
-        MemoryRegion mr = registrar.register(pd, mem, access);
-        if (mr == null || mr.address() != mem.address() || mr.length() < mem.byteSize()) {
+        MemoryRegion mr = a.hostAccessible() ? registrar.register(pd, a.segment(), access)
+                : registrar.registerDevice(pd, a.address(), a.byteSize(), access);
+        if (mr == null || mr.address() != a.address() || mr.length() < a.byteSize()
+                || mr.isHostAccessible() != a.hostAccessible()) {
             VerbsException e = new InvalidRequestException("Registrar.register", "the registrar returned " + mr
-                    + ", which does not cover the allocated region of " + mem.byteSize() + " bytes at 0x"
-                    + Long.toHexString(mem.address()));
+                    + ", which does not cover the allocated " + (a.hostAccessible() ? "host" : "device")
+                    + " region of " + a.byteSize() + " bytes at 0x" + Long.toHexString(a.address()));
             if (mr != null) {
                 mr.close();
             }

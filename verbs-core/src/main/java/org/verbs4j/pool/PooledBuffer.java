@@ -81,15 +81,21 @@ public final class PooledBuffer implements AutoCloseable {
     /**
      * The buffer's memory: a fixed slice of the registered region, scoped to the pool (any
      * access after the pool closed throws IllegalStateException rather than touching freed
-     * memory). Do not touch it for device memory.
+     * memory).
      *
-     * @throws StaleLeaseException   when the buffer is not leased (through a strict lease's
-     *                               object: when its lease ended)
-     * @throws IllegalStateException when the pool is closed
+     * @throws StaleLeaseException     when the buffer is not leased (through a strict lease's
+     *                                 object: when its lease ended)
+     * @throws IllegalStateException   when the pool is closed
+     * @throws org.verbs4j.InvalidRequestException for device (GPU) memory, which the CPU cannot touch
      */
     public MemorySegment segment() {
         if (!isLeased() || !segment.scope().isAlive()) {
             throw useRefused("segment()");
+        }
+        if (!region.isHostAccessible()) {
+            throw new org.verbs4j.InvalidRequestException("PooledBuffer.segment", "the pool's buffers are device (GPU) "
+                    + "memory, which the CPU cannot read or write", "copy through the device's API at address() "
+                    + "(e.g. GpuMemory.copyFromHost in verbs-gpudirect)");
         }
         return segment;
     }

@@ -16,9 +16,11 @@ import java.util.Objects;
  * <p>Built in: {@link #host()} (a shared arena per region, freed on close), {@link #auto()}
  * (GC-managed), {@link #of(Arena)} (pool-owned memory whose life a caller's arena bounds) and
  * {@link #hugePages()} ({@code mmap(MAP_HUGETLB)}, falling back to {@link #host()} with a logged
- * reason). The hook for device memory: a GPU module implements this interface with
- * {@link #hostAccessible()} false and a {@link #registrar()} that registers device memory
- * (e.g. {@code ibv_reg_dmabuf_mr}); the pool never reads or writes the memory itself.
+ * reason). The hook for device memory: a GPU module (verbs-gpudirect's {@code GpuRegionAllocator})
+ * implements this interface with {@link #hostAccessible()} false, allocations made with
+ * {@link Allocation#device} (an address and a size, no host segment) and a {@link #registrar()}
+ * made with {@link Registrar#device} (e.g. {@code ibv_reg_dmabuf_mr}); the pool never reads or
+ * writes the memory itself, and its buffers refuse {@code segment()}.
  *
  * <p>Implementations are called from the thread that builds the pool and, for
  * {@link Allocation#close()}, the thread that closes it.
@@ -82,7 +84,9 @@ public interface RegionAllocator {
      * later calls do nothing). Owned by the pool that asked for it.
      */
     final class Allocation implements AutoCloseable {
-        private final MemorySegment segment;
+        private final MemorySegment segment;   // null for device memory
+        private final long address;
+        private final long byteSize;
         private final String description;
         private final Runnable free;
         private boolean freed;
@@ -90,22 +94,68 @@ public interface RegionAllocator {
         volatile Runnable revoke;
 
         /**
-         * An allocated region.
+         * An allocated region of host memory.
          *
-         * @param segment     the memory (for device memory: a segment carrying the device
-         *                    address and size, never dereferenced by the pool)
+         * @param segment     the host memory (device memory: {@link #device})
          * @param description what it is, for logs (e.g. "hugetlb 2 MiB pages")
          * @param free        frees it; null when the memory is freed by someone else
          */
         public Allocation(MemorySegment segment, String description, Runnable free) {
             this.segment = Objects.requireNonNull(segment, "segment");
+            this.address = segment.address();
+            this.byteSize = segment.byteSize();
             this.description = Objects.requireNonNull(description, "description");
             this.free = free;
         }
 
-        /** The memory. */
+        private Allocation(long address, long byteSize, String description, Runnable free) {
+            if (address == 0 || byteSize <= 0) {
+                throw new IllegalArgumentException("device memory needs an address and a positive size: 0x"
+                        + Long.toHexString(address) + ", " + byteSize);
+            }
+            this.segment = null;
+            this.address = address;
+            this.byteSize = byteSize;
+            this.description = Objects.requireNonNull(description, "description");
+            this.free = free;
+        }
+
+        /**
+         * Device memory (e.g. GPU memory) at {@code address}: no host segment exists for it, and
+         * the pool registers it with {@link Registrar#registerDevice}.
+         *
+         * @param free frees it (called after its deregistration); null when freed by someone else
+         */
+        public static Allocation device(long address, long byteSize, String description, Runnable free) {
+            return new Allocation(address, byteSize, description, free);
+        }
+
+        /** Whether the CPU may touch the memory ({@link #segment()} exists). */
+        public boolean hostAccessible() {
+            return segment != null;
+        }
+
+        /**
+         * The memory.
+         *
+         * @throws IllegalStateException for device memory, which has no host view
+         */
         public MemorySegment segment() {
+            if (segment == null) {
+                throw new IllegalStateException("device memory at 0x" + Long.toHexString(address)
+                        + " has no host view (" + description + ")");
+            }
             return segment;
+        }
+
+        /** The address of the first byte (host or device). */
+        public long address() {
+            return address;
+        }
+
+        /** The size in bytes. */
+        public long byteSize() {
+            return byteSize;
         }
 
         /** What it is, for logs. */

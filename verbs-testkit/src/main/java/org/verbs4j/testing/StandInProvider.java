@@ -373,6 +373,47 @@ public final class StandInProvider implements AutoCloseable {
     /** What the stand-in recorded of the last call: create cq ex attr ({@code standin_last_create_cq_ex_attr}). */
     public long lastCreateCqExAttr() { return lib.ptrCall("standin_last_create_cq_ex_attr"); }
 
+    // ---- device memory registration (dma-buf, nvidia-peermem) ----------------------------------
+
+    /**
+     * The stand-in of a provider's {@code reg_dmabuf_mr}: a fake {@code struct ibv_mr *} (address
+     * {@code iova}, keys 0x7000+n / 0x9000+n), or 0 with {@link #lastDeviceRegErrno()} saying why
+     * (EBADF for a closed fd, or what {@link #setDeviceRegErrno} chose).
+     */
+    public long regDmabufMr(long pd, long offset, long length, long iova, int fd, int access) {
+        return lib.ptrCall("standin_reg_dmabuf_mr", pd, offset, length, iova, fd, access);
+    }
+
+    /** The stand-in of {@code ibv_reg_mr} on a device pointer (nvidia-peermem): a fake MR, or 0. */
+    public long regDeviceMr(long pd, long address, long length, int access) {
+        return lib.ptrCall("standin_reg_device_mr", pd, address, length, access);
+    }
+
+    /** Deregisters (frees) a fake MR of {@link #regDmabufMr} or {@link #regDeviceMr}. */
+    public void deregDeviceMr(long mr) {
+        lib.call("standin_dereg_device_mr", mr);
+    }
+
+    /** What the next registrations answer: 0 accepts, else that errno (dma-buf, device pointer). */
+    public void setDeviceRegErrno(int dmaBuf, int devicePointer) {
+        lib.voidCall("standin_set_device_reg_errno", dmaBuf, devicePointer);
+    }
+
+    /** The errno of the last refused device-memory registration. */
+    public int lastDeviceRegErrno() {
+        return (int) lib.call("standin_last_device_reg_errno");
+    }
+
+    /** Fake device MRs registered and not yet deregistered (process-wide, never reset). */
+    public int deviceMrLive() {
+        return (int) lib.call("standin_device_mr_live");
+    }
+
+    /** 1 when the last deregistered dma-buf MR's fd was still open, 0 when it was closed, -1 before any. */
+    public int dmaBufFdOpenAtDereg() {
+        return (int) lib.call("standin_dmabuf_fd_open_at_dereg");
+    }
+
     /** Runs the C baseline loop ({@link #cLoopHandle()}) on this instance's qp and cq. */
     public long cLoop(int iterations, int chain, MemorySegment buf, int lkey) {
         try {
@@ -434,7 +475,15 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_make_srq", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG)),
                 Map.entry("standin_free", FunctionDescriptor.ofVoid(JAVA_LONG)),
                 Map.entry("standin_set_vctx_sz", FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG)),
-                Map.entry("standin_ref_ctx_op", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT)));
+                Map.entry("standin_ref_ctx_op", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_reg_dmabuf_mr",
+                        FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT)),
+                Map.entry("standin_reg_device_mr", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_dereg_device_mr", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
+                Map.entry("standin_set_device_reg_errno", FunctionDescriptor.ofVoid(JAVA_INT, JAVA_INT)),
+                Map.entry("standin_device_mr_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_device_reg_errno", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_dmabuf_fd_open_at_dereg", FunctionDescriptor.of(JAVA_INT)));
 
         private MethodHandle handle(String name) {
             return handles.computeIfAbsent(name, n -> {
