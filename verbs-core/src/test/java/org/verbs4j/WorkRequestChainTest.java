@@ -3,6 +3,7 @@ package org.verbs4j;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -177,15 +178,15 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
             wrs.read(1, 0x2000, 9).sge(mr, 0, 8);
             wrs.send(2).inline(MemorySegment.ofArray(new byte[40])).inline(MemorySegment.ofArray(new byte[8]));
             assertEquals(2, wrs.size());
-            assertEquals(1, wrs.nonSendOps);
-            assertEquals(1, wrs.readOrAtomicOps);
+            assertTrue(wrs.hasNonSendOps());
+            assertTrue(wrs.hasReadOrAtomicOps());
             assertEquals(48, wrs.maxInline);
             assertEquals(2, wrs.maxSges);
 
             wrs.clear();
             assertEquals(0, wrs.size());
-            assertEquals(0, wrs.nonSendOps);
-            assertEquals(0, wrs.readOrAtomicOps);
+            assertFalse(wrs.hasNonSendOps());
+            assertFalse(wrs.hasReadOrAtomicOps());
             assertEquals(0, wrs.maxInline);
             assertEquals(0, wrs.maxSges);
             assertEquals(0, wrs.withDestination);
