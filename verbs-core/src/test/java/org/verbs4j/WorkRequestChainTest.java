@@ -153,6 +153,32 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
     }
 
     @Test
+    void packPutsTwoAdjacentIntsIntoOneStoreInNativeOrder() {
+        MemorySegment m = java.lang.foreign.Arena.ofAuto().allocate(16, 8);
+        int[][] pairs = {{0x12345678, 0x9abcdef0}, {-1, 0}, {0, -1}, {Integer.MIN_VALUE, 7}};
+        for (int[] p : pairs) {
+            m.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, WorkRequestChain.pack(p[0], p[1]));
+            assertEquals(p[0], m.get(java.lang.foreign.ValueLayout.JAVA_INT, 8), "the low field");
+            assertEquals(p[1], m.get(java.lang.foreign.ValueLayout.JAVA_INT, 12), "the high field");
+        }
+    }
+
+    @Test
+    void signaledRequestsAreListedOnceEachInOrder() {
+        try (SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            wrs.write(1, 0, 1).signaled().signaled().write(2, 0, 1).write(3, 0, 1).signaled();
+            assertEquals(2, wrs.signaledCount, "signaled() twice on one request lists it once");
+            assertEquals(0, wrs.signaledIndexes[0]);
+            assertEquals(2, wrs.signaledIndexes[1]);
+            assertEquals(SendWorkRequests.FLAG_SIGNALED, wrs.flagsAt(0));
+            assertEquals(0, wrs.flagsAt(1));
+            wrs.clear().send(4).signaled();
+            assertEquals(1, wrs.signaledCount);
+            assertEquals(0, wrs.signaledIndexes[0]);
+        }
+    }
+
+    @Test
     void receiveRequestsAreWrittenInPlace() {
         try (ReceiveWorkRequests rwrs = new ReceiveWorkRequests(3, 1)) {
             rwrs.add(7).sge(mr, 0, 1024).add(8).sge(mr, 1024, 2048);
