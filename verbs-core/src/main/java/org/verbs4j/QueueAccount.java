@@ -154,6 +154,22 @@ final class QueueAccount {
         SEND_COMPLETED.setRelease(this, done);
     }
 
+    /**
+     * {@code k} successful send completions of this QP were polled, in a row (polling thread): the
+     * same as {@code k} calls of {@code completed(SUCCESS, false)}, with one release store. Every
+     * one of them has its ring entry already (posted() publishes it before the provider sees the
+     * request), so one read of the ring's head suffices.
+     */
+    void sendsCompleted(int k) {
+        long head = (long) RING_HEAD.getAcquire(this);
+        long tail = ringTail;
+        long take = Math.min(k, head - tail);
+        if (take > 0) {
+            ringTail = tail + take;
+            SEND_COMPLETED.setRelease(this, signaledRing[(int) (tail + take - 1) & ringMask]);
+        }
+    }
+
     /** After a reset to RESET: nothing is outstanding any more (no thread posts or polls). */
     void reset() {
         SEND_COMPLETED.setRelease(this, (long) SEND_POSTED.getAcquire(this));

@@ -179,6 +179,33 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
     }
 
     @Test
+    void aPollOfSeveralSendCompletionsCreditsEachOneInOrder() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Verbs.CHECKED, "checked mode accounts for outstanding work");
+        try (SendWorkRequests wrs = new SendWorkRequests(8, 1); WorkCompletions two = new WorkCompletions(2);
+             WorkCompletions four = new WorkCompletions(4)) {
+            for (int i = 0; i < 8; i++) {
+                wrs.write(i, 0x1000, 1).sge(mr, 0, 8);
+                if (i % 2 == 1) {
+                    wrs.signaled(); // #1, #3, #5, #7
+                }
+            }
+            qp.postSend(wrs);
+            assertEquals(8, qp.sendOutstanding());
+            assertEquals(2, cq.poll(two), "the completions of #1 and #3, credited as one run");
+            assertEquals(3, two.wrId(1));
+            assertEquals(4, qp.sendOutstanding(), "#0..#3 are done, #4..#7 are not");
+            assertEquals(2, cq.poll(four));
+            assertEquals(0, qp.sendOutstanding());
+            qp.postSend(wrs);
+            qp.postSend(wrs);
+            assertEquals(4, cq.poll(four), "two chains' completions in one poll");
+            assertEquals(8, qp.sendOutstanding());
+            assertEquals(4, cq.poll(four));
+            assertEquals(0, qp.sendOutstanding());
+        }
+    }
+
+    @Test
     void receiveRequestsAreWrittenInPlace() {
         try (ReceiveWorkRequests rwrs = new ReceiveWorkRequests(3, 1)) {
             rwrs.add(7).sge(mr, 0, 1024).add(8).sge(mr, 1024, 2048);
