@@ -10,6 +10,7 @@
 #   benchmarks/jmh-overhead.sh --table results.json  # only print the tables of an earlier run
 #   STAT=cpu benchmarks/jmh-overhead.sh   # tables from CPU time per op (a busy machine, see below)
 #   JAR=/tmp/other.jar benchmarks/jmh-overhead.sh     # run another build (before/after back to back)
+#   benchmarks/jmh-overhead.sh --compare before.json after.json   # every benchmark of two runs side by side
 #
 # Which figure the tables show (STAT): `mean` (default; JMH's score: wall-clock ns/op, ± its 99.9%
 # error), `cpu` (cpu.time.norm of org.verbs4j.bench.CpuTimeProfiler: the benchmark thread's CPU
@@ -103,6 +104,40 @@ if any(k[0] in (DC, DU) for k in res):
 PY
 }
 
+compare() {
+STAT=${STAT:-mean} python3 - "$1" "$2" <<'PY'
+import json, os, sys
+STAT = os.environ.get("STAT", "mean")
+def load(f):
+    out = {}
+    for r in json.load(open(f)):
+        sec = r.get("secondaryMetrics", {})
+        cpu = next((v for k, v in sec.items() if k.endswith("cpu.time.norm")), None)
+        m = cpu if STAT == "cpu" and cpu else r["primaryMetric"]
+        key = r["benchmark"].rsplit(".", 2)[-2] + "." + r["benchmark"].rsplit(".", 1)[-1]
+        out[(key, r.get("params", {}).get("chain", "-"))] = (m["score"], m["scoreError"])
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+print(f"ns/op ({'CPU time of the benchmark thread' if STAT == 'cpu' else 'wall clock'}, ± 99.9% error): "
+      f"{sys.argv[1]} -> {sys.argv[2]}")
+print()
+print("| benchmark | chain | before | after | change |")
+print("|---|---|---|---|---|")
+def f(v):
+    try:
+        return f"{v[0]:.2f} ± {float(v[1]):.2f}"
+    except (TypeError, ValueError):
+        return f"{v[0]:.2f}"
+for k in sorted(a, key=lambda k: (k[0], int(k[1]) if k[1].isdigit() else 0)):
+    if k in b:
+        print(f"| {k[0]} | {k[1]} | {f(a[k])} | {f(b[k])} | {100 * (b[k][0] / a[k][0] - 1):+.1f}% |")
+PY
+}
+
+if [[ "${1:-}" == "--compare" ]]; then
+    compare "$2" "$3"
+    exit 0
+fi
 if [[ "${1:-}" == "--table" ]]; then
     table "$2"
     exit 0
