@@ -180,12 +180,31 @@ public final class CompletionQueue extends NativeResource {
     /** Credits completions {@code [from, to)} of {@code wcs} to their queue pairs (checked mode). */
     private void credit(WorkCompletions wcs, int from, int to) {
         QpTable t = table;
+        QueueAccount q = null;
+        int qpn = 0;
+        int sends = 0; // successful send completions of q not yet credited (a run of them is credited at once)
         for (int i = from; i < to; i++) {
-            QueueAccount q = t.get(wcs.rawQpNumber(i));
-            if (q == null) {
-                continue; // a queue pair not created through verbs4j, or already closed
+            int n = wcs.rawQpNumber(i);
+            if (q == null || n != qpn) { // consecutive completions of one QP: one lookup
+                if (sends != 0) {
+                    q.sendsCompleted(sends);
+                    sends = 0;
+                }
+                q = t.get(n);
+                qpn = n;
+                if (q == null) {
+                    continue; // a queue pair not created through verbs4j, or already closed
+                }
             }
             int status = wcs.rawStatus(i);
+            if (status == WorkCompletions.SUCCESS && (wcs.rawOpcode(i) & CompletionOpcode.RECV) == 0) {
+                sends++;
+                continue;
+            }
+            if (sends != 0) { // keep the order: the run before this completion first
+                q.sendsCompleted(sends);
+                sends = 0;
+            }
             boolean recv;
             if (status == WorkCompletions.SUCCESS || q.sendCq != q.recvCq) {
                 recv = status == WorkCompletions.SUCCESS ? (wcs.rawOpcode(i) & CompletionOpcode.RECV) != 0 : q.recvCq == this;
@@ -196,6 +215,9 @@ public final class CompletionQueue extends NativeResource {
             if (recv && q.srq != null) {
                 q.srq.completed();
             }
+        }
+        if (sends != 0) {
+            q.sendsCompleted(sends);
         }
     }
 

@@ -89,25 +89,34 @@ final class QueueAccount {
 
     /** The first {@code n} requests of {@code wrs} are being handed to the provider (posting thread). */
     void posted(SendWorkRequests wrs, int n) {
-        long seq = (long) SEND_POSTED.get(this);
+        long first = (long) SEND_POSTED.get(this) + 1; // the sequence number of request #0
         long head = (long) RING_HEAD.get(this);
-        for (int i = 0; i < n; i++) {
-            seq++;
-            if (signalAll || (wrs.flagsAt(i) & SendWorkRequests.FLAG_SIGNALED) != 0) {
-                signaledRing[(int) head & ringMask] = seq;
-                head++;
+        if (signalAll) {
+            for (int i = 0; i < n; i++) {
+                signaledRing[(int) head++ & ringMask] = first + i;
+            }
+        } else {
+            // the chain's own list of its signaled requests (in order): no pass over the n requests
+            int[] at = wrs.signaledIndexes;
+            for (int k = 0, m = wrs.signaledCount; k < m && at[k] < n; k++) {
+                signaledRing[(int) head++ & ringMask] = first + at[k];
             }
         }
         RING_HEAD.setRelease(this, head);
-        SEND_POSTED.setRelease(this, seq);
+        SEND_POSTED.setRelease(this, first - 1 + n);
     }
 
     /** Requests {@code [from, n)} of {@code wrs}, counted by {@link #posted}, were not posted after all. */
     void notPosted(SendWorkRequests wrs, int from, int n) {
         long head = (long) RING_HEAD.get(this);
-        for (int i = from; i < n; i++) {
-            if (signalAll || (wrs.flagsAt(i) & SendWorkRequests.FLAG_SIGNALED) != 0) {
-                head--;
+        if (signalAll) {
+            head -= n - from;
+        } else {
+            int[] at = wrs.signaledIndexes; // as posted() counted them
+            for (int k = 0, m = wrs.signaledCount; k < m && at[k] < n; k++) {
+                if (at[k] >= from) {
+                    head--;
+                }
             }
         }
         RING_HEAD.setRelease(this, head);
@@ -143,6 +152,22 @@ final class QueueAccount {
             ringTail++;
         }
         SEND_COMPLETED.setRelease(this, done);
+    }
+
+    /**
+     * {@code k} successful send completions of this QP were polled, in a row (polling thread): the
+     * same as {@code k} calls of {@code completed(SUCCESS, false)}, with one release store. Every
+     * one of them has its ring entry already (posted() publishes it before the provider sees the
+     * request), so one read of the ring's head suffices.
+     */
+    void sendsCompleted(int k) {
+        long head = (long) RING_HEAD.getAcquire(this);
+        long tail = ringTail;
+        long take = Math.min(k, head - tail);
+        if (take > 0) {
+            ringTail = tail + take;
+            SEND_COMPLETED.setRelease(this, signaledRing[(int) (tail + take - 1) & ringMask]);
+        }
     }
 
     /** After a reset to RESET: nothing is outstanding any more (no thread posts or polls). */

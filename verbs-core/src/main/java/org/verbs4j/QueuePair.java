@@ -391,8 +391,8 @@ public final class QueuePair extends NativeResource {
         if (s.ordinal() < QueuePairState.RTS.ordinal() || s == QueuePairState.UNKNOWN || n > maxSendWr
                 || account.failedStatus() != 0 || sendOutstanding() + n > maxSendWr
                 || wrs.maxSges > maxSendSge || wrs.maxInline > maxInlineData
-                || (type == QueuePairType.UD && (wrs.nonSendOps != 0 || wrs.withDestination != n))
-                || (type == QueuePairType.UC && wrs.readOrAtomicOps != 0)) {
+                || (type == QueuePairType.UD && (wrs.hasNonSendOps() || wrs.withDestination != n))
+                || (type == QueuePairType.UC && wrs.hasReadOrAtomicOps())) {
             throw sendRefused(wrs, n); // the reasons are sorted out off the hot path
         }
     }
@@ -428,7 +428,7 @@ public final class QueuePair extends NativeResource {
                     + " inline bytes; the queue pair takes " + maxInlineData, "create the QP with a larger maxInlineData");
         }
         if (type == QueuePairType.UD) {
-            if (wrs.nonSendOps != 0) {
+            if (wrs.hasNonSendOps()) {
                 int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) != SendWorkRequests.OP_SEND
                         && wrs.opcodeAt(j) != SendWorkRequests.OP_SEND_WITH_IMM);
                 return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + ": a UD queue pair only sends",
@@ -439,7 +439,7 @@ public final class QueuePair extends NativeResource {
                 return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + " has no destination",
                         "call destination(ah, qpn, qkey) on each UD request");
             }
-        } else if (type == QueuePairType.UC && wrs.readOrAtomicOps != 0) {
+        } else if (type == QueuePairType.UC && wrs.hasReadOrAtomicOps()) {
             int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) >= SendWorkRequests.OP_RDMA_READ);
             return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i
                     + ": UC has no RDMA READ or atomics", "use an RC queue pair");

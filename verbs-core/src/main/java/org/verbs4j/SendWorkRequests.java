@@ -18,9 +18,7 @@ import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QPN;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_ID;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_SIZE;
-import static org.verbs4j.natives.WorkRequestLayout.SGE_ADDR;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
-import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
@@ -62,15 +60,23 @@ public final class SendWorkRequests extends WorkRequestChain {
     private final AddressHandle[] destinations;
 
     private int curOpcode;
-    private long curInline;       // inline bytes of the current WR
+    private long curInline;       // inline bytes of the request inlineOwner (any other request has none yet)
+    private int inlineOwner = -1; // the index of the request curInline belongs to
+    private int destinationsHigh; // 1 + the highest index destinations[] ever held (never lowered)
     private boolean curDevice;    // the current WR has an SGE of device memory (then it may not be inline)
-    private boolean curHasDestination;
     // A summary of the chain, kept as it is built, so that checked mode validates a post in O(1)
     // (with maxSges of the base class).
     long maxInline;               // the most inline bytes of any request
-    int nonSendOps;               // requests that are not SEND / SEND_WITH_IMM (UD allows only those)
-    int readOrAtomicOps;          // RDMA READ and atomics (UC has none)
+    int opcodes;                  // bit (1 << opcode) for every opcode in the chain
     int withDestination;          // requests with a UD destination
+    /**
+     * The indexes of the requests flagged SIGNALED through {@link #signaled()}, in order (the
+     * first {@link #signaledCount}): checked mode's accounting reads these at post time instead of
+     * every request's send_flags. Raw writes through {@link #segment()} are not seen (as with the
+     * rest of the summary).
+     */
+    int[] signaledIndexes;
+    int signaledCount;
 
     /**
      * A chain with room for {@value #DEFAULT_INLINE_BYTES} inline bytes per request.
@@ -97,6 +103,7 @@ public final class SendWorkRequests extends WorkRequestChain {
         }
         this.inlineStride = (maxInlinePerRequest + 7) & ~7;
         this.destinations = new AddressHandle[capacity];
+        this.signaledIndexes = new int[capacity];
     }
 
     /** Empties the chain (the memory is reused). */
@@ -106,51 +113,62 @@ public final class SendWorkRequests extends WorkRequestChain {
         curSges = 0;
         maxSges = 0;
         maxInline = 0;
-        nonSendOps = 0;
-        readOrAtomicOps = 0;
+        opcodes = 0;
         withDestination = 0;
+        signaledCount = 0;
+        inlineOwner = -1;
         return this;
     }
 
+    /** Opcodes UD takes ({@code SEND}, {@code SEND_WITH_IMM}). */
+    static final int SEND_OPCODES = 1 << OP_SEND | 1 << OP_SEND_WITH_IMM;
+    /** Opcodes with which the adapter writes into the local buffer (RDMA READ, atomics; UC has none). */
+    static final int READ_OR_ATOMIC_OPCODES = 1 << OP_RDMA_READ | 1 << OP_ATOMIC_CMP_AND_SWP | 1 << OP_ATOMIC_FETCH_AND_ADD;
+
+    /** Whether the chain holds a request UD does not take (not SEND / SEND_WITH_IMM). */
+    boolean hasNonSendOps() {
+        return (opcodes & ~SEND_OPCODES) != 0;
+    }
+
+    /** Whether the chain holds an RDMA READ or an atomic (UC takes none). */
+    boolean hasReadOrAtomicOps() {
+        return (opcodes & READ_OR_ATOMIC_OPCODES) != 0;
+    }
+
     // Hot methods keep their throw paths out of line (small bytecode stays inlinable).
-    private void begin(long wrId, int opcode, int flags) {
-        if (closed || count == capacity) {
+    private void begin(long wrId, int opcode) {
+        int i = count;
+        if (closed || i == capacity) {
             throw cannotBegin();
         }
-        long o = SEND_WR_SIZE * count;
+        long o = SEND_WR_SIZE * i;
         cur = o;
-        curSge = sgeStride * count;
+        curSge = sgeStride * i;
         curSges = 0;
         curOpcode = opcode;
-        curInline = 0;
         curDevice = false;
-        curHasDestination = false;
-        if (opcode != OP_SEND && opcode != OP_SEND_WITH_IMM) {
-            nonSendOps++;
+        opcodes |= 1 << opcode;
+        if (i < destinationsHigh && destinations[i] != null) { // RC/UC chains never look (no load, no GC barrier)
+            destinations[i] = null;
         }
-        if (opcode >= OP_RDMA_READ) {
-            readOrAtomicOps++;
-        }
-        if (destinations[count] != null) { // the common case stores nothing (no GC barrier)
-            destinations[count] = null;
-        }
-        count++;
+        count = i + 1;
+        // three stores: wr_id; num_sge = 0 with the opcode next to it; send_flags = 0 with imm_data
         wrs.set(JAVA_LONG, o + SEND_WR_ID, wrId);
-        wrs.set(JAVA_INT, o + SEND_NUM_SGE, 0);
-        wrs.set(JAVA_INT, o + SEND_OPCODE, opcode);
-        wrs.set(JAVA_INT, o + SEND_FLAGS, flags);
+        wrs.set(JAVA_LONG, o + SEND_NUM_SGE, pack(0, opcode));
+        wrs.set(JAVA_LONG, o + SEND_FLAGS, 0L);
     }
+
 
     /** Starts a SEND. */
     public SendWorkRequests send(long wrId) {
-        begin(wrId, OP_SEND, 0);
+        begin(wrId, OP_SEND);
         wrs.set(JAVA_LONG, cur + SEND_UD_AH, 0L); // no stale destination from a reused slot
         return this;
     }
 
     /** Starts a SEND_WITH_IMM carrying {@code immediate} (host byte order). */
     public SendWorkRequests sendWithImmediate(long wrId, int immediate) {
-        begin(wrId, OP_SEND_WITH_IMM, 0);
+        begin(wrId, OP_SEND_WITH_IMM);
         wrs.set(JAVA_LONG, cur + SEND_UD_AH, 0L);
         wrs.set(JAVA_INT, cur + SEND_IMM_DATA, Integer.reverseBytes(immediate));
         return this;
@@ -158,7 +176,7 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     /** Starts an RDMA_WRITE to {@code remoteAddress} in the peer's region {@code rkey}. */
     public SendWorkRequests write(long wrId, long remoteAddress, int rkey) {
-        begin(wrId, OP_RDMA_WRITE, 0);
+        begin(wrId, OP_RDMA_WRITE);
         wrs.set(JAVA_LONG, cur + SEND_RDMA_REMOTE_ADDR, remoteAddress);
         wrs.set(JAVA_INT, cur + SEND_RDMA_RKEY, rkey);
         return this;
@@ -166,7 +184,7 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     /** Starts an RDMA_WRITE_WITH_IMM: the peer's receive completes with {@code immediate}. */
     public SendWorkRequests writeWithImmediate(long wrId, long remoteAddress, int rkey, int immediate) {
-        begin(wrId, OP_RDMA_WRITE_WITH_IMM, 0);
+        begin(wrId, OP_RDMA_WRITE_WITH_IMM);
         wrs.set(JAVA_LONG, cur + SEND_RDMA_REMOTE_ADDR, remoteAddress);
         wrs.set(JAVA_INT, cur + SEND_RDMA_RKEY, rkey);
         wrs.set(JAVA_INT, cur + SEND_IMM_DATA, Integer.reverseBytes(immediate));
@@ -175,7 +193,7 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     /** Starts an RDMA_READ from {@code remoteAddress} into the SGEs that follow. */
     public SendWorkRequests read(long wrId, long remoteAddress, int rkey) {
-        begin(wrId, OP_RDMA_READ, 0);
+        begin(wrId, OP_RDMA_READ);
         wrs.set(JAVA_LONG, cur + SEND_RDMA_REMOTE_ADDR, remoteAddress);
         wrs.set(JAVA_INT, cur + SEND_RDMA_RKEY, rkey);
         return this;
@@ -188,7 +206,7 @@ public final class SendWorkRequests extends WorkRequestChain {
      */
     public SendWorkRequests compareAndSwap(long wrId, long remoteAddress, int rkey, long compare, long swap) {
         checkAtomicAddress(remoteAddress);
-        begin(wrId, OP_ATOMIC_CMP_AND_SWP, 0);
+        begin(wrId, OP_ATOMIC_CMP_AND_SWP);
         atomic(remoteAddress, rkey, compare, swap);
         return this;
     }
@@ -196,7 +214,7 @@ public final class SendWorkRequests extends WorkRequestChain {
     /** Starts an ATOMIC_FETCH_AND_ADD of {@code add} to the 8 bytes at {@code remoteAddress}; the old value lands in the SGE. */
     public SendWorkRequests fetchAndAdd(long wrId, long remoteAddress, int rkey, long add) {
         checkAtomicAddress(remoteAddress);
-        begin(wrId, OP_ATOMIC_FETCH_AND_ADD, 0);
+        begin(wrId, OP_ATOMIC_FETCH_AND_ADD);
         atomic(remoteAddress, rkey, add, 0L);
         return this;
     }
@@ -269,7 +287,7 @@ public final class SendWorkRequests extends WorkRequestChain {
      * provider copies with the CPU, which would read device memory and crash.
      */
     private void deviceSge() {
-        if (curInline != 0) {
+        if (inlineOwner == count - 1 && curInline != 0) {
             throw deviceInline();
         }
         curDevice = true;
@@ -309,6 +327,10 @@ public final class SendWorkRequests extends WorkRequestChain {
         ensureCurrent();
         ensureSgeRoom();
         long len = data.byteSize();
+        if (inlineOwner != count - 1) { // the first inline() of this request
+            inlineOwner = count - 1;
+            curInline = 0;
+        }
         if (len > inlineStride - curInline) {
             throw new InvalidRequestException("ibv_post_send", "inline data of " + len + " bytes exceeds what is left ("
                     + (inlineStride - curInline) + " of " + inlineStride + ") of this request's inline capacity",
@@ -350,14 +372,18 @@ public final class SendWorkRequests extends WorkRequestChain {
     }
 
 
-    private void flag(int f) {
+    private int flag(int f) {
         ensureCurrent();
-        wrs.set(JAVA_INT, cur + SEND_FLAGS, wrs.get(JAVA_INT, cur + SEND_FLAGS) | f);
+        int old = wrs.get(JAVA_INT, cur + SEND_FLAGS);
+        wrs.set(JAVA_INT, cur + SEND_FLAGS, old | f);
+        return old;
     }
 
     /** The current request produces a completion (else only on error, unless the QP signals all). */
     public SendWorkRequests signaled() {
-        flag(FLAG_SIGNALED);
+        if ((flag(FLAG_SIGNALED) & FLAG_SIGNALED) == 0) {
+            signaledIndexes[signaledCount++] = count - 1;
+        }
         return this;
     }
 
@@ -379,14 +405,16 @@ public final class SendWorkRequests extends WorkRequestChain {
         if (!ah.isOpenPlain()) { // every mode: the provider reads the handle at post time
             throw ah.closedException("ibv_post_send");
         }
-        destinations[count - 1] = ah;
-        wrs.set(JAVA_LONG, cur + SEND_UD_AH, ah.address);
-        wrs.set(JAVA_INT, cur + SEND_UD_REMOTE_QPN, remoteQpn);
-        wrs.set(JAVA_INT, cur + SEND_UD_REMOTE_QKEY, remoteQkey);
-        if (!curHasDestination) {
-            curHasDestination = true;
+        int i = count - 1;
+        if (destinations[i] == null) { // the request's first destination
             withDestination++;
         }
+        destinations[i] = ah;
+        if (i >= destinationsHigh) {
+            destinationsHigh = i + 1;
+        }
+        wrs.set(JAVA_LONG, cur + SEND_UD_AH, ah.address);
+        wrs.set(JAVA_LONG, cur + SEND_UD_REMOTE_QPN, pack(remoteQpn, remoteQkey));
         return this;
     }
 
@@ -432,6 +460,11 @@ public final class SendWorkRequests extends WorkRequestChain {
     static {
         if (ADDRESS.byteSize() != 8) {
             throw new ExceptionInInitializerError("verbs4j needs a 64-bit platform");
+        }
+        // pairs of 32-bit fields written with one 64-bit store (pack)
+        if (SEND_OPCODE != SEND_NUM_SGE + 4 || SEND_IMM_DATA != SEND_FLAGS + 4 || SEND_UD_REMOTE_QKEY != SEND_UD_REMOTE_QPN + 4
+                || SEND_NUM_SGE % 8 != 0 || SEND_FLAGS % 8 != 0 || SEND_UD_REMOTE_QPN % 8 != 0) {
+            throw new ExceptionInInitializerError("struct ibv_send_wr / ibv_sge: adjacent 32-bit fields moved");
         }
     }
 }

@@ -42,6 +42,19 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         if (RECV_NEXT != NEXT || RECV_SG_LIST != SG_LIST || RECV_NUM_SGE != NUM_SGE) {
             throw new ExceptionInInitializerError("ibv_send_wr and ibv_recv_wr disagree on next/sg_list/num_sge");
         }
+        if (SGE_LKEY != SGE_LENGTH + 4 || SGE_LENGTH % 8 != 0) { // written with one 64-bit store (pack)
+            throw new ExceptionInInitializerError("struct ibv_sge: length and lkey are not one aligned 8-byte pair");
+        }
+    }
+
+    private static final boolean LITTLE_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
+
+    /**
+     * The 8 bytes of two adjacent 32-bit fields ({@code low} at the lower address) in native byte
+     * order, so that one aligned 64-bit store writes both.
+     */
+    static long pack(int low, int high) {
+        return LITTLE_ENDIAN ? (long) high << 32 | Integer.toUnsignedLong(low) : (long) low << 32 | Integer.toUnsignedLong(high);
     }
 
     private final LeakReport leak;
@@ -161,8 +174,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         }
         long s = curSge + SGE_SIZE * curSges;
         sges.set(JAVA_LONG, s + SGE_ADDR, addr);
-        sges.set(JAVA_INT, s + SGE_LENGTH, length);
-        sges.set(JAVA_INT, s + SGE_LKEY, lkey);
+        sges.set(JAVA_LONG, s + SGE_LENGTH, pack(length, lkey)); // length and lkey: one store
         wrs.set(JAVA_INT, cur + NUM_SGE, ++curSges);
         if (curSges > maxSges) {
             maxSges = curSges;

@@ -109,6 +109,8 @@ class CConstantsConformanceTest {
         }
         LIBC.put("HugePageAllocator.MAP_FAILED", "(long)MAP_FAILED");
 
+        notC("masks of verbs4j's per-chain opcode summary (bits 1 << IBV_WR_*), not header constants",
+                "SendWorkRequests.SEND_OPCODES", "SendWorkRequests.READ_OR_ATOMIC_OPCODES");
         notC("a verbs4j default or tuning value", "SendWorkRequests.DEFAULT_INLINE_BYTES",
                 "AsyncEventDispatcher.QUEUE_CAPACITY", "AsyncEventDispatcher.JOIN_MILLIS",
                 "AsyncEventDispatcher.MAX_CONSECUTIVE_FAILURES", "CompletionChannel.CLOSE_WAIT_MILLIS",

@@ -3,6 +3,7 @@ package org.verbs4j;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -152,6 +153,59 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
     }
 
     @Test
+    void packPutsTwoAdjacentIntsIntoOneStoreInNativeOrder() {
+        MemorySegment m = java.lang.foreign.Arena.ofAuto().allocate(16, 8);
+        int[][] pairs = {{0x12345678, 0x9abcdef0}, {-1, 0}, {0, -1}, {Integer.MIN_VALUE, 7}};
+        for (int[] p : pairs) {
+            m.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8, WorkRequestChain.pack(p[0], p[1]));
+            assertEquals(p[0], m.get(java.lang.foreign.ValueLayout.JAVA_INT, 8), "the low field");
+            assertEquals(p[1], m.get(java.lang.foreign.ValueLayout.JAVA_INT, 12), "the high field");
+        }
+    }
+
+    @Test
+    void signaledRequestsAreListedOnceEachInOrder() {
+        try (SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            wrs.write(1, 0, 1).signaled().signaled().write(2, 0, 1).write(3, 0, 1).signaled();
+            assertEquals(2, wrs.signaledCount, "signaled() twice on one request lists it once");
+            assertEquals(0, wrs.signaledIndexes[0]);
+            assertEquals(2, wrs.signaledIndexes[1]);
+            assertEquals(SendWorkRequests.FLAG_SIGNALED, wrs.flagsAt(0));
+            assertEquals(0, wrs.flagsAt(1));
+            wrs.clear().send(4).signaled();
+            assertEquals(1, wrs.signaledCount);
+            assertEquals(0, wrs.signaledIndexes[0]);
+        }
+    }
+
+    @Test
+    void aPollOfSeveralSendCompletionsCreditsEachOneInOrder() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Verbs.CHECKED, "checked mode accounts for outstanding work");
+        try (SendWorkRequests wrs = new SendWorkRequests(8, 1); WorkCompletions two = new WorkCompletions(2);
+             WorkCompletions four = new WorkCompletions(4)) {
+            for (int i = 0; i < 8; i++) {
+                wrs.write(i, 0x1000, 1).sge(mr, 0, 8);
+                if (i % 2 == 1) {
+                    wrs.signaled(); // #1, #3, #5, #7
+                }
+            }
+            qp.postSend(wrs);
+            assertEquals(8, qp.sendOutstanding());
+            assertEquals(2, cq.poll(two), "the completions of #1 and #3, credited as one run");
+            assertEquals(3, two.wrId(1));
+            assertEquals(4, qp.sendOutstanding(), "#0..#3 are done, #4..#7 are not");
+            assertEquals(2, cq.poll(four));
+            assertEquals(0, qp.sendOutstanding());
+            qp.postSend(wrs);
+            qp.postSend(wrs);
+            assertEquals(4, cq.poll(four), "two chains' completions in one poll");
+            assertEquals(8, qp.sendOutstanding());
+            assertEquals(4, cq.poll(four));
+            assertEquals(0, qp.sendOutstanding());
+        }
+    }
+
+    @Test
     void receiveRequestsAreWrittenInPlace() {
         try (ReceiveWorkRequests rwrs = new ReceiveWorkRequests(3, 1)) {
             rwrs.add(7).sge(mr, 0, 1024).add(8).sge(mr, 1024, 2048);
@@ -177,15 +231,15 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
             wrs.read(1, 0x2000, 9).sge(mr, 0, 8);
             wrs.send(2).inline(MemorySegment.ofArray(new byte[40])).inline(MemorySegment.ofArray(new byte[8]));
             assertEquals(2, wrs.size());
-            assertEquals(1, wrs.nonSendOps);
-            assertEquals(1, wrs.readOrAtomicOps);
+            assertTrue(wrs.hasNonSendOps());
+            assertTrue(wrs.hasReadOrAtomicOps());
             assertEquals(48, wrs.maxInline);
             assertEquals(2, wrs.maxSges);
 
             wrs.clear();
             assertEquals(0, wrs.size());
-            assertEquals(0, wrs.nonSendOps);
-            assertEquals(0, wrs.readOrAtomicOps);
+            assertFalse(wrs.hasNonSendOps());
+            assertFalse(wrs.hasReadOrAtomicOps());
             assertEquals(0, wrs.maxInline);
             assertEquals(0, wrs.maxSges);
             assertEquals(0, wrs.withDestination);

@@ -36,11 +36,13 @@ import org.verbs4j.WorkCompletions;
 @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED"})
 public abstract class AbstractPostPoll {
     /** Work requests per post (the last one signaled; one poll per post). */
-    @Param({"1", "32"})
+    @Param({"1", "8", "32"})
     public int chain;
 
     StandInFixture f;
     SendWorkRequests wrs;
+    /** The same chain, built once at setup: {@link #javaPostPrebuilt} posts it again and again. */
+    SendWorkRequests prebuilt;
     WorkCompletions wcs;
     long remoteAddr;
     long nextId;
@@ -59,6 +61,14 @@ public abstract class AbstractPostPoll {
         if (f.provider.wqeCount() != chain) {
             throw new IllegalStateException("the stand-in saw " + f.provider.wqeCount() + " WQEs, expected " + chain);
         }
+        prebuilt = new SendWorkRequests(StandInFixture.MAX_CHAIN, 1);
+        for (int i = 0; i < chain; i++) {
+            prebuilt.write(i, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE);
+        }
+        prebuilt.signaled();
+        if (javaPostPrebuilt() != chain - 1) {
+            throw new IllegalStateException("the prebuilt chain did not complete its last WR");
+        }
         afterSetUp();
     }
 
@@ -69,6 +79,7 @@ public abstract class AbstractPostPoll {
     @TearDown(Level.Trial)
     public void tearDown() {
         wcs.close();
+        prebuilt.close();
         wrs.close();
         f.close();
     }
@@ -85,6 +96,21 @@ public abstract class AbstractPostPoll {
         }
         w.write(id + n - 1, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE).signaled();
         f.qp.postSend(w);
+        int got;
+        while ((got = f.cq.poll(wcs)) == 0) {
+            Thread.onSpinWait();
+        }
+        return wcs.wrId(got - 1);
+    }
+
+    /**
+     * Ablation: the post and poll of the public API without building the chain (the chain of
+     * {@link #chain} was built once at setup and is posted unchanged), so that
+     * {@code javaPublicApi - javaPostPrebuilt} is what building a chain costs.
+     */
+    @Benchmark
+    public long javaPostPrebuilt() {
+        f.qp.postSend(prebuilt);
         int got;
         while ((got = f.cq.poll(wcs)) == 0) {
             Thread.onSpinWait();

@@ -37,7 +37,11 @@ import org.verbs4j.testing.StandInProvider;
  *       {@value #C_ITERATIONS} iterations per downcall, reported per iteration;</li>
  *   <li>{@link #rawCritical} / {@link #rawStandard}: the same WR chain written with hand-placed
  *       offsets and posted/polled with {@code DataPathLinkage.POST_SEND_CRITICAL}/{@code POLL_CQ_CRITICAL}
- *       or the {@code _STANDARD} handles, invoked raw with {@code invokeExact}.</li>
+ *       or the {@code _STANDARD} handles, invoked raw with {@code invokeExact}: {@code rawCritical} is
+ *       the raw two-downcall floor;</li>
+ *   <li>ablations: {@link #javaPostPrebuilt} (inherited: the public post + poll of a chain built
+ *       once) and {@link #rawPostPrebuilt} (the raw post + poll of the chain written once), so that
+ *       building and posting can be told apart.</li>
  * </ul>
  */
 public class PostPollBenchmark extends AbstractPostPoll {
@@ -118,10 +122,20 @@ public class PostPollBenchmark extends AbstractPostPoll {
         return id + n - 1;
     }
 
-    /** Raw post + poll through the critical (no thread-state transition) handles. */
+    /** Raw post + poll through the critical (no thread-state transition) handles: the raw two-downcall floor. */
     @Benchmark
     public long rawCritical() {
         fillRaw();
+        return rawCriticalPostPoll();
+    }
+
+    /** Ablation: the raw critical post + poll of the chain as {@link #rawCritical} last wrote it (no fill). */
+    @Benchmark
+    public long rawPostPrebuilt() {
+        return rawCriticalPostPoll();
+    }
+
+    private long rawCriticalPostPoll() {
         try {
             int rc = (int) DataPathLinkage.POST_SEND_CRITICAL.invokeExact(postFn, qpAddr, rawWrsAddr, badWr);
             if (rc != 0) {

@@ -22,12 +22,21 @@ import org.verbs4j.testing.StandInProvider;
  * CQ (its C library is compiled with gcc on first use, see {@link StandInProvider}) wrapped
  * through the PUBLIC API with {@link ForeignHandles}, a fake {@code ibv_pd} (only its
  * {@code context} field is ever read) and a 4 KiB buffer "registered" under a made-up key.
- * Closes everything in reverse order. One per benchmark trial, one thread.
+ * Closes everything in reverse order. One per benchmark trial, one thread. (Before issue 11's
+ * JMH work the QP had a 256-deep send queue and the default 128-deep receive queue on the 256-entry
+ * CQ: over-committed, so every checked post also took the CQ's monitor and summed its queues.)
  */
 final class StandInFixture implements AutoCloseable {
     static final int LKEY = 0x1111;
     static final int RKEY = 0x2222;
     static final int MAX_CHAIN = 64;
+    /**
+     * The QP's send queue; its receive queue takes the rest of the stand-in's CQ, so that the CQ
+     * can hold every completion its queues could produce (not over-committed: checked mode then
+     * needs no CQ-wide check per post, as with a CQ sized for its queues on a real device).
+     */
+    static final int SEND_QUEUE = 128;
+    static final int CQE = StandInProvider.CQE;
     /** The payload of every WR, as in standin_c_loop. */
     static final int MESSAGE = 64;
 
@@ -49,7 +58,10 @@ final class StandInFixture implements AutoCloseable {
         pd = ForeignHandles.protectionDomain(context, fakePd);
         cq = ForeignHandles.completionQueue(context, provider.cq());
         qp = ForeignHandles.queuePair(pd, provider.qp(),
-                QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(256).maxSendSge(1), QueuePairState.RTS);
+                QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(SEND_QUEUE).maxRecvWr(CQE - SEND_QUEUE).maxSendSge(1), QueuePairState.RTS);
+        if (cq.isOvercommitted()) {
+            throw new IllegalStateException("the stand-in's CQ is over-committed by the benchmark QP");
+        }
         mr = ForeignHandles.memoryRegion(pd, buffer, LKEY, RKEY,
                 EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ));
     }
