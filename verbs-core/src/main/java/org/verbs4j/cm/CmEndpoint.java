@@ -59,8 +59,9 @@ abstract class CmEndpoint {
 
     /**
      * Waits until {@code ready} gives a result (checked under this object's monitor, which event
-     * handling notifies), for at most {@code timeout}; on a polled channel this thread reads the
-     * channel while it waits.
+     * handling notifies), for at most {@code timeout}; on a polled channel, and on the channel's
+     * own event thread (a callback that accepts or connects), this thread reads the channel while
+     * it waits.
      */
     final <T> T await(Duration timeout, Supplier<T> ready, Supplier<? extends RuntimeException> onTimeout) {
         long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
@@ -75,7 +76,7 @@ abstract class CmEndpoint {
                 if (left <= 0) {
                     throw onTimeout.get();
                 }
-                if (!channel.isPolled()) {
+                if (!channel.isPolled() && !channel.isEventThread()) {
                     try {
                         wait(Math.max(1, Math.min(left / 1_000_000L, 1000)));
                     } catch (InterruptedException e) {

@@ -94,6 +94,11 @@ public final class CmEventChannel implements AutoCloseable {
         return thread == null;
     }
 
+    /** Whether the caller is this channel's event thread (a callback): its waits read the channel themselves. */
+    boolean isEventThread() {
+        return thread != null && Thread.currentThread() == thread;
+    }
+
     public boolean isOpen() {
         return !closed;
     }

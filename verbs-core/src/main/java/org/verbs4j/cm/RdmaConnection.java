@@ -94,28 +94,15 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     /**
-     * Connects to {@code remote} within {@code timeout} (address and route resolution, each also
-     * bounded by the setup's timeouts, then the connection request): returns a CONNECTED
-     * connection, or throws {@link ConnectionFailedException} naming the failure (address error,
-     * route error, unreachable, no listener, rejected with the peer's private data, connect error),
-     * {@link VerbsTimeoutException} when the time ran out (the attempt is then abandoned: nothing
-     * stays behind), or {@link ResourceClosedException} when {@link #close()} was called meanwhile.
-     *
-     * @param privateData sent with the request (librdmacm/IB CM carry at most 56 bytes), or null
+     * Connects to {@code remote} within {@code timeout}: {@link #create} then {@link #connect(
+     * InetSocketAddress, byte[], Duration)}; on any failure the connection is closed (nothing
+     * stays behind) and the exception thrown.
      */
     public static RdmaConnection connect(CmEventChannel channel, InetSocketAddress remote, ConnectionSetup setup,
                                          byte[] privateData, Duration timeout) {
-        checkPrivateData("rdma_connect", privateData, 56);
-        if (timeout.isNegative() || timeout.isZero()) {
-            throw new InvalidRequestException("rdma_connect", "the timeout must be positive: " + timeout);
-        }
-        long deadline = System.nanoTime() + timeout.toNanos();
-        MemorySegment id = channel.createId(LibRdmacm.RDMA_PS_TCP);
-        RdmaConnection c = new RdmaConnection(channel, id, true, setup, ConnectionState.RESOLVING_ADDRESS);
-        c.peer = remote;
-        c.register();
+        RdmaConnection c = create(channel, setup);
         try {
-            c.resolveAndConnect(remote, setup, privateData, deadline);
+            c.connect(remote, privateData, timeout);
             return c;
         } catch (RuntimeException | Error e) {
             c.close();
@@ -123,18 +110,72 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
     }
 
+    /**
+     * A connection that is not connected yet (state IDLE, a cm id on {@code channel}): connect it
+     * with {@link #connect(InetSocketAddress, byte[], Duration)}; another thread may
+     * {@link #close()} it at any time, a connect in progress then throws
+     * {@link ResourceClosedException}.
+     */
+    public static RdmaConnection create(CmEventChannel channel, ConnectionSetup setup) {
+        MemorySegment id = channel.createId(LibRdmacm.RDMA_PS_TCP);
+        RdmaConnection c = new RdmaConnection(channel, id, true, setup, ConnectionState.IDLE);
+        c.register();
+        return c;
+    }
+
+    /**
+     * Connects this IDLE connection to {@code remote} within {@code timeout} (address and route
+     * resolution, each also bounded by the setup's timeouts, then the connection request): returns
+     * once CONNECTED, or throws {@link ConnectionFailedException} naming the failure (address
+     * error, route error, unreachable, no listener, rejected with the peer's private data, connect
+     * error), {@link VerbsTimeoutException} when the time ran out, or
+     * {@link ResourceClosedException} when {@link #close()} was called meanwhile. After a failure
+     * the connection is FAILED: close it.
+     *
+     * @param privateData sent with the request (at most 56 bytes; the peer sees them padded with
+     *                    zeros to 56), or null
+     */
+    public void connect(InetSocketAddress remote, byte[] privateData, Duration timeout) {
+        checkPrivateData("rdma_connect", privateData, 56);
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new InvalidRequestException("rdma_connect", "the timeout must be positive: " + timeout);
+        }
+        synchronized (this) {
+            if (closed) {
+                throw VerbsExceptions.closed("rdma_connect", "the connection is closed");
+            }
+            if (state != ConnectionState.IDLE) {
+                throw new InvalidRequestException("rdma_connect", "the connection is " + state + ", not IDLE",
+                        "connect a connection once; create another for another attempt");
+            }
+            state = ConnectionState.RESOLVING_ADDRESS;
+        }
+        peer = remote;
+        resolveAndConnect(remote, setup, privateData, System.nanoTime() + timeout.toNanos());
+    }
+
     private void resolveAndConnect(InetSocketAddress remote, ConnectionSetup setup, byte[] privateData, long deadline) {
         int addrMs = (int) Math.min(setup.addressTimeout.toMillis(), Math.max(1, left(deadline) / 1_000_000L));
         locked("rdma_resolve_addr", () -> {
             try (Arena a = Arena.ofConfined()) {
                 LibRdmacm.resolveAddr(id, MemorySegment.NULL, CmStructs.sockaddr(a, remote), addrMs);
+            } catch (ConnectionFailedException e) {
+                throw e;
+            } catch (VerbsException e) { // refused at once: no route, no RDMA device for the address
+                failSync(ConnectionFailedException.Reason.ADDRESS_ERROR, e);
+                throw failureException("resolving the address " + remote + " (" + e.getMessage() + ")");
             }
         });
         awaitProgress(ConnectionState.ADDRESS_RESOLVED, deadline, "resolving the address " + remote);
         int routeMs = (int) Math.min(setup.routeTimeout.toMillis(), Math.max(1, left(deadline) / 1_000_000L));
         locked("rdma_resolve_route", () -> {
             state = ConnectionState.RESOLVING_ROUTE;
-            LibRdmacm.resolveRoute(id, routeMs);
+            try {
+                LibRdmacm.resolveRoute(id, routeMs);
+            } catch (VerbsException e) {
+                failSync(ConnectionFailedException.Reason.ROUTE_ERROR, e);
+                throw failureException("resolving the route to " + remote + " (" + e.getMessage() + ")");
+            }
         });
         awaitProgress(ConnectionState.ROUTE_RESOLVED, deadline, "resolving the route to " + remote);
         locked("rdma_create_qp", () -> createQueuePair(setup));
@@ -252,7 +293,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             case ADDR_ERROR -> fail(ConnectionFailedException.Reason.ADDRESS_ERROR, e);
             case ROUTE_ERROR -> fail(ConnectionFailedException.Reason.ROUTE_ERROR, e);
             case UNREACHABLE -> fail(ConnectionFailedException.Reason.UNREACHABLE, e);
-            case REJECTED -> fail(e.status() == REJ_INVALID_SERVICE_ID && e.privateData().length == 0
+            case REJECTED -> fail(e.status() == REJ_INVALID_SERVICE_ID
                     ? ConnectionFailedException.Reason.NO_LISTENER : ConnectionFailedException.Reason.REJECTED, e);
             case CONNECT_ERROR -> fail(ConnectionFailedException.Reason.CONNECT_ERROR, e);
             case CONNECT_RESPONSE -> completeActive(e);
@@ -299,6 +340,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             notifyAll();
         }
         flushQueuePair();
+    }
+
+    /** A call that failed at once: FAILED with {@code reason}, the errno as the status of a made-up event. */
+    private void failSync(ConnectionFailedException.Reason reason, VerbsException e) {
+        fail(reason, new CmEvent(reason == ConnectionFailedException.Reason.ADDRESS_ERROR ? CmEventType.ADDR_ERROR
+                : CmEventType.ROUTE_ERROR, e.verb() + " refused at once", -e.errno(), new byte[0], 0, 0));
     }
 
     private void completeActive(CmEvent e) {

@@ -1,0 +1,115 @@
+package org.verbs4j.cm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.verbs4j.cm.CmTestSupport.WAIT;
+import static org.verbs4j.cm.CmTestSupport.address;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.verbs4j.testing.RdmaTest;
+
+/**
+ * Connect/disconnect cycles in one JVM (both ends through the public API): the kernel's counts of
+ * cm ids, QPs, CQs and MRs and the resident set outside the Java heap end where they started;
+ * the connects per second are printed next to librdmacm's own {@code cmtime} run in the same guest
+ * boot. {@code -Dverbs4j.cmCycles} (default 30 in CI; the 1,000 figure is measured with 1000).
+ */
+@RdmaTest
+class CyclesGuestTest {
+    private static final int CYCLES = Integer.getInteger("verbs4j.cmCycles", 30);
+
+    @Test
+    void connectDisconnectCyclesEndAtTheBaseline() throws Exception {
+        try (CmEventChannel ch = CmEventChannel.open()) {
+            int port = CmTestSupport.port();
+            try (CmListener l = CmListener.bind(ch, address(port), 16)) {
+                for (int i = 0; i < 10; i++) { // warm up: JIT, the library's per-device PD, malloc
+                    cycle(ch, l, port);
+                }
+                settle();
+                Map<String, Integer> before = CmTestSupport.leakCounts();
+                long rss0 = rssKb(), heap0 = heapKb();
+                long t0 = System.nanoTime();
+                for (int i = 0; i < CYCLES; i++) {
+                    cycle(ch, l, port);
+                }
+                double seconds = (System.nanoTime() - t0) / 1e9;
+                settle();
+                long rss1 = rssKb(), heap1 = heapKb();
+                Map<String, Integer> after = CmTestSupport.leakCounts();
+                System.out.printf("CyclesGuestTest: %d connect/accept/disconnect/close cycles in %.1f s: %.1f connects/s "
+                        + "(%.1f ms per cycle); rdma res %s -> %s; RSS %d -> %d KiB, Java heap committed %d -> %d KiB%n",
+                        CYCLES, seconds, CYCLES / seconds, seconds * 1000 / CYCLES, before, after, rss0, rss1, heap0, heap1);
+                assertEquals(before, after, "kernel cm ids, QPs, CQs, MRs back at the baseline");
+                long nonHeap = (rss1 - rss0) - (heap1 - heap0);
+                assertTrue(nonHeap < 16 * 1024, "resident memory outside the Java heap grew by " + nonHeap + " KiB");
+            }
+        }
+        cmtime();
+    }
+
+    private static void cycle(CmEventChannel ch, CmListener l, int port) throws Exception {
+        CompletableFuture<RdmaConnection> s = CompletableFuture.supplyAsync(() ->
+                l.accept(WAIT).accept(new ConnectionSetup().maxSendWr(16).maxRecvWr(16), null, WAIT));
+        RdmaConnection c = RdmaConnection.connect(ch, address(port), new ConnectionSetup().maxSendWr(16).maxRecvWr(16),
+                null, WAIT);
+        RdmaConnection p = s.get(30, TimeUnit.SECONDS);
+        c.disconnect();
+        assertTrue(p.awaitDisconnect(Duration.ofSeconds(10)), "the peer saw no disconnect: " + p.state());
+        c.close();
+        p.close();
+    }
+
+    /** librdmacm's own cmtime, 100 connections, in this guest boot: its per-step times for the report. */
+    private static void cmtime() throws Exception {
+        if (!Files.isExecutable(Path.of("/usr/bin/cmtime"))) {
+            System.out.println("CyclesGuestTest: cmtime is not installed here");
+            return;
+        }
+        String ip = CmTestSupport.ip().getHostAddress();
+        String port = Integer.toString(CmTestSupport.port());
+        Process server = new ProcessBuilder("cmtime", "-b", ip, "-p", port, "-c", "100").redirectErrorStream(true).start();
+        try {
+            Thread.sleep(2000);
+            String client = CmTestSupport.run(List.of("sh", "-c", "cmtime -s " + ip + " -p " + port + " -c 100 2>&1; echo \"exit $?\""),
+                    120);
+            System.out.println("CyclesGuestTest: cmtime -s " + ip + " -c 100 (same guest boot):\n" + client);
+            server.destroy();
+            System.out.println("CyclesGuestTest: cmtime server said:\n" + new String(server.getInputStream().readAllBytes(),
+                    java.nio.charset.StandardCharsets.UTF_8));
+        } finally {
+            server.destroy();
+            if (!server.waitFor(5, TimeUnit.SECONDS)) {
+                server.destroyForcibly();
+            }
+        }
+    }
+
+    private static void settle() throws InterruptedException {
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+            Thread.sleep(100);
+        }
+    }
+
+    private static long heapKb() {
+        return java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getCommitted() / 1024;
+    }
+
+    private static long rssKb() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.replaceAll("\\D+", ""));
+            }
+        }
+        return -1;
+    }
+}
