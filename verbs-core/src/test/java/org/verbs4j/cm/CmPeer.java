@@ -32,6 +32,8 @@ public final class CmPeer {
     }
 
     public static void main(String[] args) {
+        System.out.printf("PEER main %d ms after the JVM started%n", ProcessHandle.current().info().startInstant()
+                .map(t -> java.time.Duration.between(t, java.time.Instant.now()).toMillis()).orElse(-1L));
         try {
             run(new InetSocketAddress(args[0], Integer.parseInt(args[1])));
             System.out.println("PEER OK");
@@ -54,7 +56,9 @@ public final class CmPeer {
         try (CmEventChannel ch = CmEventChannel.open(); CmListener l = CmListener.bind(ch, at, 1);
              ReceiveWorkRequests recvs = new ReceiveWorkRequests(4, 1); SendWorkRequests sends = new SendWorkRequests(2, 1);
              WorkCompletions wcs = new WorkCompletions(8)) {
-            System.out.println("LISTENING " + l.localAddress());
+            System.out.println("LISTENING " + l.localAddress() + " " + ProcessHandle.current().info().startInstant()
+                    .map(t -> java.time.Duration.between(t, java.time.Instant.now()).toMillis()).orElse(-1L)
+                    + " ms after the JVM started");
             System.out.flush();
             ConnectionRequest r = l.accept(Duration.ofSeconds(60));
             ByteBuffer peer = ByteBuffer.wrap(r.privateData());

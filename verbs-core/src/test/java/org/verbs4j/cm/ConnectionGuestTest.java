@@ -147,8 +147,8 @@ class ConnectionGuestTest {
 
     private static void sendText(RdmaConnection c, Side s, String text, long wrId) {
         MemorySegment buf = s.mr.get().segment();
-        buf.setString(SIZE - 512, text);
-        s.sends.clear().send(wrId).sge(s.mr.get(), SIZE - 512, text.length()).signaled();
+        buf.setString(SIZE - 3072, text);
+        s.sends.clear().send(wrId).sge(s.mr.get(), SIZE - 3072, text.length()).signaled();
         c.queuePair().postSend(s.sends);
         poll(c.sendCompletionQueue(), s.wcs, 1);
         assertEquals(CompletionStatus.SUCCESS, s.wcs.status(0), s.wcs.statusText(0));
@@ -164,9 +164,10 @@ class ConnectionGuestTest {
         assertEquals(text, new String(got, java.nio.charset.StandardCharsets.UTF_8));
     }
 
+    /** Writes 1 KiB of {@code value} from [SIZE-2048, SIZE-1024) of this side into [SIZE-1024, SIZE) of the other's. */
     private static void write(RdmaConnection c, Side s, MemoryRegion remote, byte value, long wrId) {
-        s.mr.get().segment().asSlice(SIZE - 1024, 1024).fill(value);
-        s.sends.clear().write(wrId, remote.address() + SIZE - 1024, remote.rkey()).sge(s.mr.get(), SIZE - 1024, 1024)
+        s.mr.get().segment().asSlice(SIZE - 2048, 1024).fill(value);
+        s.sends.clear().write(wrId, remote.address() + SIZE - 1024, remote.rkey()).sge(s.mr.get(), SIZE - 2048, 1024)
                 .signaled();
         c.queuePair().postSend(s.sends);
         poll(c.sendCompletionQueue(), s.wcs, 1);

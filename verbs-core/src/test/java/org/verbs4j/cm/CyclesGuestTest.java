@@ -76,20 +76,21 @@ class CyclesGuestTest {
         }
         String ip = CmTestSupport.ip().getHostAddress();
         String port = Integer.toString(CmTestSupport.port());
-        Process server = new ProcessBuilder("cmtime", "-b", ip, "-p", port, "-c", "100").redirectErrorStream(true).start();
+        Path serverLog = Files.createTempFile("cmtime-server", ".log");
+        Process server = new ProcessBuilder("cmtime", "-b", ip, "-p", port, "-c", "100").redirectErrorStream(true)
+                .redirectOutput(serverLog.toFile()).start();
         try {
             Thread.sleep(2000);
             String client = CmTestSupport.run(List.of("sh", "-c", "cmtime -s " + ip + " -p " + port + " -c 100 2>&1; echo \"exit $?\""),
                     120);
             System.out.println("CyclesGuestTest: cmtime -s " + ip + " -c 100 (same guest boot):\n" + client);
-            server.destroy();
-            System.out.println("CyclesGuestTest: cmtime server said:\n" + new String(server.getInputStream().readAllBytes(),
-                    java.nio.charset.StandardCharsets.UTF_8));
         } finally {
             server.destroy();
             if (!server.waitFor(5, TimeUnit.SECONDS)) {
                 server.destroyForcibly();
             }
+            System.out.println("CyclesGuestTest: cmtime -b said:\n" + Files.readString(serverLog));
+            Files.deleteIfExists(serverLog);
         }
     }
 
