@@ -19,7 +19,7 @@ import org.verbs4j.WorkCompletions;
  * The server of {@link TwoJvmGuestTest}, run in a second JVM: listens on {@code args[0]}:{@code
  * args[1]}, accepts one connection advertising its region (address and rkey in the accept's private
  * data), receives the client's SEND, RDMA WRITEs into the client's region (advertised in the
- * request's private data), SENDs back, then waits for the client's disconnect and checks that its
+ * request's private data), SENDs back (the client then RDMA READs the server's region), then waits for the client's disconnect and checks that its
  * remaining receives flushed, each wr_id once. Prints LISTENING, then PEER OK; exits 0, or 1 with
  * the failure.
  */
@@ -64,14 +64,14 @@ public final class CmPeer {
             ByteBuffer peer = ByteBuffer.wrap(r.privateData());
             long peerAddr = peer.getLong();
             int peerRkey = peer.getInt();
-            ConnectionSetup setup = new ConnectionSetup().remoteAccess(EnumSet.of(Access.REMOTE_WRITE)).beforeConnect(c -> {
-                MemoryRegion m = c.protectionDomain().allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            ConnectionSetup setup = new ConnectionSetup().remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ))
+                    .beforeConnect(c -> {
+                MemoryRegion m = c.protectionDomain().allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE,
+                        Access.REMOTE_READ);
                 mr.set(m);
                 recvs.clear().add(11).sge(m, 0, 256).add(12).sge(m, 256, 256).add(13).sge(m, 512, 256);
                 c.queuePair().postRecv(recvs);
             });
-            // the accept's private data can name the region only once it exists: the hook made it, so
-            // advertise in a SEND? No: register first through the library's PD, before accepting
             try (RdmaConnection c = acceptAdvertising(r, setup, mr)) {
                 MemoryRegion m = mr.get();
                 check(c.receiveCompletionQueue().poll(wcs, 1, Duration.ofSeconds(20)) == 1, "no SEND from the client");

@@ -38,7 +38,7 @@ import org.verbs4j.testing.RdmaTest;
 /**
  * Two JVMs on rxe0: {@link CmPeer} serves in a second JVM (same class path, started with
  * ProcessBuilder, bounded); this JVM connects with its region in the request's private data,
- * SENDs, RDMA WRITEs, receives the peer's RDMA WRITE and SEND, then disconnects: the peer sees the
+ * SENDs, RDMA WRITEs, receives the peer's RDMA WRITE and SEND, RDMA READs the peer's region, then disconnects: the peer sees the
  * disconnect within a bound and its posted receives flush, each wr_id once (it checks and says so).
  * The protection domain is the caller's, allocated on the device librdmacm uses for the address.
  */
@@ -122,6 +122,14 @@ class TwoJvmGuestTest {
                         assertEquals(21, wcs.wrId(0));
                         assertEquals("written by the server", new String(mr.segment().asSlice(peerWriteOffset(), 21)
                                 .toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8));
+                        // RDMA READ of the peer's region (where it staged its text)
+                        mr.segment().asSlice(1024, 21).fill((byte) 0);
+                        sends.clear().read(3, peerAddr + 2048, peerRkey).sge(mr, 1024, 21).signaled();
+                        c.queuePair().postSend(sends);
+                        poll(c.sendCompletionQueue(), wcs, 1);
+                        assertEquals(CompletionStatus.SUCCESS, wcs.status(0), wcs.statusText(0));
+                        assertEquals("written by the server", new String(mr.segment().asSlice(1024, 21)
+                                .toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8), "what the RDMA READ brought");
                         c.disconnect();
                         poll(c.receiveCompletionQueue(), wcs, 1);
                         assertEquals(CompletionStatus.WR_FLUSH_ERR, wcs.status(0));
