@@ -173,6 +173,9 @@ public final class CmEventChannel implements AutoCloseable {
             CmStructs.Copied c;
             lock.lock();
             try {
+                if (closed) { // closed by a callback of this very thread: the channel is gone
+                    return n;
+                }
                 MemorySegment ev = LibRdmacm.tryGetCmEvent(channel, eventSlot);
                 if (ev.address() == 0) {
                     return n;

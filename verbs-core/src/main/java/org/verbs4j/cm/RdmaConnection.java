@@ -65,12 +65,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private volatile int responderResources, initiatorDepth;
     private volatile InetSocketAddress peer, local;
     private boolean closed; // under the monitor
-    // set once the queue pair exists (under channel.lock)
-    private Context context;
-    private ProtectionDomain pd;
-    private CompletionQueue sendCq, recvCq;
-    private boolean ownsCqs;
-    private QueuePair qp;
+    // set once the queue pair exists (under channel.lock; volatile for the accessors of other threads)
+    private volatile Context context;
+    private volatile ProtectionDomain pd;
+    private volatile CompletionQueue sendCq, recvCq;
+    private volatile boolean ownsCqs;
+    private volatile QueuePair qp;
     private final ConnectionSetup setup;
 
     RdmaConnection(CmEventChannel channel, MemorySegment id, boolean active, ConnectionSetup setup, ConnectionState initial) {

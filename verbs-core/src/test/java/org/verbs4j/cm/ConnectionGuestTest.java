@@ -119,12 +119,20 @@ class ConnectionGuestTest {
             assertFilled(cs.mr.get(), (byte) 0x3c);
 
             // the client disconnects: the server sees it within a bound; its 3 posted receives flush
+            java.util.List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+            client.onEvent((c, e) -> events.add(e.name()));
             long d0 = System.nanoTime();
             client.disconnect();
             assertTrue(srv.awaitDisconnect(Duration.ofSeconds(10)), "the server saw no disconnect within 10 s: " + srv.state());
             System.out.printf("ConnectionGuestTest: the peer saw the disconnect after %.1f ms%n", (System.nanoTime() - d0) / 1e6);
             assertFlushed(srv, ss, Set.of(101L, 102L, 103L));
             assertFlushed(client, cs, Set.of(201L, 202L));
+            // the transport's time-wait ends: a state change to wait for, and a callback
+            assertEquals(ConnectionState.TIMEWAIT_EXITED, client.awaitState(EnumSet.of(ConnectionState.TIMEWAIT_EXITED),
+                    Duration.ofSeconds(20)));
+            System.out.printf("ConnectionGuestTest: time-wait exit %.1f ms after the disconnect; callbacks: %s%n",
+                    (System.nanoTime() - d0) / 1e6, events);
+            assertTrue(events.contains("RDMA_CM_EVENT_TIMEWAIT_EXIT"), events.toString());
             client.close();
             client.close(); // twice: nothing
             srv.close();

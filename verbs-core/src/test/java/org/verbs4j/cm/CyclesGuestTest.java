@@ -36,6 +36,7 @@ class CyclesGuestTest {
                 }
                 settle();
                 Map<String, Integer> before = CmTestSupport.leakCounts();
+                long[] nmt0 = nmtKb();
                 long rss0 = rssKb(), heap0 = heapKb();
                 phases = new long[3];
                 long t0 = System.nanoTime();
@@ -47,7 +48,13 @@ class CyclesGuestTest {
                         + "close both %.1f ms%n", phases[0] / 1e6 / CYCLES, phases[1] / 1e6 / CYCLES, phases[2] / 1e6 / CYCLES);
                 settle();
                 long rss1 = rssKb(), heap1 = heapKb();
+                long[] nmt1 = nmtKb();
                 Map<String, Integer> after = CmTestSupport.leakCounts();
+                System.out.printf("CyclesGuestTest: NMT committed: total %d -> %d KiB, Other (malloc of the arenas) %d -> %d KiB, "
+                        + "Internal %d -> %d KiB%n", nmt0[0], nmt1[0], nmt0[1], nmt1[1], nmt0[2], nmt1[2]);
+                if (nmt0[1] >= 0 && nmt1[1] >= 0) {
+                    assertTrue(nmt1[1] - nmt0[1] < 1024, "NMT Other grew by " + (nmt1[1] - nmt0[1]) + " KiB");
+                }
                 System.out.printf("CyclesGuestTest: %d connect/accept/disconnect/close cycles in %.1f s: %.1f connects/s "
                         + "(%.1f ms per cycle); rdma res %s -> %s; RSS %d -> %d KiB, Java heap committed %d -> %d KiB%n",
                         CYCLES, seconds, CYCLES / seconds, seconds * 1000 / CYCLES, before, after, rss0, rss1, heap0, heap1);
@@ -112,6 +119,26 @@ class CyclesGuestTest {
             System.gc();
             Thread.sleep(100);
         }
+    }
+
+    /** NMT's committed KiB: {total, Other, Internal} of this JVM, or -1s where NMT is off or jcmd is missing. */
+    private static long[] nmtKb() throws IOException, InterruptedException {
+        long[] r = {-1, -1, -1};
+        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        if (!Files.isExecutable(jcmd)) {
+            return r;
+        }
+        String out = CmTestSupport.run(List.of(jcmd.toString(), Long.toString(ProcessHandle.current().pid()),
+                "VM.native_memory", "summary"), 120);
+        String[] names = {"Total: reserved=\\d+KB, committed=(\\d+)KB", "Other \\(reserved=\\d+KB, committed=(\\d+)KB\\)",
+                "Internal \\(reserved=\\d+KB, committed=(\\d+)KB\\)"};
+        for (int i = 0; i < names.length; i++) {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile(names[i]).matcher(out);
+            if (m.find()) {
+                r[i] = Long.parseLong(m.group(1));
+            }
+        }
+        return r;
     }
 
     private static long heapKb() {
