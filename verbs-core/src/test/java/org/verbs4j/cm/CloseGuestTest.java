@@ -79,9 +79,16 @@ class CloseGuestTest {
                 RdmaConnection b2 = s2.get(30, TimeUnit.SECONDS);
                 assertEquals(ConnectionState.CONNECTED, a.state());
                 assertEquals(ConnectionState.CONNECTED, a2.state());
-                // connected: close at once (it disconnects); the peer sees it
+                // connected: close at once (it disconnects); the peer sees it; the queue pair the
+                // application still holds is closed with it: a post is refused, never a crash
+                QueuePair held = a.queuePair();
                 a.close();
                 a.close();
+                assertTrue(!held.isOpen(), "the connection's queue pair closed with it");
+                try (org.verbs4j.SendWorkRequests wrs = new org.verbs4j.SendWorkRequests(1, 1)) {
+                    wrs.send(1).signaled();
+                    assertThrows(ResourceClosedException.class, () -> held.postSend(wrs));
+                }
                 assertTrue(b.awaitDisconnect(Duration.ofSeconds(10)), "peer of a closed connection: " + b.state());
                 b.close();
                 b.close();
