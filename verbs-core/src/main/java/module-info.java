@@ -15,6 +15,7 @@ module org.verbs4j.core {
 
     exports org.verbs4j;
     exports org.verbs4j.pool;
+    exports org.verbs4j.cm;
 
     provides org.verbs4j.natives.FailureFactory with org.verbs4j.internal.CoreFailures;
 }

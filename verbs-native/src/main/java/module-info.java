@@ -13,7 +13,7 @@ module org.verbs4j.natives {
 
     exports org.verbs4j.natives to org.verbs4j.core, org.verbs4j.testkit;
     exports org.verbs4j.natives.generated.ibverbs to org.verbs4j.core, org.verbs4j.testkit;
-    // librdmacm's bindings: no module uses them yet, so none reads them
+    exports org.verbs4j.natives.generated.rdmacm to org.verbs4j.core;
 
     uses org.verbs4j.natives.FailureFactory;
 }

@@ -367,6 +367,20 @@ public final class ProtectionDomain extends NativeResource {
 
     /** {@code ibv_create_qp}; the created QP is in RESET. */
     public QueuePair createQueuePair(QueuePairInit init) {
+        return createQueuePair(init, LibIbverbs::createQp, LibIbverbs::destroyQp);
+    }
+
+    /** Creates the {@code struct ibv_qp} from this PD's handle and a filled {@code ibv_qp_init_attr}. */
+    @FunctionalInterface
+    interface QueuePairCreator {
+        MemorySegment create(MemorySegment pd, MemorySegment initAttr);
+    }
+
+    /**
+     * A queue pair made by {@code create} (ibv_create_qp, or librdmacm's rdma_create_qp on a cm id)
+     * and released by {@code destroy}: the same object, accounting and rules either way.
+     */
+    QueuePair createQueuePair(QueuePairInit init, QueuePairCreator create, Destroyer destroy) {
         NativeResource[] used = {this, init.sendCq, init.recvCq, init.srq};
         pinAll("ibv_create_qp", used);
         try (Arena arena = Arena.ofConfined()) {
@@ -382,11 +396,11 @@ public final class ProtectionDomain extends NativeResource {
             ibv_qp_cap.max_inline_data(cap, init.maxInlineData);
             ibv_qp_init_attr.qp_type(a, init.type.value());
             ibv_qp_init_attr.sq_sig_all(a, init.signalAll ? 1 : 0);
-            MemorySegment qp = LibIbverbs.createQp(handle, a);
+            MemorySegment qp = create.create(handle, a);
             // ibv_create_qp writes back the capacities the provider actually granted
             return new QueuePair(this, qp.reinterpret(ObjectLayout.QP_SIZE), init,
                     ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap), ibv_qp_cap.max_send_sge(cap),
-                    ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+                    ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap), destroy);
         } finally {
             unpinAll(used);
         }

@@ -104,6 +104,17 @@ class CConstantsConformanceTest {
         each(GidType.class, "", "IBV_GID_TYPE_", "ROCE_V1", "ROCE_V2");
         each(LinkLayer.class, "", "IBV_LINK_LAYER_", "UNSPECIFIED", "INFINIBAND", "ETHERNET");
 
+        // the connection manager (org.verbs4j.cm): rdmacm_h names carry the prefix "rdmacm:"
+        for (String n : List.of("TIMEOUT", "RETRY_CNT", "RNR_RETRY", "MAX_QP_RD_ATOMIC", "MAX_DEST_RD_ATOMIC")) {
+            TABLE.put("CmStructs.MASK_" + n, "IBV_QP_" + n);
+        }
+        for (org.verbs4j.cm.CmEventType e : org.verbs4j.cm.CmEventType.values()) {
+            TABLE.put("CmEventType." + e.name(), "rdmacm:RDMA_CM_EVENT_" + e.name());
+        }
+        notC("verbs4j's own states and failure kinds", "ConnectionState", "Reason");
+        notC("an InfiniBand CM reject reason (IB spec / the kernel's ib_cm.h), not in the user headers",
+                "RdmaConnection.REJ_INVALID_SERVICE_ID");
+
         for (String n : List.of("PROT_READ", "PROT_WRITE", "MAP_PRIVATE", "MAP_ANONYMOUS", "MAP_HUGETLB", "MADV_HUGEPAGE")) {
             LIBC.put("HugePageAllocator." + n, n); // named as in <sys/mman.h>
         }
@@ -231,6 +242,10 @@ class CConstantsConformanceTest {
     // ---- the comparison ----------------------------------------------------------------------
 
     private static long generated(String name) throws ReflectiveOperationException {
+        if (name.startsWith("rdmacm:")) {
+            return ((Number) org.verbs4j.natives.generated.rdmacm.rdmacm_h.class.getMethod(name.substring(7)).invoke(null))
+                    .longValue();
+        }
         int dot = name.indexOf('.');
         Method m = dot < 0 ? ibverbs_h.class.getMethod(name)
                 : Class.forName(GENERATED + name.substring(0, dot)).getMethod(name.substring(dot + 1));

@@ -26,7 +26,7 @@ import java.util.TreeSet;
 class LayeringTest {
     static final String NATIVES = "org.verbs4j.natives..";
     static final String GENERATED = "org.verbs4j.natives.generated..";
-    static final String[] CORE = {"org.verbs4j", "org.verbs4j.pool..", "org.verbs4j.internal.."};
+    static final String[] CORE = {"org.verbs4j", "org.verbs4j.pool..", "org.verbs4j.internal..", "org.verbs4j.cm.."};
 
     /**
      * The core classes that read or write C structs through the generated layouts (attribute
@@ -37,6 +37,7 @@ class LayeringTest {
     static final Set<String> CORE_USERS_OF_GENERATED = Set.of(
             "org.verbs4j.AddressVector",
             "org.verbs4j.AsyncEventDispatcher",
+            "org.verbs4j.cm.CmStructs",
             "org.verbs4j.Context",
             "org.verbs4j.DeviceAttributes",
             "org.verbs4j.PortAttributes",

@@ -21,6 +21,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.generated.ibverbs.ibverbs_h;
+import org.verbs4j.natives.generated.rdmacm.rdmacm_h;
 import org.verbs4j.testing.CBoundary;
 import org.verbs4j.testing.CBoundary.Prototype;
 
@@ -79,7 +80,7 @@ class FunctionDescriptorConformanceTest {
 
     @BeforeAll
     static void link() throws Exception {
-        for (String k : List.of("LibIbverbs", "InlineVerbs", "LibC", "Errno$StrError")) {
+        for (String k : List.of("LibIbverbs", "InlineVerbs", "LibC", "Errno$StrError", "LibRdmacm")) {
             Class.forName("org.verbs4j.natives." + k, true, FunctionDescriptorConformanceTest.class.getClassLoader());
         }
         bindings = List.copyOf(NativeBinding.ALL);
@@ -107,6 +108,14 @@ class FunctionDescriptorConformanceTest {
         }
         assertTrue(path != null, "libibverbs is not mapped although LibIbverbs initialised");
         System.load(path);
+        for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
+            int slash = line.indexOf('/');
+            if (slash > 0 && line.substring(slash).matches(".*/librdmacm\\.so[.0-9]*")) {
+                System.load(line.substring(slash).trim());
+                return;
+            }
+        }
+        throw new AssertionError("librdmacm is not mapped although LibRdmacm initialised");
     }
 
     /** jextract's (or the derived) descriptor of the C function a binding names, and whether it is variadic. */
@@ -119,8 +128,8 @@ class FunctionDescriptorConformanceTest {
             Class<?> k = Class.forName(GENERATED + name.replace('.', '$'));
             return new CBoundary.Derived((FunctionDescriptor) k.getMethod("descriptor").invoke(null), false);
         }
-        return new CBoundary.Derived((FunctionDescriptor) ibverbs_h.class.getMethod(name + "$descriptor").invoke(null),
-                false);
+        Class<?> header = name.startsWith("rdma_") ? rdmacm_h.class : ibverbs_h.class;
+        return new CBoundary.Derived((FunctionDescriptor) header.getMethod(name + "$descriptor").invoke(null), false);
     }
 
     @Test
@@ -203,7 +212,7 @@ class FunctionDescriptorConformanceTest {
         List<String> stray = new ArrayList<>();
         int seen = 0;
         for (Class<?> k : List.of(LibIbverbs.class, InlineVerbs.class, LibC.class, Errno.class, NativeLibraries.class,
-                Failures.class, Class.forName("org.verbs4j.natives.Errno$StrError"))) {
+                Failures.class, Class.forName("org.verbs4j.natives.Errno$StrError"), LibRdmacm.class)) {
             for (Field f : k.getDeclaredFields()) {
                 if (Modifier.isStatic(f.getModifiers()) && f.getType() == MethodHandle.class) {
                     f.setAccessible(true);
@@ -236,6 +245,36 @@ class FunctionDescriptorConformanceTest {
         }
         assertTrue(offenders.isEmpty(), "link downcalls through NativeBinding, so that the conformance test sees them: "
                 + offenders);
+    }
+
+    /** LibRdmacm's hand-written constants, each compared with jextract's value of the C name it carries. */
+    @Test
+    void rdmacmConstantsMatchJextract() throws Exception {
+        Map<String, String> cName = new LinkedHashMap<>();
+        for (String n : List.of("RDMA_PS_TCP", "RDMA_PS_UDP", "RDMA_OPTION_ID", "RDMA_OPTION_ID_REUSEADDR",
+                "RDMA_OPTION_ID_ACK_TIMEOUT", "RAI_PASSIVE", "RAI_NUMERICHOST")) {
+            cName.put(n, n);
+        }
+        List<String> bad = new ArrayList<>();
+        int seen = 0;
+        for (Field f : LibRdmacm.class.getDeclaredFields()) {
+            int m = f.getModifiers();
+            if (!Modifier.isStatic(m) || !Modifier.isFinal(m) || f.getType() != int.class) {
+                continue;
+            }
+            seen++;
+            String c = cName.get(f.getName());
+            if (c == null) {
+                bad.add("LibRdmacm." + f.getName() + ": no C name in rdmacmConstantsMatchJextract");
+                continue;
+            }
+            long generated = ((Number) rdmacm_h.class.getMethod(c).invoke(null)).longValue();
+            if (f.getInt(null) != generated) {
+                bad.add("LibRdmacm." + f.getName() + ": Java " + f.getInt(null) + ", C " + generated);
+            }
+        }
+        CBoundary.assertNoDifferences("LibRdmacm constants", cName.size(), bad);
+        assertEquals(cName.size(), seen, "LibRdmacm's constants and the table differ in number");
     }
 
     @Test

@@ -1,0 +1,40 @@
+package org.verbs4j.cm;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.verbs4j.Context;
+import org.verbs4j.ProtectionDomain;
+import org.verbs4j.internal.CoreAccess;
+import org.verbs4j.natives.ContextLayout;
+import org.verbs4j.natives.LibIbverbs;
+
+/**
+ * librdmacm opens each RDMA device once and keeps it open ({@code id->verbs}); this keeps one
+ * verbs4j {@link Context} borrowing each such {@code ibv_context}, and one protection domain per
+ * device for connections that bring none, for the life of the JVM (as librdmacm keeps its
+ * contexts). A device-removal event drops the device's entry. Thread-safe.
+ */
+final class CmDevices {
+    record Device(Context context, ProtectionDomain pd) {
+    }
+
+    private static final Map<Long, Device> BY_CONTEXT = new ConcurrentHashMap<>();
+
+    private CmDevices() {
+    }
+
+    /** The device of {@code verbs} (an {@code ibv_context *} from a cm id). */
+    static Device of(MemorySegment verbs) {
+        return BY_CONTEXT.computeIfAbsent(verbs.address(), a -> {
+            MemorySegment ctx = verbs.reinterpret(ContextLayout.SIZE);
+            String name = LibIbverbs.getDeviceName(ctx.get(java.lang.foreign.ValueLayout.ADDRESS, ContextLayout.DEVICE));
+            Context c = CoreAccess.get().borrowContext(ctx, name);
+            return new Device(c, c.allocateProtectionDomain());
+        });
+    }
+
+    static void removed(MemorySegment verbs) {
+        BY_CONTEXT.remove(verbs.address());
+    }
+}

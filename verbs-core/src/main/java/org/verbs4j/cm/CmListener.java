@@ -1,0 +1,148 @@
+package org.verbs4j.cm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.verbs4j.Context;
+import org.verbs4j.InvalidRequestException;
+import org.verbs4j.VerbsTimeoutException;
+import org.verbs4j.natives.LibRdmacm;
+
+/**
+ * A listening cm id bound to an address and port ({@code rdma_bind_addr}, {@code rdma_listen}):
+ * hands out the incoming {@link ConnectionRequest}s, through {@link #accept(Duration)} (bounded)
+ * or a callback ({@link #onRequest}). Owns its cm id and the requests it holds that nobody took
+ * yet: {@link #close()} rejects those and destroys the id; a second close does nothing. A port
+ * already bound fails at {@link #bind} with EADDRINUSE. Thread-safe.
+ */
+public final class CmListener extends CmEndpoint implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(CmListener.class);
+
+    private final ArrayDeque<ConnectionRequest> pending = new ArrayDeque<>(); // under the monitor
+    private volatile Consumer<ConnectionRequest> onRequest;
+    private volatile InetSocketAddress local;
+    private boolean closed; // under the monitor
+
+    private CmListener(CmEventChannel channel, MemorySegment id) {
+        super(channel, id);
+    }
+
+    /**
+     * Binds to {@code address} (port 0: any free port; a wildcard address: every RDMA device) and
+     * listens with room for {@code backlog} requests not yet taken.
+     */
+    public static CmListener bind(CmEventChannel channel, InetSocketAddress address, int backlog) {
+        if (backlog <= 0) {
+            throw new InvalidRequestException("rdma_listen", "the backlog must be positive: " + backlog);
+        }
+        MemorySegment id = channel.createId(LibRdmacm.RDMA_PS_TCP);
+        CmListener l = new CmListener(channel, id);
+        l.register();
+        try {
+            channel.lock.lock();
+            try (Arena a = Arena.ofConfined()) {
+                LibRdmacm.bindAddr(id, CmStructs.sockaddr(a, address));
+                LibRdmacm.listen(id, backlog);
+                l.local = CmStructs.localAddress(id);
+            } finally {
+                channel.lock.unlock();
+            }
+            return l;
+        } catch (RuntimeException e) {
+            l.destroyId();
+            throw e;
+        }
+    }
+
+    /** The address and port listened on (the port the kernel chose, for port 0). */
+    public InetSocketAddress localAddress() {
+        return local;
+    }
+
+    /** The device context the listener is bound to, or null for a wildcard address. */
+    public Context context() {
+        MemorySegment verbs = CmStructs.verbs(id);
+        return verbs.address() == 0 ? null : CmDevices.of(verbs).context();
+    }
+
+    /**
+     * Hands every later request to {@code handler} (on the channel's event thread, or the thread
+     * polling a polled channel) instead of queueing it for {@link #accept}; the handler must accept,
+     * reject or close it. Null goes back to queueing.
+     */
+    public void onRequest(Consumer<ConnectionRequest> handler) {
+        this.onRequest = handler;
+    }
+
+    @Override
+    void handle(CmStructs.Copied raw, CmEvent event) {
+        if (event.type() != CmEventType.CONNECT_REQUEST) {
+            if (event.type() == CmEventType.DEVICE_REMOVAL) {
+                LOG.warn("verbs4j: the device of the listener on {} was removed", local);
+            }
+            return;
+        }
+        ConnectionRequest r = new ConnectionRequest(channel, MemorySegment.ofAddress(raw.id()), event);
+        r.register();
+        Consumer<ConnectionRequest> h = onRequest;
+        boolean reject;
+        synchronized (this) {
+            reject = closed;
+            if (!closed && h == null) {
+                pending.add(r);
+                notifyAll();
+                return;
+            }
+        }
+        if (reject) {
+            r.close();
+            return;
+        }
+        try {
+            h.accept(r);
+        } catch (RuntimeException e) {
+            LOG.warn("verbs4j: a listener's request handler threw ({}); rejecting the request", e.toString(), e);
+            r.close();
+        }
+    }
+
+    /** The next incoming request, waiting up to {@code timeout}; {@link VerbsTimeoutException} when none came. */
+    public ConnectionRequest accept(Duration timeout) {
+        return await(timeout, () -> {
+            if (closed) {
+                throw VerbsExceptions.closed("rdma_get_cm_event", "the listener is closed");
+            }
+            return pending.poll();
+        }, () -> new VerbsTimeoutException("rdma_get_cm_event", "no connection request on " + local + " within "
+                + timeout, null));
+    }
+
+    /** Rejects the requests nobody took, then destroys the listening id. A second call does nothing. */
+    @Override
+    public void close() {
+        ConnectionRequest[] left;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            left = pending.toArray(ConnectionRequest[]::new);
+            pending.clear();
+            notifyAll();
+        }
+        for (ConnectionRequest r : left) {
+            r.close();
+        }
+        destroyId();
+    }
+
+    @Override
+    public String toString() {
+        return "CmListener(" + local + (closed ? ", closed)" : ")");
+    }
+}

@@ -1,0 +1,153 @@
+package org.verbs4j.cm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.verbs4j.InvalidRequestException;
+import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.LibRdmacm;
+
+/**
+ * An incoming connection request a {@link CmListener} handed out: who asks (address, private
+ * data, the RDMA READ depths it offers), to {@link #accept} or {@link #reject}. Owns the request's
+ * cm id until accepted (then the connection owns it). {@link #close()} rejects a request that was
+ * neither accepted nor rejected; a second call does nothing. Thread-safe.
+ */
+public final class ConnectionRequest extends CmEndpoint implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(ConnectionRequest.class);
+
+    private final InetSocketAddress peer, local;
+    private final byte[] privateData;
+    private final int responderResources, initiatorDepth;
+    /** Under the monitor: accepted, rejected or closed. */
+    private boolean handled;
+    private volatile CmEvent abandoned;
+
+    ConnectionRequest(CmEventChannel channel, MemorySegment id, CmEvent event) {
+        super(channel, id);
+        this.peer = CmStructs.peerAddress(id);
+        this.local = CmStructs.localAddress(id);
+        this.privateData = event.privateData();
+        this.responderResources = event.responderResources();
+        this.initiatorDepth = event.initiatorDepth();
+    }
+
+    /** Returns the address and port the request came from. */
+    public InetSocketAddress peerAddress() {
+        return peer;
+    }
+
+    /** The local address the request came in on. */
+    public InetSocketAddress localAddress() {
+        return local;
+    }
+
+    /** The private data the peer sent with its request (a copy; empty when none). */
+    public byte[] privateData() {
+        return privateData.clone();
+    }
+
+    /** RDMA READ/atomic requests the peer offers to serve (its responder resources). */
+    public int responderResources() {
+        return responderResources;
+    }
+
+    /** RDMA READ/atomic requests the peer wants in flight (its initiator depth). */
+    public int initiatorDepth() {
+        return initiatorDepth;
+    }
+
+    @Override
+    void handle(CmStructs.Copied raw, CmEvent event) {
+        // before an accept: the peer gave up (its request timed out, it closed)
+        abandoned = event;
+        wakeAll();
+    }
+
+    private synchronized void claim(String verb) {
+        if (handled) {
+            throw VerbsExceptions.closed(verb, "the request was already accepted, rejected or closed");
+        }
+        handled = true;
+    }
+
+    /**
+     * Accepts: creates the RC queue pair as {@code setup} says (its {@code beforeConnect} hook
+     * runs once the queue pair exists, to post receives), moves it to RTS and sends the accept
+     * with {@code privateData} (at most 196 bytes, or null); returns the connection once the peer
+     * confirmed (ESTABLISHED), within {@code timeout}. On failure everything is released and the
+     * exception says why (timeout, the peer gave up, closed meanwhile).
+     */
+    public RdmaConnection accept(ConnectionSetup setup, byte[] privateData, Duration timeout) {
+        RdmaConnection.checkPrivateData("rdma_accept", privateData, 196);
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new InvalidRequestException("rdma_accept", "the timeout must be positive: " + timeout);
+        }
+        claim("rdma_accept");
+        long deadline = System.nanoTime() + timeout.toNanos();
+        RdmaConnection c = new RdmaConnection(channel, id, false, setup, ConnectionState.ACCEPTING);
+        c.peerPrivateData(this.privateData);
+        c.addresses(peer, local);
+        c.register(); // replaces this request as the id's endpoint
+        try {
+            c.locked("rdma_create_qp", () -> c.createQueuePair(setup));
+            if (setup.beforeConnect != null) {
+                setup.beforeConnect.accept(c);
+            }
+            c.locked("rdma_accept", () -> {
+                if (abandoned != null) {
+                    throw new ConnectionFailedException(ConnectionFailedException.Reason.PEER_DISCONNECTED, "rdma_accept",
+                            Errno.ECONNRESET, "the peer gave up before the accept: " + abandoned, null, abandoned);
+                }
+                c.acceptNow(privateData, responderResources, initiatorDepth);
+            });
+            c.awaitProgress(ConnectionState.CONNECTED, deadline, "accepting " + peer);
+            return c;
+        } catch (RuntimeException | Error e) {
+            c.close();
+            throw e;
+        }
+    }
+
+    /** Rejects with {@code privateData} (at most 148 bytes, or null); the peer gets REJECTED with it. Releases the request. */
+    public void reject(byte[] privateData) {
+        RdmaConnection.checkPrivateData("rdma_reject", privateData, 148);
+        claim("rdma_reject");
+        channel.lock.lock();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment data = MemorySegment.NULL;
+            if (privateData != null && privateData.length > 0) {
+                data = a.allocate(privateData.length);
+                MemorySegment.copy(privateData, 0, data, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, privateData.length);
+            }
+            LibRdmacm.reject(id, data, privateData == null ? 0 : privateData.length);
+        } finally {
+            channel.lock.unlock();
+            destroyId();
+        }
+    }
+
+    /** Rejects the request unless it was accepted or rejected already. A second call does nothing. */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (handled) {
+                return;
+            }
+        }
+        try {
+            reject(null);
+        } catch (RuntimeException e) {
+            LOG.debug("rejecting on close: {}", e.getMessage());
+            destroyId();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ConnectionRequest(from " + peer + ")";
+    }
+}

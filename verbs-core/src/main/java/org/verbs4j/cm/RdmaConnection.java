@@ -1,0 +1,739 @@
+package org.verbs4j.cm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.function.BiConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.verbs4j.CompletionQueue;
+import org.verbs4j.ConnectOptions;
+import org.verbs4j.Context;
+import org.verbs4j.DeviceAttributes;
+import org.verbs4j.InvalidRequestException;
+import org.verbs4j.ProtectionDomain;
+import org.verbs4j.QueuePair;
+import org.verbs4j.QueuePairInit;
+import org.verbs4j.QueuePairState;
+import org.verbs4j.QueuePairType;
+import org.verbs4j.ResourceClosedException;
+import org.verbs4j.VerbsException;
+import org.verbs4j.VerbsTimeoutException;
+import org.verbs4j.internal.CoreAccess;
+import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.LibIbverbs;
+import org.verbs4j.natives.LibRdmacm;
+
+/**
+ * A reliable connection made through librdmacm: one cm id, and the RC {@link QueuePair} on it
+ * (created with {@code rdma_create_qp}, an ordinary queue pair: same data path, checked mode and
+ * close rules), its completion queues and protection domain. Made by {@link #connect} (active
+ * side) or {@link ConnectionRequest#accept} (passive side).
+ *
+ * <p>The queue pair's transitions are this library's, with librdmacm's path attributes
+ * ({@code rdma_init_qp_attr}) and this library's fail-safe choices laid over them: the access the
+ * setup grants (none by default), retry count at most 6, bounded RNR retry, the ACK timeout of the
+ * {@link ConnectOptions}. librdmacm never touches the queue pair itself (the id carries no QP
+ * pointer), so destroying the id and the queue pair in any order is safe.
+ *
+ * <p>Owns the cm id, the queue pair, and the completion queues it created (not a protection
+ * domain or queues the setup passed, nor the library's per-device PD). {@link #close()} works in
+ * every state, from any thread, more than once: it disconnects if connected, closes the queue
+ * pair, then its queues, then destroys the id; a connect or accept waiting on another thread
+ * throws {@link ResourceClosedException}. State changes are visible through {@link #state()},
+ * {@link #awaitState} (bounded) and the {@link #onEvent} callback (run on the channel's event
+ * thread, or on the thread that polls a polled channel). Thread-safe.
+ */
+public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaConnection.class);
+    /** Infiniband CM reject reason: no listener on the service ID. */
+    private static final int REJ_INVALID_SERVICE_ID = 8;
+
+    private final boolean active;
+    private final ConnectOptions options;
+    private final Set<org.verbs4j.Access> remoteAccess;
+    private final int wantResponderResources, wantInitiatorDepth;
+    private volatile ConnectionState state;
+    private volatile CmEvent lastEvent;
+    private volatile ConnectionFailedException.Reason failure;
+    private volatile CmEvent failureEvent;
+    private volatile BiConsumer<RdmaConnection, CmEvent> callback;
+    private volatile byte[] peerPrivateData = new byte[0];
+    private volatile int responderResources, initiatorDepth;
+    private volatile InetSocketAddress peer, local;
+    private boolean closed; // under the monitor
+    // set once the queue pair exists (under channel.lock; volatile for the accessors of other threads)
+    private volatile Context context;
+    private volatile ProtectionDomain pd;
+    private volatile CompletionQueue sendCq, recvCq;
+    private volatile boolean ownsCqs;
+    private volatile QueuePair qp;
+    private final ConnectionSetup setup;
+
+    RdmaConnection(CmEventChannel channel, MemorySegment id, boolean active, ConnectionSetup setup, ConnectionState initial) {
+        super(channel, id);
+        this.active = active;
+        this.setup = setup;
+        this.options = setup.options;
+        this.remoteAccess = setup.remoteAccess.isEmpty() ? EnumSet.noneOf(org.verbs4j.Access.class)
+                : EnumSet.copyOf(setup.remoteAccess);
+        this.wantResponderResources = setup.responderResources;
+        this.wantInitiatorDepth = setup.initiatorDepth;
+        this.state = initial;
+    }
+
+    // ---- the active side -------------------------------------------------------------------
+
+    /** {@link #connect(CmEventChannel, InetSocketAddress, ConnectionSetup, byte[], Duration)} to {@code host:port} ({@code rdma_getaddrinfo}). */
+    public static RdmaConnection connect(CmEventChannel channel, String host, int port, ConnectionSetup setup,
+                                         byte[] privateData, Duration timeout) {
+        return connect(channel, RdmaAddresses.resolve(host, port).get(0), setup, privateData, timeout);
+    }
+
+    /**
+     * Connects to {@code remote} within {@code timeout}: {@link #create} then {@link #connect(
+     * InetSocketAddress, byte[], Duration)}; on any failure the connection is closed (nothing
+     * stays behind) and the exception thrown.
+     */
+    public static RdmaConnection connect(CmEventChannel channel, InetSocketAddress remote, ConnectionSetup setup,
+                                         byte[] privateData, Duration timeout) {
+        RdmaConnection c = create(channel, setup);
+        try {
+            c.connect(remote, privateData, timeout);
+            return c;
+        } catch (RuntimeException | Error e) {
+            c.close();
+            throw e;
+        }
+    }
+
+    /**
+     * A connection that is not connected yet (state IDLE, a cm id on {@code channel}): connect it
+     * with {@link #connect(InetSocketAddress, byte[], Duration)}; another thread may
+     * {@link #close()} it at any time, a connect in progress then throws
+     * {@link ResourceClosedException}.
+     */
+    public static RdmaConnection create(CmEventChannel channel, ConnectionSetup setup) {
+        MemorySegment id = channel.createId(LibRdmacm.RDMA_PS_TCP);
+        RdmaConnection c = new RdmaConnection(channel, id, true, setup, ConnectionState.IDLE);
+        c.register();
+        return c;
+    }
+
+    /**
+     * Connects this IDLE connection to {@code remote} within {@code timeout} (address and route
+     * resolution, each also bounded by the setup's timeouts, then the connection request): returns
+     * once CONNECTED, or throws {@link ConnectionFailedException} naming the failure (address
+     * error, route error, unreachable, no listener, rejected with the peer's private data, connect
+     * error), {@link VerbsTimeoutException} when the time ran out, or
+     * {@link ResourceClosedException} when {@link #close()} was called meanwhile. After a failure
+     * the connection is FAILED: close it.
+     *
+     * @param privateData sent with the request (at most 56 bytes; the peer sees them padded with
+     *                    zeros to 56), or null
+     */
+    public void connect(InetSocketAddress remote, byte[] privateData, Duration timeout) {
+        checkPrivateData("rdma_connect", privateData, 56);
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new InvalidRequestException("rdma_connect", "the timeout must be positive: " + timeout);
+        }
+        synchronized (this) {
+            if (closed) {
+                throw VerbsExceptions.closed("rdma_connect", "the connection is closed");
+            }
+            if (state != ConnectionState.IDLE) {
+                throw new InvalidRequestException("rdma_connect", "the connection is " + state + ", not IDLE",
+                        "connect a connection once; create another for another attempt");
+            }
+            state = ConnectionState.RESOLVING_ADDRESS;
+        }
+        peer = remote;
+        resolveAndConnect(remote, setup, privateData, System.nanoTime() + timeout.toNanos());
+    }
+
+    private void resolveAndConnect(InetSocketAddress remote, ConnectionSetup setup, byte[] privateData, long deadline) {
+        int addrMs = (int) Math.min(setup.addressTimeout.toMillis(), Math.max(1, left(deadline) / 1_000_000L));
+        locked("rdma_resolve_addr", () -> {
+            try (Arena a = Arena.ofConfined()) {
+                LibRdmacm.resolveAddr(id, MemorySegment.NULL, CmStructs.sockaddr(a, remote), addrMs);
+            } catch (ConnectionFailedException e) {
+                throw e;
+            } catch (VerbsException e) { // refused at once: no route, no RDMA device for the address
+                failSync(ConnectionFailedException.Reason.ADDRESS_ERROR, e);
+                throw failureException("resolving the address " + remote + " (" + e.getMessage() + ")");
+            }
+        });
+        awaitProgress(ConnectionState.ADDRESS_RESOLVED, deadline, "resolving the address " + remote);
+        int routeMs = (int) Math.min(setup.routeTimeout.toMillis(), Math.max(1, left(deadline) / 1_000_000L));
+        locked("rdma_resolve_route", () -> {
+            state = ConnectionState.RESOLVING_ROUTE;
+            try {
+                LibRdmacm.resolveRoute(id, routeMs);
+            } catch (VerbsException e) {
+                failSync(ConnectionFailedException.Reason.ROUTE_ERROR, e);
+                throw failureException("resolving the route to " + remote + " (" + e.getMessage() + ")");
+            }
+        });
+        awaitProgress(ConnectionState.ROUTE_RESOLVED, deadline, "resolving the route to " + remote);
+        locked("rdma_create_qp", () -> createQueuePair(setup));
+        if (setup.beforeConnect != null) {
+            setup.beforeConnect.accept(this);
+        }
+        locked("rdma_connect", () -> {
+            try (Arena a = Arena.ofConfined()) {
+                setAckTimeout(a);
+                DeviceAttributes d = context.queryDevice();
+                int rr = Math.min(wantResponderResources, d.maxQpRdAtom());
+                int depth = Math.min(wantInitiatorDepth, d.maxQpInitRdAtom());
+                state = ConnectionState.CONNECTING;
+                LibRdmacm.connect(id, CmStructs.connParam(a, privateData, rr, depth, options.retryCount(),
+                        options.rnrRetry(), qp.qpNumber()));
+            }
+        });
+        awaitProgress(ConnectionState.CONNECTED, deadline, "connecting to " + remote);
+    }
+
+    private void setAckTimeout(Arena a) {
+        MemorySegment v = a.allocate(1);
+        v.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) options.timeout());
+        try {
+            LibRdmacm.setOption(id, LibRdmacm.RDMA_OPTION_ID, LibRdmacm.RDMA_OPTION_ID_ACK_TIMEOUT, v);
+        } catch (VerbsException e) {
+            LOG.debug("RDMA_OPTION_ID_ACK_TIMEOUT not supported: {}", e.getMessage()); // older kernels: the CM's own
+        }
+    }
+
+    // ---- the queue pair ----------------------------------------------------------------------
+
+    /** Under channel.lock: PD, CQs and the QP on the id's device, then INIT with this setup's access. */
+    void createQueuePair(ConnectionSetup s) {
+        MemorySegment verbs = CmStructs.verbs(id);
+        if (verbs.address() == 0) {
+            throw VerbsException.create("rdma_create_qp", Errno.ENODEV, "the cm id is bound to no RDMA device", null);
+        }
+        CmDevices.Device dev = CmDevices.of(verbs);
+        context = dev.context();
+        pd = s.pd != null ? s.pd : dev.pd();
+        if (pd.context() != context) {
+            throw new InvalidRequestException("rdma_create_qp", "the protection domain is of another device context than "
+                    + "the connection's (" + context.deviceName() + " as librdmacm opened it)",
+                    "allocate it on CmEventChannel.deviceContext(address), or pass none");
+        }
+        if (s.sendCq != null) {
+            sendCq = s.sendCq;
+            recvCq = s.recvCq;
+        } else {
+            sendCq = context.createCompletionQueue(s.maxSendWr);
+            try {
+                recvCq = context.createCompletionQueue(s.maxRecvWr);
+            } catch (RuntimeException e) {
+                sendCq.close();
+                throw e;
+            }
+            ownsCqs = true;
+        }
+        QueuePairInit init = QueuePairInit.of(QueuePairType.RC, sendCq, recvCq).maxSendWr(s.maxSendWr)
+                .maxRecvWr(s.maxRecvWr).maxSendSge(s.maxSendSge).maxRecvSge(s.maxRecvSge)
+                .maxInlineData(s.maxInlineData).signalAll(s.signalAll);
+        MemorySegment cmId = id;
+        try {
+            qp = CoreAccess.get().createQueuePair(pd, init, (pdHandle, attr) -> {
+                LibRdmacm.createQp(cmId, pdHandle, attr);
+                MemorySegment q = CmStructs.qp(cmId);
+                // the library makes every transition itself: librdmacm must not touch the QP (it
+                // would re-grant its own access flags and take the peer's retry count, 7 from rping)
+                CmStructs.setQp(cmId, MemorySegment.NULL);
+                return q;
+            }, LibIbverbs::destroyQp);
+        } catch (RuntimeException e) {
+            closeQueues();
+            throw e;
+        }
+        qp.toInit(CmStructs.portNum(id), remoteAccess); // INIT -> INIT: least privilege, whatever rdma_create_qp granted
+    }
+
+    /** Under channel.lock: INIT -> RTR -> RTS with librdmacm's path and this library's limits. */
+    private void toReadyToSend(int peerResponderResources, int peerInitiatorDepth) {
+        DeviceAttributes d = context.queryDevice();
+        CoreAccess core = CoreAccess.get();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = CmStructs.qpAttr(a);
+            int rr = Math.min(Math.min(wantResponderResources, d.maxQpRdAtom()), active ? 255 : peerInitiatorDepth);
+            int m = CmStructs.transitionAttributes(a, id, attr, false, rr, options);
+            core.modify(qp, attr, m, QueuePairState.RTR);
+            attr.fill((byte) 0);
+            int depth = Math.min(Math.min(wantInitiatorDepth, d.maxQpInitRdAtom()), peerResponderResources);
+            m = CmStructs.transitionAttributes(a, id, attr, true, depth, options);
+            core.modify(qp, attr, m, QueuePairState.RTS);
+            responderResources = rr;
+            initiatorDepth = depth;
+        }
+    }
+
+    /** Passive side, under channel.lock: the queue pair to RTS, then {@code rdma_accept}. */
+    void acceptNow(byte[] privateData, int peerResponderResources, int peerInitiatorDepth) {
+        toReadyToSend(peerResponderResources, peerInitiatorDepth);
+        try (Arena a = Arena.ofConfined()) {
+            LibRdmacm.accept(id, CmStructs.connParam(a, privateData, responderResources, initiatorDepth,
+                    options.retryCount(), options.rnrRetry(), qp.qpNumber()));
+        }
+    }
+
+    // ---- events ------------------------------------------------------------------------------
+
+    @Override
+    void handle(CmStructs.Copied raw, CmEvent e) {
+        lastEvent = e;
+        switch (e.type()) {
+            case ADDR_RESOLVED -> advance(ConnectionState.RESOLVING_ADDRESS, ConnectionState.ADDRESS_RESOLVED);
+            case ROUTE_RESOLVED -> advance(ConnectionState.RESOLVING_ROUTE, ConnectionState.ROUTE_RESOLVED);
+            case ADDR_ERROR -> fail(ConnectionFailedException.Reason.ADDRESS_ERROR, e);
+            case ROUTE_ERROR -> fail(ConnectionFailedException.Reason.ROUTE_ERROR, e);
+            case UNREACHABLE -> fail(ConnectionFailedException.Reason.UNREACHABLE, e);
+            case REJECTED -> fail(e.status() == REJ_INVALID_SERVICE_ID
+                    ? ConnectionFailedException.Reason.NO_LISTENER : ConnectionFailedException.Reason.REJECTED, e);
+            case CONNECT_ERROR -> fail(ConnectionFailedException.Reason.CONNECT_ERROR, e);
+            case CONNECT_RESPONSE -> completeActive(e);
+            case ESTABLISHED -> established(e);
+            case DISCONNECTED -> peerDisconnected(e);
+            case TIMEWAIT_EXIT -> advance(ConnectionState.DISCONNECTED, ConnectionState.TIMEWAIT_EXITED);
+            case DEVICE_REMOVAL -> deviceRemoved(e);
+            case null, default -> {
+            }
+        }
+        BiConsumer<RdmaConnection, CmEvent> cb = callback;
+        if (cb != null) {
+            try {
+                cb.accept(this, e);
+            } catch (RuntimeException x) {
+                LOG.warn("verbs4j: a connection's event callback threw: {}", x.toString(), x);
+            }
+        }
+    }
+
+    private void advance(ConnectionState from, ConnectionState to) {
+        synchronized (this) {
+            if (state == from) {
+                state = to;
+            }
+            notifyAll();
+        }
+    }
+
+    private void fail(ConnectionFailedException.Reason reason, CmEvent e) {
+        synchronized (this) {
+            ConnectionState s = state;
+            if (s == ConnectionState.CLOSED || s.isDown()) {
+                notifyAll();
+                return;
+            }
+            if (s == ConnectionState.CONNECTED) {
+                state = ConnectionState.DISCONNECTED; // an error after establishment ends it
+            } else {
+                failure = reason;
+                failureEvent = e;
+                state = ConnectionState.FAILED;
+            }
+            notifyAll();
+        }
+        flushQueuePair();
+    }
+
+    /** A call that failed at once: FAILED with {@code reason}, the errno as the status of a made-up event. */
+    private void failSync(ConnectionFailedException.Reason reason, VerbsException e) {
+        fail(reason, new CmEvent(reason == ConnectionFailedException.Reason.ADDRESS_ERROR ? CmEventType.ADDR_ERROR
+                : CmEventType.ROUTE_ERROR, e.verb() + " refused at once", -e.errno(), new byte[0], 0, 0));
+    }
+
+    private void completeActive(CmEvent e) {
+        channel.lock.lock();
+        try {
+            synchronized (this) {
+                if (closed || state != ConnectionState.CONNECTING) {
+                    return;
+                }
+            }
+            try {
+                toReadyToSend(e.responderResources(), e.initiatorDepth());
+                LibRdmacm.establish(id);
+            } catch (RuntimeException x) {
+                LOG.debug("completing the connection failed: {}", x.getMessage());
+                try {
+                    LibRdmacm.reject(id, MemorySegment.NULL, 0);
+                } catch (RuntimeException ignored) {
+                    // the failure below is what counts
+                }
+                fail(ConnectionFailedException.Reason.CONNECT_ERROR, new CmEvent(CmEventType.CONNECT_ERROR,
+                        e.name() + " (then " + x.getMessage() + ")", e.status(), e.privateData(), 0, 0));
+                return;
+            }
+        } finally {
+            channel.lock.unlock();
+        }
+        established(e);
+    }
+
+    private void established(CmEvent e) {
+        synchronized (this) {
+            if (state != ConnectionState.CONNECTING && state != ConnectionState.ACCEPTING) {
+                notifyAll();
+                return;
+            }
+            if (active) {
+                peerPrivateData = e.privateData();
+            }
+            peer = CmStructs.peerAddress(id) != null ? CmStructs.peerAddress(id) : peer;
+            local = CmStructs.localAddress(id);
+            state = ConnectionState.CONNECTED;
+            notifyAll();
+        }
+    }
+
+    private void peerDisconnected(CmEvent e) {
+        boolean wasUp;
+        synchronized (this) {
+            ConnectionState s = state;
+            wasUp = s == ConnectionState.CONNECTED;
+            if (s == ConnectionState.CONNECTING || s == ConnectionState.ACCEPTING) {
+                failure = ConnectionFailedException.Reason.PEER_DISCONNECTED;
+                failureEvent = e;
+                state = ConnectionState.FAILED;
+            } else if (wasUp) {
+                state = ConnectionState.DISCONNECTED;
+            }
+            notifyAll();
+        }
+        flushQueuePair();
+        channel.lock.lock();
+        try {
+            if (!idDestroyed() && wasUp) {
+                LibRdmacm.disconnect(id); // the DREP; librdmacm leaves the QP to us
+            }
+        } catch (RuntimeException x) {
+            LOG.debug("rdma_disconnect after the peer's: {}", x.getMessage());
+        } finally {
+            channel.lock.unlock();
+        }
+    }
+
+    private void deviceRemoved(CmEvent e) {
+        synchronized (this) {
+            if (state != ConnectionState.CLOSED) {
+                failure = ConnectionFailedException.Reason.DEVICE_REMOVAL;
+                failureEvent = e;
+                state = ConnectionState.DEVICE_REMOVED;
+            }
+            notifyAll();
+        }
+        flushQueuePair();
+        MemorySegment verbs = CmStructs.verbs(id);
+        if (verbs.address() != 0) {
+            CmDevices.removed(verbs);
+        }
+    }
+
+    /** Moves the queue pair to ERR (its outstanding work flushes with WR_FLUSH_ERR), if it exists and is open. */
+    private void flushQueuePair() {
+        channel.lock.lock();
+        try {
+            QueuePair q = qp;
+            if (q != null && q.isOpen() && q.state() != QueuePairState.ERR && q.state() != QueuePairState.RESET) {
+                q.toError();
+            }
+        } catch (RuntimeException x) {
+            LOG.debug("moving the queue pair to ERR: {}", x.getMessage());
+        } finally {
+            channel.lock.unlock();
+        }
+    }
+
+    // ---- waiting -----------------------------------------------------------------------------
+
+    private static long left(long deadline) {
+        return deadline - System.nanoTime();
+    }
+
+    /** Waits for {@code target} (or a failure) until the deadline; throws what stopped it. */
+    void awaitProgress(ConnectionState target, long deadline, String doing) {
+        ConnectionState s = await(Duration.ofNanos(Math.max(0, left(deadline))), () -> {
+            ConnectionState now = state;
+            return now.ordinal() >= target.ordinal() || now == ConnectionState.FAILED ? now : null;
+        }, () -> new VerbsTimeoutException(verbFor(target), "no answer within the timeout while " + doing
+                + " (state " + state + (lastEvent != null ? ", last event " + lastEvent : "") + ")",
+                "check that the peer is up and listening, or allow more time (TCG guests are slow)"));
+        if (s == target) {
+            return;
+        }
+        throw failureException(doing);
+    }
+
+    private static String verbFor(ConnectionState target) {
+        return switch (target) {
+            case ADDRESS_RESOLVED -> "rdma_resolve_addr";
+            case ROUTE_RESOLVED -> "rdma_resolve_route";
+            case CONNECTED -> "rdma_connect";
+            default -> "rdma_get_cm_event";
+        };
+    }
+
+    /** The exception for the state this connection ended in. */
+    RuntimeException failureException(String doing) {
+        ConnectionState s = state;
+        if (s == ConnectionState.CLOSED) {
+            return new ResourceClosedException("rdma_connect", "the connection was closed while " + doing,
+                    "do not close a connection another thread is still setting up, or expect this");
+        }
+        ConnectionFailedException.Reason r = failure;
+        CmEvent e = failureEvent;
+        if (r == null) {
+            return new ResourceClosedException("rdma_connect", "the connection ended (" + s + ") while " + doing, null);
+        }
+        int errno = switch (r) {
+            case ADDRESS_ERROR, ROUTE_ERROR, UNREACHABLE, CONNECT_ERROR -> e != null && e.status() < 0 ? -e.status()
+                    : r == ConnectionFailedException.Reason.UNREACHABLE ? Errno.EHOSTUNREACH : Errno.EIO;
+            case NO_LISTENER, REJECTED -> Errno.ECONNREFUSED;
+            case PEER_DISCONNECTED -> Errno.ECONNRESET;
+            case DEVICE_REMOVAL -> Errno.ENODEV;
+        };
+        String hint = switch (r) {
+            case ADDRESS_ERROR -> "the address is not reachable through an RDMA device (check the address, the route, "
+                    + "and that the peer's interface has an RDMA device)";
+            case ROUTE_ERROR -> "no path to the peer: check the subnet and the RDMA link";
+            case UNREACHABLE -> "the peer did not answer: is it up, and does its RDMA device work?";
+            case NO_LISTENER -> "nobody listens on that port at the peer";
+            case REJECTED -> "the peer's application refused: see peerPrivateData() for what it said";
+            case CONNECT_ERROR -> "the connection could not be completed: see the event's status";
+            case PEER_DISCONNECTED -> "the peer disconnected before the connection was established";
+            case DEVICE_REMOVAL -> "the RDMA device was removed";
+        };
+        return new ConnectionFailedException(r, verbFor(ConnectionState.CONNECTED), errno, r + " while " + doing
+                + (e != null ? ": " + e : ""), hint, e);
+    }
+
+    /**
+     * Waits up to {@code timeout} until the state is one of {@code states}; returns the state
+     * reached (or a final one: FAILED, DEVICE_REMOVED, CLOSED), or throws
+     * {@link VerbsTimeoutException}.
+     */
+    public ConnectionState awaitState(Set<ConnectionState> states, Duration timeout) {
+        return await(timeout, () -> {
+            ConnectionState s = state;
+            return states.contains(s) || s == ConnectionState.FAILED || s == ConnectionState.DEVICE_REMOVED
+                    || s == ConnectionState.CLOSED ? s : null;
+        }, () -> new VerbsTimeoutException("rdma_get_cm_event", "the connection stayed " + state + " for " + timeout
+                + " (waited for " + states + ")", null));
+    }
+
+    /** Waits up to {@code timeout} for the connection to go down (disconnected by either side, failed, removed, closed); false on timeout. */
+    public boolean awaitDisconnect(Duration timeout) {
+        try {
+            awaitState(EnumSet.of(ConnectionState.DISCONNECTED, ConnectionState.TIMEWAIT_EXITED), timeout);
+            return true;
+        } catch (VerbsTimeoutException e) {
+            return false;
+        }
+    }
+
+    // ---- accessors ---------------------------------------------------------------------------
+
+    /** Returns where the connection is now. */
+    public ConnectionState state() {
+        return state;
+    }
+
+    /** The RC queue pair (null before it was created, i.e. during address and route resolution). */
+    public QueuePair queuePair() {
+        return qp;
+    }
+
+    /** Returns the completion queue of the send queue (null before the queue pair exists). */
+    public CompletionQueue sendCompletionQueue() {
+        return sendCq;
+    }
+
+    /** Returns the completion queue of the receive queue (null before the queue pair exists). */
+    public CompletionQueue receiveCompletionQueue() {
+        return recvCq;
+    }
+
+    /** The protection domain of the queue pair: the setup's, or the library's one for the device. */
+    public ProtectionDomain protectionDomain() {
+        return pd;
+    }
+
+    /** The device as librdmacm opened it (null before address resolution). */
+    public Context context() {
+        return context;
+    }
+
+    /** The peer's address (as asked for, then as librdmacm reports it once connected). */
+    public InetSocketAddress peerAddress() {
+        return peer;
+    }
+
+    /** This side's address, once connected (null before). */
+    public InetSocketAddress localAddress() {
+        return local;
+    }
+
+    /** The private data the peer sent with its accept (active side) or its request (passive side); a copy. */
+    public byte[] peerPrivateData() {
+        return peerPrivateData.clone();
+    }
+
+    void peerPrivateData(byte[] data) {
+        peerPrivateData = data.clone();
+    }
+
+    void addresses(InetSocketAddress peer, InetSocketAddress local) {
+        this.peer = peer;
+        this.local = local;
+    }
+
+    /** RDMA READ/atomic requests the peer may have in flight against this side (as set on the queue pair). */
+    public int responderResources() {
+        return responderResources;
+    }
+
+    /** RDMA READ/atomic requests this side may have in flight (as set on the queue pair). */
+    public int initiatorDepth() {
+        return initiatorDepth;
+    }
+
+    /** The transport options the queue pair was connected with (retry count at most 6). */
+    public ConnectOptions connectOptions() {
+        return options;
+    }
+
+    /** The last connection-manager event of this connection, or null. */
+    public CmEvent lastEvent() {
+        return lastEvent;
+    }
+
+    /**
+     * Calls {@code callback} with every later event of this connection (disconnect, time-wait exit,
+     * device removal, …), on the channel's event thread or the thread polling a polled channel.
+     * A callback may close the connection. Null removes it.
+     */
+    public void onEvent(BiConsumer<RdmaConnection, CmEvent> callback) {
+        this.callback = callback;
+    }
+
+    // ---- disconnect and close ------------------------------------------------------------------
+
+    /**
+     * Disconnects: the queue pair moves to ERR (its outstanding work completes with WR_FLUSH_ERR),
+     * the peer is told ({@code rdma_disconnect}) and sees DISCONNECTED. In any other state than
+     * CONNECTED it does nothing (a connect in progress is abandoned by {@link #close()}).
+     * Idempotent.
+     */
+    public void disconnect() {
+        synchronized (this) {
+            if (state != ConnectionState.CONNECTED) {
+                return;
+            }
+            state = ConnectionState.DISCONNECTED;
+            notifyAll();
+        }
+        flushQueuePair();
+        channel.lock.lock();
+        try {
+            if (!idDestroyed()) {
+                LibRdmacm.disconnect(id);
+            }
+        } catch (RuntimeException x) {
+            LOG.debug("rdma_disconnect: {}", x.getMessage());
+        } finally {
+            channel.lock.unlock();
+        }
+    }
+
+    /**
+     * Closes the connection in whatever state it is: disconnects if connected, closes the queue
+     * pair and the completion queues it created, destroys the cm id. Waits at most the queue
+     * pair's close bound (a post in progress on another thread). A second call does nothing.
+     */
+    @Override
+    public void close() {
+        boolean wasConnected;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            wasConnected = state == ConnectionState.CONNECTED;
+            state = ConnectionState.CLOSED;
+            notifyAll();
+        }
+        channel.lock.lock();
+        try {
+            if (wasConnected) {
+                try {
+                    if (qp != null && qp.isOpen()) {
+                        qp.toError();
+                    }
+                    LibRdmacm.disconnect(id);
+                } catch (RuntimeException x) {
+                    LOG.debug("disconnecting on close: {}", x.getMessage());
+                }
+            }
+            if (qp != null && qp.isOpen()) {
+                try {
+                    qp.close();
+                } catch (VerbsException x) {
+                    LOG.warn("verbs4j: closing a connection's queue pair failed ({}); it stays open until closed",
+                            x.getMessage());
+                }
+            }
+            closeQueues();
+        } finally {
+            channel.lock.unlock();
+        }
+        destroyId();
+    }
+
+    private void closeQueues() {
+        if (!ownsCqs) {
+            return;
+        }
+        for (CompletionQueue q : new CompletionQueue[] {sendCq, recvCq}) {
+            if (q != null && q.isOpen()) {
+                try {
+                    q.close();
+                } catch (VerbsException x) {
+                    LOG.warn("verbs4j: closing a connection's completion queue failed: {}", x.getMessage());
+                }
+            }
+        }
+    }
+
+    /** Runs {@code action} under the channel's lock, unless the connection was closed. */
+    void locked(String verb, Runnable action) {
+        channel.lock.lock();
+        try {
+            synchronized (this) {
+                if (closed) {
+                    throw failureException("calling " + verb);
+                }
+            }
+            action.run();
+        } finally {
+            channel.lock.unlock();
+        }
+    }
+
+    static void checkPrivateData(String verb, byte[] data, int max) {
+        if (data != null && data.length > max) {
+            throw new InvalidRequestException(verb, "private data of " + data.length + " bytes; at most " + max
+                    + " fit in this message", "send less, or send the rest once connected");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RdmaConnection(" + (active ? "to " : "from ") + peer + ", " + state + ")";
+    }
+}
