@@ -155,7 +155,8 @@ run_pair() {
             for r in "${RUNS[@]}"; do
                 read -r t s n <<<"$r"
                 # shellcheck disable=SC2046
-                timeout "$TIMEOUT" ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$pair.server.log" 2>&1 \
+                # twice the bound: the first run also waits for the client JVM to start
+                timeout $((2 * TIMEOUT)) ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$pair.server.log" 2>&1 \
                     || echo "FAILED: $pair: ib_$t -s $s server (exit $?)" >>"$OUT/failures.log"
             done
         ) &

@@ -231,7 +231,7 @@ public final class PerfCompare {
         if (Double.isNaN(v)) {
             return "?";
         }
-        return (v >= 100 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.3f", v)) + unit;
+        return (Double.isNaN(v) ? "nan" : v >= 100 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.3f", v)) + unit;
     }
 
     private static String ratio(double a, double b) {

@@ -80,7 +80,7 @@ public final class PerfOptions {
     @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "18515", description = "TCP port of the exchange (default ${DEFAULT-VALUE})")
     int tcpPort;
 
-    @Option(names = {"-o", "--outs"}, paramLabel = "N", description = "outstanding reads/atomics (default the device maximum, at most 16)")
+    @Option(names = {"-o", "--outs"}, paramLabel = "N", description = "outstanding reads/atomics (default the device maximum, as perftest)")
     Integer outReads;
 
     @Option(names = {"-A", "--atomic_type"}, paramLabel = "TYPE", defaultValue = "FETCH_AND_ADD", description = "CMP_AND_SWAP or FETCH_AND_ADD (default ${DEFAULT-VALUE})")

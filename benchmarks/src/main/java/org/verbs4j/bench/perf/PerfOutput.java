@@ -64,6 +64,11 @@ public record PerfOutput(Map<String, String> params, Map<Long, double[]> rows, b
             if (s.isEmpty()) {
                 continue;
             }
+            String v = s.toLowerCase(java.util.Locale.ROOT);
+            if (v.equals("nan") || v.equals("-nan")) { // perftest prints its stdev of a NaN so
+                out.add(Double.NaN);
+                continue;
+            }
             try {
                 out.add(Double.parseDouble(s));
             } catch (NumberFormatException e) {

@@ -119,7 +119,7 @@ public final class PerfRunner {
         int recvDepth = send ? (int) Math.min(o.rxDepth, o.iterations) : 0;
         int sendDepth = Math.max(2, o.tx);
         long timeoutNanos = o.timeout().toNanos();
-        int devOutReads = Math.max(1, Math.min(16, ctx.queryDevice().maxQpRdAtom()));
+        int devOutReads = Math.max(1, Math.min(255, ctx.queryDevice().maxQpRdAtom())); // perftest: the device maximum
         int outReads = rd ? Math.min(devOutReads, o.outReads != null ? o.outReads : devOutReads) : 1;
         QueuePairType type = o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
         int psn = ThreadLocalRandom.current().nextInt(1 << 24);
