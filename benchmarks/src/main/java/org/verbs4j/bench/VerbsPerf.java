@@ -19,7 +19,7 @@ import picocli.CommandLine;
  * {@code verbs-perf}: RDMA micro-benchmarks on verbs4j's public API, a peer of perftest 4.5
  * (same tests, options, wire exchange and output columns). The command line is
  * {@link PerfOptions} (picocli); {@code verbs-perf devices} lists the devices;
- * {@code verbs-perf --batch FILE} runs one test per line of FILE in this JVM (one JVM start for
+ * {@code verbs-perf --batch FILE [--retries N]} runs one test per line of FILE in this JVM (one JVM start for
  * many runs; a line may end with {@code >> OUTFILE} to append that run's output there); {@code verbs-perf compare ...} is the side-by-side report ({@link PerfCompare}).
  * Exit status: 0 ok, 1 failure, 2 usage error or an option not available in this build.
  */
@@ -42,14 +42,19 @@ public final class VerbsPerf {
         if (args.length > 0 && args[0].equals("compare")) {
             return PerfCompare.main(Arrays.copyOfRange(args, 1, args.length), OUT);
         }
-        if (args.length == 2 && args[0].equals("--batch")) {
-            return batch(Path.of(args[1]));
+        if (args.length >= 2 && args[0].equals("--batch")) {
+            int retries = args.length == 4 && args[2].equals("--retries") ? Integer.parseInt(args[3]) : 0;
+            return batch(Path.of(args[1]), retries);
         }
         return runOne(args, OUT);
     }
 
-    /** One test per non-empty, non-comment line; the worst exit status. */
-    static int batch(Path file) {
+    /**
+     * One test per non-empty, non-comment line; a failed line is run again up to {@code retries}
+     * times (perftest under TCG sometimes cannot calibrate its clock and quits; the script that
+     * drives the peer retries it as often); the worst exit status.
+     */
+    static int batch(Path file, int retries) {
         List<String> lines;
         try {
             lines = Files.readAllLines(file);
@@ -75,9 +80,12 @@ public final class VerbsPerf {
                 }
                 words = words.subList(0, redirect);
             }
-            System.err.println("=== verbs-perf " + l);
-            int rc = runOne(words.toArray(String[]::new), to);
-            System.err.println("=== exit " + rc);
+            int rc = 1;
+            for (int attempt = 0; attempt <= retries && rc != 0; attempt++) {
+                System.err.println("=== verbs-perf " + l + (attempt > 0 ? "   (again: attempt " + (attempt + 1) + ")" : ""));
+                rc = runOne(words.toArray(String[]::new), to);
+                System.err.println("=== exit " + rc);
+            }
             if (to != OUT) {
                 to.close();
             }

@@ -34,8 +34,8 @@ import org.jfree.data.xy.XYSeriesCollection;
  * ({@code pt-pt}): BW average and MsgRate for bandwidth tests, t_typical and 99% for latency
  * tests, per test and size; with {@code --json} it also checks each verbs-perf JSON report
  * ({@code PAIR__TEST__SIZE.json}) against the printed rows; with {@code --png} it draws BW and
- * latency against message size for both tools (JFreeChart). Exit status 1 when a run has no
- * rows or a JSON report disagrees. Stateless; one thread.
+ * latency against message size for both tools (JFreeChart). Exit status 1 when a run other than
+ * the baseline's has no rows, or a JSON report disagrees. Stateless; one thread.
  */
 public final class PerfCompare {
     private PerfCompare() {
@@ -81,8 +81,12 @@ public final class PerfCompare {
         int rc = 0;
         for (Run r : runs) {
             if (r.output().rows().isEmpty()) {
-                out.printf("FAILED: %s %s printed no result rows%n", r.pair(), r.test());
-                rc = 1;
+                if (r.pair().equals(baseline)) {
+                    out.printf("BASELINE FAILED: %s %s printed no result rows (perftest against itself)%n", r.pair(), r.test());
+                } else {
+                    out.printf("FAILED: %s %s printed no result rows%n", r.pair(), r.test());
+                    rc = 1;
+                }
             }
         }
         if (json) {
