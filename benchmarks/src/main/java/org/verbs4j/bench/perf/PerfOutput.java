@@ -69,6 +69,10 @@ public record PerfOutput(Map<String, String> params, Map<Long, double[]> rows, b
                 out.add(Double.NaN);
                 continue;
             }
+            if (v.equals("inf") || v.equals("-inf")) { // perftest, when it could not calibrate its clock
+                out.add(v.startsWith("-") ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY);
+                continue;
+            }
             try {
                 out.add(Double.parseDouble(s));
             } catch (NumberFormatException e) {
