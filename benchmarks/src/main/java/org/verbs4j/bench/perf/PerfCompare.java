@@ -20,6 +20,8 @@ import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.LogAxis;
 import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.axis.NumberTickUnit;
+import org.jfree.chart.axis.ValueAxis;
 import org.jfree.chart.plot.XYPlot;
 import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
 import org.jfree.data.xy.XYSeries;
@@ -280,7 +282,16 @@ public final class PerfCompare {
         LogAxis x = new LogAxis("message size [bytes]");
         x.setBase(2);
         x.setSmallestValue(1);
-        NumberAxis y = bandwidth ? new NumberAxis("BW average [MB/sec]") : new NumberAxis("t_typical [usec]");
+        x.setTickUnit(new NumberTickUnit(1)); // one tick per power of two
+        ValueAxis y;
+        if (bandwidth) {
+            y = new NumberAxis("BW average [MB/sec]");
+        } else {
+            LogAxis ly = new LogAxis("t_typical [usec] (log)");
+            ly.setBase(10);
+            ly.setSmallestValue(0.1);
+            y = ly;
+        }
         XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
         for (int i = 0; i < data.getSeriesCount(); i++) {
             String key = data.getSeriesKey(i).toString();
