@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# perftest-compare.sh — verbs-perf against perftest 4.5, test by test, on one device, in one run.
+#
+# For every test (write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat) and
+# size it runs the client/server pairs given by --pairs, each client and server a separate process
+# on this host (loopback through the RDMA device):
+#   pt-pt  perftest client, perftest server       (the baseline: perftest against itself)
+#   vp-vp  verbs-perf client, verbs-perf server   (the side-by-side comparison)
+#   vp-pt  verbs-perf client, perftest server     (wire compatibility, one way)
+#   pt-vp  perftest client, verbs-perf server     (wire compatibility, the other way)
+# with the same options for both tools (sizes, iterations, tx depth, CQ moderation, inline and
+# warm-up are perftest's defaults unless --extra sets them, for both). Each verbs-perf side runs
+# all its runs in ONE JVM (verbs-perf --batch), so the JVM starts once per pair and role.
+# Then `verbs-perf compare` prints both tools' parameters, the ratio table against pt-pt, checks
+# every verbs-perf JSON report against its printed rows, and (with --png) draws the plots.
+# Exit status: 0 when every run with verbs-perf on either side succeeded and its numbers parse (a
+# failure of perftest against itself is reported as the baseline's, not counted); 1 otherwise.
+#
+# Usage (on a host with an RDMA device, or inside the Soft-RoCE guest; --guest boots one):
+#   benchmarks/perftest-compare.sh [--guest] [--pairs "pt-pt vp-vp vp-pt pt-vp"] [--tests "..."]
+#       [--bw-sizes "2 4096 65536"] [--lat-sizes "2 4096 65536"] [--bw-iters 5000] [--lat-iters 1000]
+#       [--extra "perftest options for both tools"] [--out DIR] [--png DIR] [--timeout SEC]
+# Environment: VERBS4J_PERF_DEV (device, default the first), VERBS4J_PERF_GID (-x, default 1 in
+# the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_GUEST_IP.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PAIRS="pt-pt vp-vp vp-pt pt-vp"
+TESTS="write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat"
+BW_SIZES="2 4096 65536"
+LAT_SIZES="2 4096 65536"
+BW_ITERS=5000
+LAT_ITERS=1000
+EXTRA=""
+OUT=""
+PNG=""
+TIMEOUT=60
+GUEST=0
+GUEST_TIMEOUT=900
+ARGS=("$@")
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --guest) GUEST=1 ;;
+        --guest-timeout) GUEST_TIMEOUT=$2; shift ;;
+        --pairs) PAIRS=$2; shift ;;
+        --tests) TESTS=$2; shift ;;
+        --bw-sizes) BW_SIZES=$2; shift ;;
+        --lat-sizes) LAT_SIZES=$2; shift ;;
+        --bw-iters) BW_ITERS=$2; shift ;;
+        --lat-iters) LAT_ITERS=$2; shift ;;
+        --extra) EXTRA=$2; shift ;;
+        --out) OUT=$2; shift ;;
+        --png) PNG=$2; shift ;;
+        --timeout) TIMEOUT=$2; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "perftest-compare: unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+JAR="$ROOT/benchmarks/target/verbs4j-benchmarks.jar"
+[[ -s "$JAR" ]] || { echo "perftest-compare: $JAR is missing (./mvnw -B -q package -DskipTests)" >&2; exit 2; }
+
+if [[ $GUEST == 1 ]]; then
+    # re-run this script inside a fresh Soft-RoCE guest, without --guest
+    rest=()
+    skip=0
+    for a in "${ARGS[@]}"; do
+        if [[ $skip == 1 ]]; then skip=0; continue; fi
+        case "$a" in
+            --guest) ;;
+            --guest-timeout) skip=1 ;;
+            *) rest+=("$a") ;;
+        esac
+    done
+    quoted=""
+    [[ ${#rest[@]} -eq 0 ]] || quoted=$(printf ' %q' "${rest[@]}")
+    envs=""
+    for v in ${!VERBS4J_PERF_@}; do envs+=" $v=$(printf '%q' "${!v}")"; done
+    echo "perftest-compare: booting a Soft-RoCE guest (qemu; ~30 s under TCG), then the runs" >&2
+    exec "$ROOT/softroce/run-in-guest.sh" --timeout "$GUEST_TIMEOUT" --share "$ROOT" -- \
+        "cd $(printf '%q' "$ROOT") &&${envs:+ env$envs} benchmarks/perftest-compare.sh$quoted"
+fi
+
+# shellcheck source=../scripts/java25.sh disable=SC1091
+[[ -n "${JAVA_HOME:-}" ]] || source "$ROOT/scripts/java25.sh"
+DEV=${VERBS4J_PERF_DEV:-$(ibv_devices 2>/dev/null | awk 'NR > 2 && NF >= 1 { print $1; exit }')}
+[[ -n "$DEV" ]] || { echo "perftest-compare: no RDMA device" >&2; exit 1; }
+GID=${VERBS4J_PERF_GID:-}
+[[ -n "$GID" || "${VERBS4J_GUEST:-}" != 1 ]] || GID=1
+IP=${VERBS4J_GUEST_IP:-$(hostname -I 2>/dev/null | awk '{print $1}')}
+PORT=18515
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/perftest-compare.XXXXXX")}
+mkdir -p "$OUT"
+rm -f "$OUT"/*.out "$OUT"/*.json "$OUT"/*.log "$OUT"/*.batch "$OUT"/*.stdout "$OUT"/*.attempt
+COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
+VP=(java --enable-native-access=ALL-UNNAMED ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
+T0=$SECONDS
+say() { echo "[perftest-compare +$((SECONDS - T0))s] $*" >&2; }
+
+# the runs: "test size iterations"
+RUNS=()
+for t in $TESTS; do
+    case $t in
+        atomic_*) sizes=8 ;;
+        *_bw) sizes=$BW_SIZES ;;
+        *) sizes=$LAT_SIZES ;;
+    esac
+    iters=$LAT_ITERS
+    [[ $t != *_bw ]] || iters=$BW_ITERS
+    for s in $sizes; do RUNS+=("$t $s $iters"); done
+done
+
+waitport() {
+    local i
+    for ((i = 0; i < 5 * TIMEOUT; i++)); do
+        ss -ltn 2>/dev/null | awk -v p=":$PORT" '$4 ~ p"$" { f = 1 } END { exit !f }' && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+# perftest under TCG sometimes cannot calibrate its cycle counter ("Can't produce a report") and
+# quits: every run is tried twice, perftest's by this script, verbs-perf's by --batch --retries 1
+RETRIES=1
+retry() { # command... (the last attempt's status)
+    local a rc=0
+    for ((a = 0; a <= RETRIES; a++)); do
+        rc=0
+        "$@" && return 0 || rc=$?
+        [[ $a == "$RETRIES" ]] || echo "perftest-compare: '$*' failed (exit $rc): again" >&2
+    done
+    return $rc
+}
+
+opts() { # test size iters -> the options both tools get
+    local s=""
+    [[ $1 == atomic_* ]] || s="-s $2"
+    echo "$COMMON $s -n $3 $EXTRA"
+}
+
+FAIL=0
+# a failure of perftest against itself (pt-pt) is perftest's, and reported as such; it does not fail the run
+note_fail() {
+    case "$*" in
+        pt-pt:*) echo "BASELINE FAILED (perftest against itself): $*" | tee -a "$OUT/baseline-failures.log" >&2 ;;
+        *) echo "FAILED: $*" | tee -a "$OUT/failures.log" >&2; FAIL=1 ;;
+    esac
+}
+
+run_pair() {
+    local pair=$1 r t s n o
+    local client=${pair%-*} server=${pair#*-}
+    say "pair $pair ($client client, $server server): ${#RUNS[@]} runs"
+    local sbatch="$OUT/$pair.server.batch" cbatch="$OUT/$pair.client.batch" spid=""
+    : >"$sbatch"
+    : >"$cbatch"
+    for r in "${RUNS[@]}"; do
+        read -r t s n <<<"$r"
+        o=$(opts "$t" "$s" "$n")
+        echo "$t $o --timeout $TIMEOUT >> $OUT/$pair.server.log" >>"$sbatch"
+        echo "$t $o --timeout $TIMEOUT --out_json --out_json_file $OUT/${pair}__${t}__$s.json $IP >> $OUT/${pair}__$t.out" >>"$cbatch"
+    done
+    if [[ $server == vp ]]; then
+        timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP[@]}" --batch "$sbatch" --retries $RETRIES >"$OUT/$pair.server.stdout" 2>&1 &
+        spid=$!
+    fi
+    if [[ $client == vp && $server == vp ]]; then
+        timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP[@]}" --batch "$cbatch" --retries $RETRIES 2>>"$OUT/$pair.client.log" \
+            || note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
+    elif [[ $client == vp ]]; then
+        # perftest servers one after another; the verbs-perf client retries until each listens
+        (
+            for r in "${RUNS[@]}"; do
+                read -r t s n <<<"$r"
+                # shellcheck disable=SC2046
+                # twice the bound: the first run also waits for the client JVM to start
+                retry timeout $((2 * TIMEOUT)) ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$pair.server.log" 2>&1 \
+                    || echo "FAILED: $pair: ib_$t -s $s server (exit $?)" >>"$OUT/failures.log"
+            done
+        ) &
+        spid=$!
+        timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP[@]}" --batch "$cbatch" --retries $RETRIES 2>>"$OUT/$pair.client.log" \
+            || note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
+    else
+        for r in "${RUNS[@]}"; do
+            read -r t s n <<<"$r"
+            o=$(opts "$t" "$s" "$n")
+            local a ok=0 why=""
+            for ((a = 0; a <= RETRIES && ok == 0; a++)); do
+                [[ $a == 0 ]] || echo "perftest-compare: $pair $t -s $s failed ($why): again" >&2
+                ok=1
+                if [[ $server == pt ]]; then
+                    # shellcheck disable=SC2086
+                    timeout "$TIMEOUT" ib_$t $o >>"$OUT/$pair.server.log" 2>&1 &
+                    local ppid=$!
+                fi
+                if waitport; then
+                    # the client's output of a failed attempt is kept apart
+                    # shellcheck disable=SC2086
+                    timeout "$TIMEOUT" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1 || { ok=0; why="client exit $?"; }
+                    if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/${pair}__$t.out"
+                    else cat "$OUT/$pair.attempt" >>"$OUT/$pair.failed-attempts.log"; fi
+                else
+                    ok=0
+                    why="no server listening"
+                fi
+                if [[ $server == pt ]]; then wait "$ppid" || { ok=0; why="${why:-server failed}"; }; fi
+            done
+            [[ $ok == 1 ]] || note_fail "$pair: ib_$t -s $s ($why)"
+        done
+    fi
+    if [[ -n "$spid" ]]; then
+        wait "$spid" || note_fail "$pair: the server side failed (see $OUT/$pair.server.log / .stdout)"
+    fi
+}
+
+say "device $DEV${GID:+, GID index $GID}, peer address $IP, pairs: $PAIRS"
+say "tests: $TESTS; bw sizes: $BW_SIZES (-n $BW_ITERS); lat sizes: $LAT_SIZES (-n $LAT_ITERS); extra options: ${EXTRA:-none}"
+for p in $PAIRS; do run_pair "$p"; done
+[[ ! -s "$OUT/failures.log" ]] || FAIL=1
+say "runs done; results in $OUT"
+crc=0
+"${VP[@]}" compare "$OUT" --json ${PNG:+--png "$PNG"} || crc=$?
+say "done: runs $([[ $FAIL == 0 ]] && echo ok || echo FAILED), compare exit $crc"
+[[ $FAIL == 0 && $crc == 0 ]]

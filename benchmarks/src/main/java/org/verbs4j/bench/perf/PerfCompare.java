@@ -1,0 +1,323 @@
+package org.verbs4j.bench.perf;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.awt.BasicStroke;
+import java.awt.Color;
+import java.io.File;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+import org.jfree.chart.ChartUtils;
+import org.jfree.chart.JFreeChart;
+import org.jfree.chart.axis.LogAxis;
+import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.axis.NumberTickUnit;
+import org.jfree.chart.axis.ValueAxis;
+import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
+import org.jfree.data.xy.XYSeries;
+import org.jfree.data.xy.XYSeriesCollection;
+
+/**
+ * {@code verbs-perf compare DIR [--png DIR] [--baseline PAIR] [--json]}: the side-by-side report.
+ * DIR holds one stdout file per run, named {@code PAIR__TEST.out}, where PAIR is
+ * {@code pt-pt} (perftest client and server), {@code vp-vp} (verbs-perf both), {@code vp-pt}
+ * (verbs-perf client, perftest server) or {@code pt-vp}. It prints each test's parameters as
+ * both tools printed them, then the ratio table of every other pair against the baseline
+ * ({@code pt-pt}): BW average and MsgRate for bandwidth tests, t_typical and 99% for latency
+ * tests, per test and size; with {@code --json} it also checks each verbs-perf JSON report
+ * ({@code PAIR__TEST__SIZE.json}) against the printed rows; with {@code --png} it draws BW and
+ * latency against message size for both tools (JFreeChart). Exit status 1 when a run other than
+ * the baseline's has no rows, or a JSON report disagrees. Stateless; one thread.
+ */
+public final class PerfCompare {
+    private PerfCompare() {
+    }
+
+    record Run(String pair, String test, PerfOutput output) {
+    }
+
+    public static int main(String[] args, PrintStream out) {
+        if (args.length < 1) {
+            System.err.println("usage: verbs-perf compare DIR [--png DIR] [--baseline PAIR] [--json]");
+            return 2;
+        }
+        Path dir = Path.of(args[0]);
+        Path png = null;
+        String baseline = "pt-pt";
+        boolean json = false;
+        for (int i = 1; i < args.length; i++) {
+            switch (args[i]) {
+                case "--png" -> png = Path.of(args[++i]);
+                case "--baseline" -> baseline = args[++i];
+                case "--json" -> json = true;
+                default -> {
+                    System.err.println("verbs-perf compare: unknown argument " + args[i]);
+                    return 2;
+                }
+            }
+        }
+        List<Run> runs = new ArrayList<>();
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path f : files.sorted().toList()) {
+                String name = f.getFileName().toString();
+                if (name.endsWith(".out") && name.contains("__")) {
+                    String base = name.substring(0, name.length() - 4);
+                    String[] pt = base.split("__", 2);
+                    runs.add(new Run(pt[0], pt[1], PerfOutput.parse(Files.readString(f))));
+                }
+            }
+        } catch (IOException e) {
+            System.err.println("verbs-perf compare: cannot read " + dir + ": " + e.getMessage());
+            return 2;
+        }
+        int rc = 0;
+        for (Run r : runs) {
+            if (r.output().rows().isEmpty()) {
+                if (r.pair().equals(baseline)) {
+                    out.printf("BASELINE FAILED: %s %s printed no result rows (perftest against itself)%n", r.pair(), r.test());
+                } else {
+                    out.printf("FAILED: %s %s printed no result rows%n", r.pair(), r.test());
+                    rc = 1;
+                }
+            }
+        }
+        for (Run r : runs) {
+            for (var row : r.output().rows().entrySet()) {
+                double[] v = row.getValue();
+                boolean bw = r.output().bandwidth();
+                double a = bw ? PerfOutput.bwAverage(v) : PerfOutput.tTypical(v);
+                double b = bw ? PerfOutput.msgRate(v) : PerfOutput.p99(v);
+                if (Double.isFinite(a) && Double.isFinite(b)) {
+                    continue;
+                }
+                if (r.pair().startsWith("pt-")) { // the numbers are the perftest client's
+                    out.printf("NOTE: %s %s %d: perftest printed %s (it could not calibrate its cycle counter; "
+                            + "happens under TCG); the run itself succeeded%n", r.pair(), r.test(), row.getKey(), a);
+                } else {
+                    out.printf("FAILED: %s %s %d: verbs-perf printed %s%n", r.pair(), r.test(), row.getKey(), a);
+                    rc = 1;
+                }
+            }
+        }
+        if (json) {
+            rc = Math.max(rc, checkJson(dir, runs, out));
+        }
+        printParameters(runs, baseline, out);
+        printRatios(runs, baseline, out);
+        if (png != null) {
+            try {
+                Files.createDirectories(png);
+                plot(runs, true, png.resolve("perf-bw.png"));
+                plot(runs, false, png.resolve("perf-lat.png"));
+                out.println("plots: " + png.resolve("perf-bw.png") + ", " + png.resolve("perf-lat.png"));
+            } catch (IOException e) {
+                System.err.println("verbs-perf compare: cannot write the plots: " + e.getMessage());
+                rc = 1;
+            }
+        }
+        return rc;
+    }
+
+    /** Each verbs-perf JSON report ({@code PAIR__TEST__SIZE.json}) must hold the printed rows' numbers. */
+    static int checkJson(Path dir, List<Run> runs, PrintStream out) {
+        List<Path> all;
+        try (Stream<Path> files = Files.list(dir)) {
+            all = files.filter(p -> p.getFileName().toString().endsWith(".json")).sorted().toList();
+        } catch (IOException e) {
+            out.printf("FAILED: cannot list %s: %s%n", dir, e.getMessage());
+            return 1;
+        }
+        ObjectMapper m = new ObjectMapper();
+        int rc = 0;
+        int checked = 0;
+        for (Run r : runs) {
+            for (Path f : all) {
+                if (f.getFileName().toString().startsWith(r.pair() + "__" + r.test() + "__")) {
+                    int[] counts = checkOne(m, f, r, out);
+                    checked += counts[0];
+                    rc = Math.max(rc, counts[1]);
+                }
+            }
+        }
+        out.printf("JSON reports: %d results parsed back, %s%n", checked,
+                rc == 0 ? "all match the printed rows" : "FAILURES above");
+        return rc;
+    }
+
+    /** {results checked, exit status}. */
+    private static int[] checkOne(ObjectMapper m, Path f, Run r, PrintStream out) {
+        int rc = 0;
+        int checked = 0;
+        try {
+            JsonNode root = m.readTree(f.toFile());
+            JsonNode results = root.path("results");
+            if (!results.isArray() || results.isEmpty() || !root.path("test_info").has("test")) {
+                out.printf("FAILED: %s has no test_info.test or no results%n", f.getFileName());
+                return new int[] {0, 1};
+            }
+            for (JsonNode res : results) {
+                long size = res.path("MsgSize").asLong(-1);
+                double[] row = r.output().rows().get(size);
+                String key = r.output().bandwidth() ? "BW_average" : "t_typical";
+                double printed = row == null ? Double.NaN
+                        : r.output().bandwidth() ? PerfOutput.bwAverage(row) : PerfOutput.tTypical(row);
+                double inJson = res.path(key).asDouble(Double.NaN);
+                if (row == null || !(Math.abs(printed - inJson) <= 0.011 + 1e-6 * Math.abs(printed))) {
+                    out.printf("FAILED: %s size %d: %s %s in JSON, %s printed%n", f.getFileName(), size, key, inJson,
+                            printed);
+                    rc = 1;
+                }
+                checked++;
+            }
+        } catch (IOException e) {
+            out.printf("FAILED: %s does not parse: %s%n", f.getFileName(), e.getMessage());
+            rc = 1;
+        }
+        return new int[] {checked, rc};
+    }
+
+    private static final List<String> PARAM_KEYS = List.of("TX depth", "CQ Moderation", "Post List", "RX depth", "Mtu",
+            "Max inline data", "Outstand reads", "GID index", "Warm-up");
+
+    static void printParameters(List<Run> runs, String baseline, PrintStream out) {
+        out.println();
+        out.println("Parameters as each tool printed them (client side):");
+        Map<String, List<Run>> byTest = new TreeMap<>();
+        for (Run r : runs) {
+            byTest.computeIfAbsent(r.test(), k -> new ArrayList<>()).add(r);
+        }
+        for (var e : byTest.entrySet()) {
+            StringBuilder sb = new StringBuilder();
+            for (Run r : e.getValue()) {
+                sb.append(String.format(Locale.ROOT, "%n    %-6s", r.pair()));
+                for (String k : PARAM_KEYS) {
+                    String v = r.output().params().get(k);
+                    if (v != null) {
+                        sb.append(' ').append(k).append('=').append(v.replace(' ', '_'));
+                    }
+                }
+                double[] any = r.output().rows().values().stream().findFirst().orElse(null);
+                if (any != null) {
+                    sb.append(" iterations=").append((long) any[1]);
+                }
+            }
+            out.printf("  %s:%s%n", e.getKey(), sb);
+        }
+    }
+
+    static void printRatios(List<Run> runs, String baseline, PrintStream out) {
+        out.println();
+        out.printf("Ratio table: each pair / %s (bw: BW average and MsgRate, >1 = faster; lat: t_typical and 99%%, "
+                + "<1 = faster)%n", baseline);
+        out.printf(Locale.ROOT, "%-11s %-6s %8s %14s %14s %8s %14s %14s %8s%n", "test", "pair", "bytes", "base", "this",
+                "ratio", "base", "this", "ratio");
+        Map<String, PerfOutput> base = new TreeMap<>();
+        for (Run r : runs) {
+            if (r.pair().equals(baseline)) {
+                base.put(r.test(), r.output());
+            }
+        }
+        TreeSet<String> tests = new TreeSet<>();
+        runs.forEach(r -> tests.add(r.test()));
+        for (String test : tests) {
+            PerfOutput b = base.get(test);
+            for (Run r : runs) {
+                if (!r.test().equals(test) || r.pair().equals(baseline)) {
+                    continue;
+                }
+                for (var row : r.output().rows().entrySet()) {
+                    double[] t = row.getValue();
+                    double[] bb = b == null ? null : b.rows().get(row.getKey());
+                    boolean bw = r.output().bandwidth();
+                    double b1 = bb == null ? Double.NaN : bw ? PerfOutput.bwAverage(bb) : PerfOutput.tTypical(bb);
+                    double t1 = bw ? PerfOutput.bwAverage(t) : PerfOutput.tTypical(t);
+                    double b2 = bb == null ? Double.NaN : bw ? PerfOutput.msgRate(bb) : PerfOutput.p99(bb);
+                    double t2 = bw ? PerfOutput.msgRate(t) : PerfOutput.p99(t);
+                    out.printf(Locale.ROOT, "%-11s %-6s %8d %14s %14s %8s %14s %14s %8s%n", test, r.pair(), row.getKey(),
+                            fmt(b1, bw ? " MB/s" : " us"), fmt(t1, bw ? " MB/s" : " us"), ratio(t1, b1),
+                            fmt(b2, bw ? " Mpps" : " us"), fmt(t2, bw ? " Mpps" : " us"), ratio(t2, b2));
+                }
+            }
+        }
+    }
+
+    private static String fmt(double v, String unit) {
+        if (!Double.isFinite(v)) {
+            return Double.isNaN(v) ? "?" : "inf";
+        }
+        return (Double.isNaN(v) ? "nan" : v >= 100 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.3f", v)) + unit;
+    }
+
+    private static String ratio(double a, double b) {
+        return !Double.isFinite(a) || !Double.isFinite(b) || b == 0 ? "?" : String.format(Locale.ROOT, "%.2f", a / b);
+    }
+
+    /** BW average (or t_typical) against size, one series per pair and test. */
+    static void plot(List<Run> runs, boolean bandwidth, Path file) throws IOException {
+        System.setProperty("java.awt.headless", "true");
+        XYSeriesCollection data = new XYSeriesCollection();
+        for (Run r : runs) {
+            if (r.output().bandwidth() != bandwidth || r.output().rows().size() < 1) {
+                continue;
+            }
+            XYSeries s = new XYSeries(r.test() + " " + label(r.pair()));
+            for (var row : r.output().rows().entrySet()) {
+                double v = bandwidth ? PerfOutput.bwAverage(row.getValue()) : PerfOutput.tTypical(row.getValue());
+                if (v > 0 && Double.isFinite(v)) {
+                    s.add(row.getKey().doubleValue(), v);
+                }
+            }
+            data.addSeries(s);
+        }
+        LogAxis x = new LogAxis("message size [bytes]");
+        x.setBase(2);
+        x.setSmallestValue(1);
+        x.setTickUnit(new NumberTickUnit(1)); // one tick per power of two
+        ValueAxis y;
+        if (bandwidth) {
+            y = new NumberAxis("BW average [MB/sec]");
+        } else {
+            LogAxis ly = new LogAxis("t_typical [usec] (log)");
+            ly.setBase(10);
+            ly.setSmallestValue(0.1);
+            y = ly;
+        }
+        XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
+        for (int i = 0; i < data.getSeriesCount(); i++) {
+            String key = data.getSeriesKey(i).toString();
+            if (key.contains("perftest")) {
+                renderer.setSeriesStroke(i, new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f,
+                        new float[] {6f, 4f}, 0f));
+            }
+        }
+        XYPlot plot = new XYPlot(data, x, y, renderer);
+        plot.setBackgroundPaint(Color.WHITE);
+        plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
+        plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
+        JFreeChart chart = new JFreeChart(bandwidth ? "Bandwidth vs message size (verbs-perf solid, perftest dashed)"
+                : "Latency vs message size (verbs-perf solid, perftest dashed)", JFreeChart.DEFAULT_TITLE_FONT, plot, true);
+        chart.setBackgroundPaint(Color.WHITE);
+        File f = file.toFile();
+        ChartUtils.saveChartAsPNG(f, chart, 1000, 600);
+    }
+
+    private static String label(String pair) {
+        return switch (pair) {
+            case "pt-pt" -> "perftest";
+            case "vp-vp" -> "verbs-perf";
+            case "vp-pt" -> "verbs-perf client / perftest server";
+            case "pt-vp" -> "perftest client / verbs-perf server";
+            default -> pair;
+        };
+    }
+}

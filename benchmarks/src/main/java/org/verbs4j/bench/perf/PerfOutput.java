@@ -1,0 +1,105 @@
+package org.verbs4j.bench.perf;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The parsed stdout of one perftest or verbs-perf run (the two print the same columns): the
+ * banner's "key : value" parameters and the result rows, keyed by message size. A value.
+ *
+ * @param params banner parameters in order (e.g. "TX depth" -> "128")
+ * @param rows   size -> the row's numbers (bandwidth: size, iterations, peak, average, rate;
+ *               latency: size, iterations, t_min, t_max, t_typical, t_avg, t_stdev, 99%, 99.9%)
+ */
+public record PerfOutput(Map<String, String> params, Map<Long, double[]> rows, boolean bandwidth) {
+
+    /** Parses a run's stdout; rows come after a " #bytes" header line. */
+    public static PerfOutput parse(String text) {
+        Map<String, String> params = new LinkedHashMap<>();
+        Map<Long, double[]> rows = new LinkedHashMap<>();
+        boolean inRows = false;
+        boolean bw = false;
+        for (String line : text.split("\n")) {
+            String l = line.strip();
+            if (l.startsWith("#bytes")) {
+                inRows = true;
+                bw = l.contains("BW");
+                continue;
+            }
+            if (l.startsWith("---")) {
+                inRows = false;
+                continue;
+            }
+            if (inRows) {
+                double[] nums = numbers(l);
+                if (nums != null && (nums.length == 5 || nums.length == 9)) {
+                    rows.put((long) nums[0], nums);
+                }
+                continue;
+            }
+            int colon = l.indexOf(':');
+            if (colon > 0 && !l.startsWith("local address") && !l.startsWith("remote address") && !l.startsWith("GID")) {
+                // perftest prints two "key : value" pairs per line, separated by tabs
+                for (String part : line.split("\t+")) {
+                    int c = part.indexOf(':');
+                    if (c > 0) {
+                        String k = part.substring(0, c).strip();
+                        String v = part.substring(c + 1).strip();
+                        if (!k.isEmpty() && !v.isEmpty() && k.length() < 24) {
+                            params.putIfAbsent(k, v);
+                        }
+                    }
+                }
+            }
+        }
+        return new PerfOutput(params, rows, bw);
+    }
+
+    private static double[] numbers(String l) {
+        String[] f = l.split("\\s+");
+        List<Double> out = new ArrayList<>();
+        for (String s : f) {
+            if (s.isEmpty()) {
+                continue;
+            }
+            String v = s.toLowerCase(java.util.Locale.ROOT);
+            if (v.equals("nan") || v.equals("-nan")) { // perftest prints its stdev of a NaN so
+                out.add(Double.NaN);
+                continue;
+            }
+            if (v.equals("inf") || v.equals("-inf")) { // perftest, when it could not calibrate its clock
+                out.add(v.startsWith("-") ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY);
+                continue;
+            }
+            try {
+                out.add(Double.parseDouble(s));
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
+        double[] d = new double[out.size()];
+        for (int i = 0; i < d.length; i++) {
+            d[i] = out.get(i);
+        }
+        return d;
+    }
+
+    /** BW average (MB/s or Gb/s as printed). */
+    public static double bwAverage(double[] row) {
+        return row[3];
+    }
+
+    public static double msgRate(double[] row) {
+        return row[4];
+    }
+
+    public static double tTypical(double[] row) {
+        return row[4];
+    }
+
+    public static double p99(double[] row) {
+        return row[7];
+    }
+}

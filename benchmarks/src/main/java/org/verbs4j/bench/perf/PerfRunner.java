@@ -1,0 +1,358 @@
+package org.verbs4j.bench.perf;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.util.HexFormat;
+import java.util.Locale;
+import java.util.concurrent.ThreadLocalRandom;
+import org.verbs4j.ConnectOptions;
+import org.verbs4j.Context;
+import org.verbs4j.Gid;
+import org.verbs4j.Mtu;
+import org.verbs4j.PortAttributes;
+import org.verbs4j.ProtectionDomain;
+import org.verbs4j.QueuePairEndpoint;
+import org.verbs4j.QueuePairType;
+import org.verbs4j.Verbs;
+import org.verbs4j.natives.InlineVerbs;
+
+/**
+ * Runs one perftest-compatible test: the device, the {@link PerfConnection} (perftest's TCP
+ * exchange), one {@link PerfSide}, and the test's sequence of exchanges and barriers, which is
+ * the same test's sequence in perftest 4.5 (so that either side may be perftest):
+ * <pre>
+ *   all:        negotiate; connection records (twice for write_lat, read_lat, atomic_lat);
+ *               connect the QP (INIT, RTR, RTS); barrier; barrier
+ *   write_bw, read_bw, atomic_bw:
+ *               client: sizes, back to back; barrier; report exchange; close (barrier + "done")
+ *               server: barrier; report exchange (prints the client's); close
+ *   send_bw:    per size: (server posts receives) barrier; run (with -a: barrier); close
+ *   write_lat:  per size: ping-pong, the server first; no close
+ *   read_lat, atomic_lat: client: sizes; close. server: close
+ *   send_lat:   per size: both post receives; barrier; ping-pong, the client first; close
+ * </pre>
+ * One thread.
+ */
+public final class PerfRunner {
+    static final int PAGE = 4096;
+    static final int CACHE_LINE = 64;
+
+    private final PerfOptions o;
+    private final PrintStream out;
+
+    public PerfRunner(PerfOptions o, PrintStream out) {
+        this.o = o;
+        this.out = out;
+    }
+
+    public void run() {
+        PerfTest.of(o.testName); // an unknown test fails before anything opens
+        InetAddress peer = null;
+        if (!o.server()) {
+            try {
+                peer = InetAddress.getByName(o.host);
+            } catch (IOException e) {
+                throw new IllegalArgumentException("cannot resolve " + o.host + ": " + e.getMessage(), e);
+            }
+        }
+        ServerSocket listener = null;
+        if (o.server()) {
+            try {
+                listener = new ServerSocket();
+                listener.setReuseAddress(true);
+                listener.bind(new InetSocketAddress(o.tcpPort));
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot listen on TCP port " + o.tcpPort + ": " + e.getMessage(), e);
+            }
+        }
+        try (Context ctx = o.device != null ? Verbs.open(o.device) : Verbs.openFirst();
+             ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+            o.resolve(ctx.deviceName());
+            BufferProvider provider = BufferProvider.forOptions(o);
+            PortAttributes pa = ctx.queryPort(o.ibPort);
+            PerfDevices.GidChoice gid = o.gidIndex >= 0 || !pa.isRoce()
+                    ? new PerfDevices.GidChoice(o.gidIndex, o.gidIndex >= 0 ? "GID index " + o.gidIndex + " (-x)" : "LID")
+                    : PerfDevices.chooseGid(ctx, o.ibPort, -1, peer);
+            boolean withGid = gid.index() >= 0;
+            if (o.server()) {
+                out.println();
+                out.println("************************************");
+                out.println("* Waiting for client to connect... *");
+                out.println("************************************");
+                out.flush();
+            }
+            try (PerfConnection conn = o.server() ? PerftestTcpConnection.accept(listener, o.timeout(), withGid)
+                    : PerftestTcpConnection.connect(new InetSocketAddress(peer, o.tcpPort), o.timeout(), withGid)) {
+                listener = null; // accept closed it
+                runConnected(ctx, pd, provider, pa, gid, conn);
+            }
+        } finally {
+            if (listener != null) {
+                try {
+                    listener.close();
+                } catch (IOException ignored) {
+                    // closing
+                }
+            }
+        }
+    }
+
+    private void runConnected(Context ctx, ProtectionDomain pd, BufferProvider provider, PortAttributes pa,
+                              PerfDevices.GidChoice gid, PerfConnection conn) {
+        PerfTest test = o.test;
+        boolean server = o.server();
+        Mtu localMtu = o.mtu != null ? mtuOfBytes(o.mtu) : pa.activeMtu();
+        PerfConnection.Negotiation theirs = conn.negotiate(new PerfConnection.Negotiation(
+                PerftestTcpConnection.PERFTEST_VERSION, PAGE, CACHE_LINE, localMtu.value()));
+        int cycle = Math.max(PAGE, theirs.cycleBuffer());
+        int cacheLine = Math.max(CACHE_LINE, theirs.cacheLineSize());
+        Mtu mtu = Mtu.min(localMtu, Mtu.of(Math.max(1, Math.min(5, theirs.mtuEnum()))));
+        boolean send = test.verb() == PerfTest.Verb.SEND;
+        boolean rd = test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC;
+        int recvDepth = send ? (int) Math.min(o.rxDepth, o.iterations) : 0;
+        int sendDepth = Math.max(2, o.tx);
+        long timeoutNanos = o.timeout().toNanos();
+        int devOutReads = Math.max(1, Math.min(255, ctx.queryDevice().maxQpRdAtom())); // perftest: the device maximum
+        int outReads = rd ? Math.min(devOutReads, o.outReads != null ? o.outReads : devOutReads) : 1;
+        QueuePairType type = o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
+        int psn = ThreadLocalRandom.current().nextInt(1 << 24);
+        try (PerfSide side = new PerfSide(pd, provider, type, o.maxSize(), cycle, sendDepth, o.postList, recvDepth,
+                o.inline, timeoutNanos)) {
+            QueuePairEndpoint local = side.init(o.ibPort, gid.index(), psn, type == QueuePairType.UC);
+            byte[] gidBytes = local.gid() != null ? local.gid().toBytes() : null;
+            KeyMessage mine = new KeyMessage(local.lid(), outReads, side.qp.qpNumber(), local.psn(), side.mr.rkey(),
+                    side.localVaddr(), gidBytes, 0);
+            KeyMessage peer = conn.exchangeKeys(mine);
+            if (!test.bandwidth() && test.verb() != PerfTest.Verb.SEND) {
+                peer = conn.exchangeKeys(mine); // write_lat, read_lat, atomic_lat exchange the records twice
+            }
+            if (gidBytes != null && isV4Mapped(gidBytes) != isV4Mapped(peer.gid())) {
+                throw new IllegalStateException("the GID types differ (one IPv4-mapped, one not): use the same IP version "
+                        + "on both sides (-x)");
+            }
+            QueuePairEndpoint remote = new QueuePairEndpoint(peer.qpn(), peer.psn(), peer.lid(),
+                    peer.gid() != null ? Gid.of(peer.gid()) : null, mtu);
+            ConnectOptions co = (gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
+                    .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
+            side.connect(local, remote, peer.vaddr(), peer.rkey(), co);
+            banner(ctx, pa, gid, mtu, outReads, recvDepth, provider, conn);
+            out.printf(" local address: %s%n", mine);
+            out.printf(" remote address: %s%n", peer);
+            conn.sync(mine);
+            conn.sync(mine);
+            PerfReporter rep = new PerfReporter(out);
+            fillTestInfo(rep.testInfo(), ctx, pa, gid, mtu, outReads, recvDepth);
+            switch (test) {
+                case WRITE_BW, READ_BW, ATOMIC_BW -> oneSidedBandwidth(side, conn, mine, rep, cycle, cacheLine);
+                case SEND_BW -> sendBandwidth(side, conn, mine, rep, cycle, cacheLine);
+                case WRITE_LAT -> {
+                    rep.header(false, false);
+                    for (int size : o.sizes) {
+                        long[] tposted = new long[(int) o.iterations];
+                        PerfLoops.pingPong(side, false, server, size, o.iterations, inlineSource(side, size), tposted,
+                                label(size));
+                        rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
+                    }
+                }
+                case READ_LAT, ATOMIC_LAT -> {
+                    if (!server) {
+                        rep.header(false, false);
+                        for (int size : o.sizes) {
+                            long[] tposted = new long[(int) o.iterations];
+                            PerfLoops.readLatency(side, test.verb(), cas(), size, o.iterations, tposted, label(size));
+                            rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
+                        }
+                    }
+                    conn.finish(mine);
+                }
+                case SEND_LAT -> {
+                    rep.header(false, false);
+                    for (int size : o.sizes) {
+                        long[] tposted = new long[(int) o.iterations];
+                        side.startReceives(o.iterations, recvDepth, size);
+                        conn.sync(mine);
+                        PerfLoops.pingPong(side, true, !server, size, o.iterations, inlineSource(side, size), tposted,
+                                label(size));
+                        rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
+                    }
+                    conn.finish(mine);
+                }
+            }
+            out.println(PerfReporter.RESULT_LINE);
+            if (o.outJson && !rep.root().get("results").isEmpty()) {
+                rep.writeJson(Path.of(o.outJsonFile));
+            }
+        }
+    }
+
+    private void oneSidedBandwidth(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle,
+                                   int cacheLine) {
+        rep.header(true, o.reportGbits);
+        if (o.server()) {
+            conn.sync(mine);
+            BwReport theirs = conn.exchangeReport(new BwReport(0, 0, 0, 0, 0));
+            rep.bw(theirs, o.reportGbits);
+            conn.finish(mine);
+            return;
+        }
+        BwReport last = new BwReport(0, 0, 0, 0, 0);
+        int n = (int) o.iterations;
+        long[] tposted = new long[n];
+        long[] tcompleted = new long[n];
+        for (int size : o.sizes) {
+            MemorySegment inl = inlineSource(side, size);
+            if (o.warmUp) {
+                int w = Math.max(o.tx, o.postList);
+                PerfLoops.bandwidth(side, o.test.verb(), cas(), size, w, o.tx, Math.min(o.cq, w), o.postList, inl, cycle,
+                        cacheLine, new long[w], new long[w], "warm-up", o.timeout().toNanos());
+            }
+            PerfLoops.bandwidth(side, o.test.verb(), cas(), size, n, o.tx, o.cq, o.postList, inl, cycle, cacheLine,
+                    tposted, tcompleted, label(size), o.timeout().toNanos());
+            last = BwCalc.client(size, n, tposted, tcompleted, o.cq, o.postList, o.reportGbits);
+            rep.bw(last, o.reportGbits);
+        }
+        conn.sync(mine);
+        conn.exchangeReport(last);
+        conn.finish(mine);
+    }
+
+    private void sendBandwidth(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle,
+                               int cacheLine) {
+        rep.header(true, o.reportGbits);
+        int n = (int) o.iterations;
+        long[] tposted = o.server() ? null : new long[n];
+        long[] tcompleted = o.server() ? null : new long[n];
+        for (int size : o.sizes) {
+            if (o.server()) {
+                side.startReceives(n, Math.min(o.rxDepth, n), size);
+            }
+            conn.sync(mine);
+            if (o.server()) {
+                PerfLoops.receiveAll(side, n, label(size), o.timeout().toNanos());
+                rep.bw(BwCalc.receiver(size, n, side.firstRecvNanos, side.lastRecvNanos, o.reportGbits), o.reportGbits);
+            } else {
+                PerfLoops.bandwidth(side, PerfTest.Verb.SEND, false, size, n, o.tx, o.cq, o.postList,
+                        inlineSource(side, size), cycle, cacheLine, tposted, tcompleted, label(size), o.timeout().toNanos());
+                rep.bw(BwCalc.client(size, n, tposted, tcompleted, o.cq, o.postList, o.reportGbits), o.reportGbits);
+            }
+            if (o.all) {
+                conn.sync(mine);
+            }
+        }
+        conn.finish(mine);
+    }
+
+    private boolean cas() {
+        return o.atomicType.equals("CMP_AND_SWAP");
+    }
+
+    private MemorySegment inlineSource(PerfSide side, int size) {
+        return size <= o.inline ? side.buffer.asSlice(0, size) : null;
+    }
+
+    private String label(int size) {
+        return o.test.cliName() + " " + size + " B";
+    }
+
+    private static boolean isV4Mapped(byte[] g) {
+        if (g == null) {
+            return false;
+        }
+        for (int i = 0; i < 10; i++) {
+            if (g[i] != 0) {
+                return false;
+            }
+        }
+        return (g[10] & 0xff) == 0xff && (g[11] & 0xff) == 0xff;
+    }
+
+    static Mtu mtuOfBytes(int bytes) {
+        for (Mtu m : Mtu.values()) {
+            if (m.bytes() == bytes) {
+                return m;
+            }
+        }
+        throw new IllegalArgumentException("no MTU of " + bytes + " bytes");
+    }
+
+    private void banner(Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, Mtu mtu, int outReads, int recvDepth,
+                        BufferProvider provider, PerfConnection conn) {
+        PerfTest t = o.test;
+        out.println(PerfReporter.RESULT_LINE);
+        out.printf("                    %s%n", t.title(o.atomicType));
+        out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.deviceName());
+        out.printf(" Number of qps   : 1\t\tTransport type : IB%n");
+        out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", o.connection);
+        if (t.bandwidth() || !o.server()) {
+            out.printf(" TX depth        : %d%n", o.tx);
+        }
+        if (o.postList > 1) {
+            out.printf(" Post List       : %d%n", o.postList);
+        }
+        if (recvDepth > 0) {
+            out.printf(" RX depth        : %d%n", recvDepth);
+        }
+        if (t.bandwidth()) {
+            out.printf(" CQ Moderation   : %d%n", o.cq);
+        }
+        out.printf(" Mtu             : %d[B]%n", mtu.bytes());
+        out.printf(" Link type       : %s%n", pa.isRoce() ? "Ethernet" : "IB");
+        if (gid.index() >= 0) {
+            out.printf(" GID index       : %d%n", gid.index());
+        }
+        if (t.verb() == PerfTest.Verb.READ || t.verb() == PerfTest.Verb.ATOMIC) {
+            out.printf(" Outstand reads  : %d%n", outReads);
+        } else {
+            out.printf(" Max inline data : %d[B]%n", o.inline);
+        }
+        out.printf(" rdma_cm QPs\t : OFF%n");
+        out.printf(" Data ex. method : Ethernet (%s)%n", conn.describe());
+        out.printf(" Warm-up         : %s%n", o.warmUp ? "--perform_warm_up (one untimed round of tx depth operations)"
+                : "none (as perftest without --perform_warm_up)");
+        out.printf(" verbs4j         : checked %s, critical downcalls %s, %s, JDK %s%n", Verbs.CHECKED ? "yes" : "no",
+                InlineVerbs.CRITICAL ? "yes" : "no", provider.describe(), Runtime.version());
+        out.println(PerfReporter.RESULT_LINE);
+    }
+
+    private void fillTestInfo(ObjectNode ti, Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, Mtu mtu,
+                              int outReads, int recvDepth) {
+        PerfTest t = o.test;
+        ti.put("test", t.jsonName(o.atomicType));
+        ti.put("Dual_port", "OFF");
+        ti.put("Device", ctx.deviceName());
+        ti.put("Number_of_qps", 1);
+        ti.put("Transport_type", "IB");
+        ti.put("Connection_type", o.connection);
+        ti.put("Using_SRQ", "OFF");
+        ti.put("TX_depth", o.tx);
+        ti.put("Post_List", o.postList);
+        if (recvDepth > 0) {
+            ti.put("RX_depth", recvDepth);
+        }
+        ti.put("CQ_Moderation", o.cq);
+        ti.put("Mtu", mtu.bytes());
+        ti.put("Link_type", pa.isRoce() ? "Ethernet" : "IB");
+        ti.put("GID_index", gid.index());
+        ti.put("Max_inline_data", o.inline);
+        if (t.verb() == PerfTest.Verb.READ || t.verb() == PerfTest.Verb.ATOMIC) {
+            ti.put("Outstand_reads", outReads);
+        }
+        ti.put("rdma_cm_QPs", "OFF");
+        ti.put("Data_ex_method", "Ethernet");
+        ti.put("Iterations", o.iterations);
+        ti.put("Warm_up", o.warmUp ? "ON" : "OFF");
+        ti.put("Role", o.server() ? "server" : "client");
+        ti.put("Tool", "verbs-perf (verbs4j), checked " + (Verbs.CHECKED ? "ON" : "OFF"));
+    }
+
+    static String hex(byte[] b) {
+        return b == null ? "-" : HexFormat.ofDelimiter(":").formatHex(b).toLowerCase(Locale.ROOT);
+    }
+}
