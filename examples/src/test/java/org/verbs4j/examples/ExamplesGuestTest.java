@@ -24,6 +24,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.Verbs;
+import org.verbs4j.gpudirect.CudaDriver;
 import org.verbs4j.testing.RdmaTest;
 import org.verbs4j.testing.RdmaTestSupport;
 
@@ -124,31 +125,11 @@ class ExamplesGuestTest {
 
     @Test
     void pingPongBetweenTwoProcesses() throws Exception {
-        int port;
-        try (ServerSocket probe = new ServerSocket(0)) {
-            port = probe.getLocalPort();
-        }
+        int port = freePort();
         // the server in this process (one JVM start less under TCG), the client in another
-        ByteArrayOutputStream serverBytes = new ByteArrayOutputStream();
-        PrintStream serverOut = new PrintStream(serverBytes, true, StandardCharsets.UTF_8);
-        AtomicReference<Throwable> serverFailure = new AtomicReference<>();
-        int serverPort = port;
-        Thread server = Thread.ofPlatform().name("ping-pong server").start(() -> {
-            try {
-                PingPong.server(serverOut, serverPort);
-            } catch (Throwable t) {
-                serverFailure.set(t);
-            }
-        });
-        Process client = start(PingPong.class, "client", "127.0.0.1", Integer.toString(port), "100");
-        String clientOut = finish(client, "client");
-        server.join(Duration.ofSeconds(60));
-        String serverText = serverBytes.toString(StandardCharsets.UTF_8);
-        System.out.print(serverText);
-        assertFalse(server.isAlive(), "the server did not finish:\n" + serverText);
-        if (serverFailure.get() != null) {
-            throw new AssertionError("the server failed:\n" + serverText, serverFailure.get());
-        }
+        String[] outs = serverAndClient("ping-pong server", out -> PingPong.server(out, port), "TCP port",
+                PingPong.class, "client", "127.0.0.1", Integer.toString(port), "100");
+        String serverText = outs[0], clientOut = outs[1];
         assertContains(serverText, "server: listening on TCP port " + port);
         assertTrue(Pattern.compile("(?m)^server: QueuePair RC #\\d+ RTS on rxe0 connected to remote QP \\d+")
                 .matcher(serverText).find(), serverText);
@@ -161,7 +142,80 @@ class ExamplesGuestTest {
         assertFalse(clientOut.contains("Exception"), clientOut);
     }
 
+    @Test
+    void cmPingPongBetweenTwoProcesses() throws Exception {
+        int port = freePort();
+        String address = RdmaTestSupport.guestIp();
+        String[] outs = serverAndClient("cm ping-pong server", out -> CmPingPong.server(out, address, port),
+                "(rdma_cm)", CmPingPong.class, "client", address, Integer.toString(port), "100");
+        String serverText = outs[0], clientOut = outs[1];
+        assertContains(serverText, "server: listening on " + address + " port " + port + " (rdma_cm)");
+        assertTrue(Pattern.compile("(?m)^server: accepted " + Pattern.quote(address)
+                + " on rxe0, QueuePair RC #\\d+ RTS on rxe0; the client asked for 100 rounds$").matcher(serverText).find(),
+                serverText);
+        assertTrue(Pattern.compile("(?m)^server: answered 100 pings, each with the number plus one; the client "
+                + "disconnected \\((DISCONNECTED|TIMEWAIT_EXITED)\\)$").matcher(serverText).find(), serverText);
+        assertTrue(Pattern.compile("(?m)^client: connected to " + Pattern.quote(address) + " port " + port
+                + " in \\d+ ms \\(address and route resolved, QueuePair RC #\\d+ RTS on rxe0\\)$").matcher(clientOut).find(),
+                clientOut);
+        assertTrue(Pattern.compile("(?m)^client: 100 round trips, every reply was the number sent plus one \\(last reply "
+                + "200\\); \\d+ us per round trip on average$").matcher(clientOut).find(), clientOut);
+        assertTrue(Pattern.compile("(?m)^client: disconnected \\((DISCONNECTED|TIMEWAIT_EXITED)\\)$").matcher(clientOut)
+                .find(), clientOut);
+        assertFalse(clientOut.contains("Exception"), clientOut);
+    }
+
+    @Test
+    void gpuMemorySkipsWithTheReasonWithoutAGpu() {
+        // the guest has no NVIDIA driver: the example says why it cannot run, from the capability report
+        String cause = CudaDriver.system().unavailabilityCause().orElseThrow(
+                () -> new AssertionError("the guest has a CUDA driver: this test expects none"));
+        String out = capture(o -> assertFalse(GpuDirectWrite.run(o)));
+        assertEquals("skipped: " + cause, out.strip(), out);
+        assertContains(cause, "libcuda.so.1");
+    }
+
     // ---- two processes ------------------------------------------------------------------------
+
+    /** A port nobody listens on now (TCP; rdma_cm's port space is separate, and as free here). */
+    private static int freePort() throws IOException {
+        try (ServerSocket probe = new ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
+    }
+
+    /**
+     * Runs {@code server} on a thread of this JVM and, once its output contains {@code ready} (its
+     * listener is bound: a client before it would be refused), the client {@code main args} in a
+     * second JVM; checks that both finish and succeed. Returns {server output, client output}.
+     */
+    private static String[] serverAndClient(String name, Consumer<PrintStream> server, String ready, Class<?> main,
+                                            String... args) throws Exception {
+        ByteArrayOutputStream serverBytes = new ByteArrayOutputStream();
+        PrintStream serverOut = new PrintStream(serverBytes, true, StandardCharsets.UTF_8);
+        AtomicReference<Throwable> serverFailure = new AtomicReference<>();
+        Thread thread = Thread.ofPlatform().name(name).start(() -> {
+            try {
+                server.accept(serverOut);
+            } catch (Throwable t) {
+                serverFailure.set(t);
+            }
+        });
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!serverBytes.toString(StandardCharsets.UTF_8).contains(ready) && thread.isAlive()
+                && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        String clientOut = finish(start(main, args), "client");
+        thread.join(Duration.ofSeconds(60));
+        String serverText = serverBytes.toString(StandardCharsets.UTF_8);
+        System.out.print(serverText);
+        assertFalse(thread.isAlive(), "the server did not finish:\n" + serverText);
+        if (serverFailure.get() != null) {
+            throw new AssertionError("the server failed:\n" + serverText, serverFailure.get());
+        }
+        return new String[] {serverText, clientOut};
+    }
 
     private static Process start(Class<?> main, String... args) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -193,7 +247,8 @@ class ExamplesGuestTest {
     private static String classPath() {
         Set<String> entries = new LinkedHashSet<>();
         for (String name : new String[] {PingPong.class.getName(), "org.verbs4j.Verbs", "org.verbs4j.natives.Errno",
-                "org.slf4j.LoggerFactory", "org.slf4j.simple.SimpleServiceProvider"}) {
+                "org.slf4j.LoggerFactory", "org.slf4j.simple.SimpleServiceProvider",
+                "org.verbs4j.gpudirect.CudaDriver"}) {
             try {
                 Class<?> c = Class.forName(name, false, ExamplesGuestTest.class.getClassLoader());
                 entries.add(Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
