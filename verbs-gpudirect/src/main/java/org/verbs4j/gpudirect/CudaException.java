@@ -12,7 +12,9 @@ public class CudaException extends VerbsException {
     // errno values (Linux x86_64 <errno.h>), checked against gcc by CudaBindingConformanceTest
     static final int ENOMEM = 12, EINVAL = 22, ENODEV = 19, EOPNOTSUPP = 95, EIO = 5;
 
+    /** The {@code CUresult} the driver returned. */
     private final int result;
+    /** Its name, e.g. {@code CUDA_ERROR_OUT_OF_MEMORY}. */
     private final String resultName;
 
     CudaException(String function, int result, String resultName, String description, String hint) {

@@ -31,6 +31,8 @@ public final class GpuRegionAllocator implements RegionAllocator {
     private final Map<Long, GpuMemory> live = new ConcurrentHashMap<>();
 
     /**
+     * An allocator of GPU memory on GPU {@code ordinal}, registered by {@code registrar}.
+     *
      * @param driver    the CUDA driver (e.g. {@link CudaDriver#system()})
      * @param ordinal   the GPU
      * @param registrar how the regions are registered
