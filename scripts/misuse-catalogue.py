@@ -12,13 +12,24 @@ SOURCES = [
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolMisuseTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolLeakTest.java"),
+    # connection management (org.verbs4j.cm) and device (GPU) memory: only the methods that drive a
+    # misuse or a failure (the third element: a regex the method name must match)
+    ("host, cm", "verbs-core/src/test/java/org/verbs4j/cm/CmHostTest.java",
+     r"setupRefuses|addressArguments|withoutRdma"),
+    ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/FailureModesGuestTest.java", None),
+    ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CloseGuestTest.java", None),
+    ("host, device memory", "verbs-core/src/test/java/org/verbs4j/DeviceMemoryHostTest.java",
+     r"NoHostView|inline|Inline|registrationArguments|WithoutHostViews"),
+    ("host, GPU (stand-in libcuda)", "verbs-gpudirect/src/test/java/org/verbs4j/gpudirect/GpuMemoryTest.java",
+     r"Refused|driverErrors|cannotExport|CannotExport|noDriver"),
 ]
 
 def words(name):
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name).lower()
 
 rows, total = [], 0
-for tier, path in SOURCES:
+for source in SOURCES:
+    tier, path, only = source if len(source) == 3 else (*source, None)
     p = pathlib.Path(path)
     if not p.exists():
         continue
@@ -29,6 +40,8 @@ for tier, path in SOURCES:
             nested = m.group(2)
             continue
         name = m.group(4)
+        if only and not re.search(only, name):
+            continue
         rest = src[m.end():]
         nxt = re.search(r"\n\s*@(Test|Property|Nested)\b", rest)
         body = rest[:nxt.start()] if nxt else rest
