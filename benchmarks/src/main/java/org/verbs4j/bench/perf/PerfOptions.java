@@ -92,7 +92,7 @@ public final class PerfOptions {
     @Option(names = {"-F", "--CPU-freq"}, description = "accepted for perftest compatibility (verbs-perf times with System.nanoTime)")
     boolean cpuFreq;
 
-    @Option(names = {"-R", "--rdma_cm"}, description = "connect with rdma_cm (not available in this build)")
+    @Option(names = {"-R", "--rdma_cm"}, description = "connect the QP with rdma_cm and exchange perftest's messages over rdma_cm (as perftest -R; RC)")
     boolean rdmaCm;
 
     @Option(names = "--report_gbits", description = "report bandwidth in Gb/s instead of MB/s")
@@ -126,12 +126,22 @@ public final class PerfOptions {
     int inline;
     int[] sizes;
 
+    /** The checks of {@code -R} that come before connecting (perftest's): RC only, one QP. */
+    void resolveRdmaCm() {
+        test = PerfTest.of(testName);
+        if (connection.toUpperCase(Locale.ROOT).equals("UC")) {
+            throw new IllegalArgumentException("-R: UC is not supported in librdmacm (perftest refuses it too)");
+        }
+        if (!server() && host == null) {
+            throw new IllegalArgumentException("-R: the client needs the server's IP address (of its RDMA interface)");
+        }
+    }
+
     /** Checks the options and fills the test-dependent defaults; throws {@link IllegalArgumentException}. */
     public PerfOptions resolve(String deviceName) {
         test = PerfTest.of(testName);
         if (rdmaCm) {
-            throw new UnsupportedOperationException("-R (rdma_cm) is not available in this build: verbs-perf connects with "
-                    + "perftest's TCP exchange (omit -R on both sides)");
+            resolveRdmaCm();
         }
         if (useCuda != null || useCudaDmabuf) {
             throw new UnsupportedOperationException("--use_cuda/--use_cuda_dmabuf: GPU buffers are not available in this build");

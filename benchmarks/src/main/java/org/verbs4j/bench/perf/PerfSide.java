@@ -41,6 +41,8 @@ final class PerfSide implements AutoCloseable {
     final ReceiveWorkRequests rwr;
     final WorkCompletions wcs;
     private final long timeoutNanos;
+    /** Where the QP came from when not from {@code pd} (rdma_cm): closes it before the CQ and buffer go. */
+    private final Runnable releaseQp;
 
     long remoteAddr;
     int remoteKey;
@@ -59,7 +61,18 @@ final class PerfSide implements AutoCloseable {
 
     PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int maxMessage, int cycleBuffer,
              int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos) {
+        this(pd, provider, type, maxMessage, cycleBuffer, sendDepth, postList, recvDepth, inline, timeoutNanos, null, null);
+    }
+
+    /**
+     * As above, but the QP comes from {@code qpSource} (given the CQ and the init this side would
+     * use; rdma_cm's connected QP) and {@code releaseQp} closes it.
+     */
+    PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int maxMessage, int cycleBuffer,
+             int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos,
+             java.util.function.BiFunction<CompletionQueue, QueuePairInit, QueuePair> qpSource, Runnable releaseQp) {
         this.timeoutNanos = timeoutNanos;
+        this.releaseQp = releaseQp;
         long s = Math.max(cycleBuffer, maxMessage);
         this.slot = Math.max(4096, (s + 4095L) & ~4095L);
         CompletionQueue c = null;
@@ -72,10 +85,14 @@ final class PerfSide implements AutoCloseable {
             if (inline > 0) {
                 init = init.maxInlineData(inline);
             }
-            q = pd.createQueuePair(init);
+            q = qpSource == null ? pd.createQueuePair(init) : qpSource.apply(c, init);
             b = provider.allocate(pd, 2 * slot, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE,
                     Access.REMOTE_READ, Access.REMOTE_ATOMIC));
         } catch (RuntimeException e) {
+            if (releaseQp != null) {
+                releaseQp.run();
+                q = null;
+            }
             for (AutoCloseable r : new AutoCloseable[] {b, q, c}) {
                 if (r != null) {
                     try {
@@ -113,6 +130,12 @@ final class PerfSide implements AutoCloseable {
     void connect(QueuePairEndpoint local, QueuePairEndpoint remote, long remoteVaddr, int rkey, ConnectOptions o) {
         qp.toRtr(remote, o);
         qp.toRts(local.psn(), o);
+        remoteAddr = remoteVaddr;
+        remoteKey = rkey;
+    }
+
+    /** Remembers the buffer the peer advertised (rdma_cm: the QP is already connected). */
+    void target(long remoteVaddr, int rkey) {
         remoteAddr = remoteVaddr;
         remoteKey = rkey;
     }
@@ -227,7 +250,12 @@ final class PerfSide implements AutoCloseable {
         wcs.close();
         rwr.close();
         swr.close();
-        qp.close();
+        if (releaseQp != null) {
+            releaseQp.run();
+        }
+        if (qp.isOpen()) {
+            qp.close();
+        }
         buf.close();
         cq.close();
     }

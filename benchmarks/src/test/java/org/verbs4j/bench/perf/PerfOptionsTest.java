@@ -57,8 +57,9 @@ class PerfOptionsTest {
 
     @Test
     void notYetAvailableOptionsSayWhy() {
-        assertTrue(assertThrows(UnsupportedOperationException.class, () -> parse("write_bw", "-R").resolve("rxe0"))
-                .getMessage().contains("rdma_cm"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> parse("write_bw", "-R", "-c", "UC", "host")
+                .resolve("rxe0")).getMessage().contains("librdmacm"));
+        assertTrue(parse("write_bw", "-R", "host").resolve("rxe0").rdmaCm, "-R is accepted for RC");
         assertTrue(assertThrows(UnsupportedOperationException.class, () -> parse("write_bw", "--use_cuda", "0")
                 .resolve("rxe0")).getMessage().contains("GPU"));
         assertThrows(UnsupportedOperationException.class, () -> parse("write_bw", "--use_cuda_dmabuf").resolve("rxe0"));
