@@ -107,10 +107,10 @@ public final class PerfOptions {
     @Option(names = "--perform_warm_up", description = "an untimed round of tx-depth operations before timing (perftest's warm-up)")
     boolean warmUp;
 
-    @Option(names = "--use_cuda", paramLabel = "GPU", description = "GPU memory buffers (not available in this build)")
+    @Option(names = "--use_cuda", paramLabel = "GPU", description = "the buffers in the memory of CUDA GPU N, registered through nvidia-peermem (bandwidth tests; needs a CUDA driver)")
     Integer useCuda;
 
-    @Option(names = "--use_cuda_dmabuf", description = "GPU memory through dma-buf (not available in this build)")
+    @Option(names = "--use_cuda_dmabuf", description = "with --use_cuda: register the GPU memory as a dma-buf (ibv_reg_dmabuf_mr)")
     boolean useCudaDmabuf;
 
     @Option(names = "--timeout", paramLabel = "SEC", defaultValue = "120", description = "verbs-perf only: bound on connecting, "
@@ -125,6 +125,32 @@ public final class PerfOptions {
     int cq;
     int inline;
     int[] sizes;
+
+    /** The checks of {@code --use_cuda} that need no device. */
+    void resolveGpu() {
+        test = PerfTest.of(testName);
+        if (useCudaDmabuf && useCuda == null) {
+            throw new IllegalArgumentException("--use_cuda_dmabuf goes with --use_cuda=N (which GPU)");
+        }
+        if (useCuda == null) {
+            return;
+        }
+        if (useCuda < 0) {
+            throw new IllegalArgumentException("--use_cuda takes a GPU ordinal (0, 1, ...): " + useCuda);
+        }
+        if (!test.bandwidth()) {
+            throw new IllegalArgumentException("--use_cuda: the latency tests poll a byte of the buffer with the CPU, "
+                    + "which cannot read GPU memory; use a bandwidth test (write_bw, read_bw, send_bw)");
+        }
+        if (test.verb() == PerfTest.Verb.ATOMIC) {
+            throw new IllegalArgumentException("--use_cuda: the GPU buffer is registered without remote atomic access; "
+                    + "use write_bw, read_bw or send_bw");
+        }
+        if (inlineSize != null && inlineSize > 0) {
+            throw new IllegalArgumentException("--use_cuda: inline data is copied by the CPU from the buffer, which is in "
+                    + "GPU memory; omit -I");
+        }
+    }
 
     /** The checks of {@code -R} that come before connecting (perftest's): RC only, one QP. */
     void resolveRdmaCm() {
@@ -143,9 +169,7 @@ public final class PerfOptions {
         if (rdmaCm) {
             resolveRdmaCm();
         }
-        if (useCuda != null || useCudaDmabuf) {
-            throw new UnsupportedOperationException("--use_cuda/--use_cuda_dmabuf: GPU buffers are not available in this build");
-        }
+        resolveGpu();
         if (duration != null) {
             throw new UnsupportedOperationException("-D (duration) is not available in this build: use -n");
         }
@@ -224,7 +248,7 @@ public final class PerfOptions {
                 default -> 0;
             };
         }
-        if (test.verb() == PerfTest.Verb.READ || atomic) {
+        if (test.verb() == PerfTest.Verb.READ || atomic || useCuda != null) {
             inline = 0;
         }
         if (inline < 0 || inline > 1024) {

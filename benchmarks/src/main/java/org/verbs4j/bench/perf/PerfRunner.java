@@ -57,6 +57,10 @@ public final class PerfRunner {
 
     public void run() {
         PerfTest.of(o.testName); // an unknown test fails before anything opens
+        if (o.useCuda != null) {
+            o.resolveGpu();
+            GpuBufferProvider.checkAvailable(); // before anything opens: the capability report's reason
+        }
         InetAddress peer = null;
         if (!o.server()) {
             try {

@@ -116,7 +116,7 @@ final class PerfSide implements AutoCloseable {
 
     /** The address peers target: this side's receive half. */
     long localVaddr() {
-        return buffer.address() + slot;
+        return mr.address() + slot;
     }
 
     /** RESET→INIT; returns this side's endpoint (call before exchanging). */
