@@ -209,16 +209,19 @@ public final class PerftestCmConnection extends PerftestProtocol {
 
     /**
      * perftest's data connection: a barrier, then the client connects to the same port (retrying
-     * while the server is not listening yet) and the server listens and accepts one; then another
-     * barrier. Returns the connection (owned by this object; closed by {@link #closeData} or
+     * while the server is not listening yet) and the server, listening since before the barrier,
+     * accepts one; then another barrier. Returns the connection (owned by this object; closed by {@link #closeData} or
      * {@link #close}).
      */
     public RdmaConnection connectData(ConnectionSetup setup, KeyMessage placeholder) {
-        sync(placeholder);
         if (client) {
+            sync(placeholder);
             data = connectRetrying(setup);
         } else {
+            // listening BEFORE the barrier: perftest's client connects as soon as the barrier
+            // passes, and its retry after a rejection crashes (perftest 4.5-0.17)
             try (CmListener l = CmListener.bind(channel, new InetSocketAddress(port), 1)) {
+                sync(placeholder);
                 data = l.accept(timeout).accept(setup, null, timeout);
             }
         }
