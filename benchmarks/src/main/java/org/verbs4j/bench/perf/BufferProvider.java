@@ -20,6 +20,11 @@ public interface BufferProvider {
 
         MemoryRegion region();
 
+        /** Where the buffer starts inside {@link #region()} (a pool's buffer may lie inside a larger region). */
+        default long offset() {
+            return 0;
+        }
+
         @Override
         void close();
     }

@@ -37,6 +37,8 @@ final class PerfSide implements AutoCloseable {
     final MemoryRegion mr;
     /** Bytes of each half: max(cycle buffer, largest message), rounded up to a page. */
     final long slot;
+    /** Where the buffer starts in {@link #mr}: every SGE offset adds it. */
+    final long base;
     final SendWorkRequests swr;
     final ReceiveWorkRequests rwr;
     final WorkCompletions wcs;
@@ -109,6 +111,7 @@ final class PerfSide implements AutoCloseable {
         this.buf = b;
         this.buffer = b.segment();
         this.mr = b.region();
+        this.base = b.offset();
         this.swr = new SendWorkRequests(Math.max(1, postList), 1, inline);
         this.rwr = new ReceiveWorkRequests(1, 1);
         this.wcs = new WorkCompletions(64);
@@ -116,7 +119,7 @@ final class PerfSide implements AutoCloseable {
 
     /** The address peers target: this side's receive half. */
     long localVaddr() {
-        return mr.address() + slot;
+        return mr.address() + base + slot;
     }
 
     /** RESET→INIT; returns this side's endpoint (call before exchanging). */
@@ -157,7 +160,7 @@ final class PerfSide implements AutoCloseable {
 
     private void postOneReceive(int length) {
         recvLength = length;
-        qp.postRecv(rwr.clear().add(recvsPosted).sge(mr, slot, length));
+        qp.postRecv(rwr.clear().add(recvsPosted).sge(mr, base + slot, length));
         recvsPosted++;
     }
 
