@@ -19,7 +19,9 @@
 # Usage (on a host with an RDMA device, or inside the Soft-RoCE guest; --guest boots one):
 #   benchmarks/perftest-compare.sh [--guest] [--pairs "pt-pt vp-vp vp-pt pt-vp"] [--tests "..."]
 #       [--bw-sizes "2 4096 65536"] [--lat-sizes "2 4096 65536"] [--bw-iters 5000] [--lat-iters 1000]
-#       [--extra "perftest options for both tools"] [--out DIR] [--png DIR] [--timeout SEC]
+#       [--extra "perftest options for both tools"] [--out DIR] [--png DIR] [--timeout SEC] [--rdma-cm]
+# --rdma-cm: both tools with -R (perftest's rdma_cm mode: QP and messages over rdma_cm); a server
+# counts as listening once `rdma resource show cm_id` lists a LISTEN id on the port.
 # Environment: VERBS4J_PERF_DEV (device, default the first), VERBS4J_PERF_GID (-x, default 1 in
 # the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_GUEST_IP.
 set -euo pipefail
@@ -38,6 +40,7 @@ PNG=""
 TIMEOUT=60
 GUEST=0
 GUEST_TIMEOUT=900
+RDMA_CM=0
 ARGS=("$@")
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -53,6 +56,7 @@ while [[ $# -gt 0 ]]; do
         --out) OUT=$2; shift ;;
         --png) PNG=$2; shift ;;
         --timeout) TIMEOUT=$2; shift ;;
+        --rdma-cm) RDMA_CM=1 ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "perftest-compare: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -95,6 +99,7 @@ OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/perftest-compare.XXXXXX")}
 mkdir -p "$OUT"
 rm -f "$OUT"/*.out "$OUT"/*.json "$OUT"/*.log "$OUT"/*.batch "$OUT"/*.stdout "$OUT"/*.attempt
 COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
+[[ $RDMA_CM == 0 ]] || COMMON+=" -R"
 VP=(java --enable-native-access=ALL-UNNAMED ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
 T0=$SECONDS
 say() { echo "[perftest-compare +$((SECONDS - T0))s] $*" >&2; }
@@ -115,6 +120,11 @@ done
 waitport() {
     local i
     for ((i = 0; i < 5 * TIMEOUT; i++)); do
+        if [[ $RDMA_CM == 1 ]]; then
+            rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*:$PORT\b" && return 0
+            sleep 0.2
+            continue
+        fi
         ss -ltn 2>/dev/null | awk -v p=":$PORT" '$4 ~ p"$" { f = 1 } END { exit !f }' && return 0
         sleep 0.2
     done

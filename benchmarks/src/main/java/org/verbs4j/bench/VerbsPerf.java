@@ -18,7 +18,8 @@ import picocli.CommandLine;
 /**
  * {@code verbs-perf}: RDMA micro-benchmarks on verbs4j's public API, a peer of perftest 4.5
  * (same tests, options, wire exchange and output columns). The command line is
- * {@link PerfOptions} (picocli); {@code verbs-perf devices} lists the devices;
+ * {@link PerfOptions} (picocli); {@code verbs-perf devices} lists the devices; {@code verbs-perf gpu-info}
+ * prints the GPUDirect capability report ({@link GpuInfoCommand});
  * {@code verbs-perf --batch FILE [--retries N]} runs one test per line of FILE in this JVM (one JVM start for
  * many runs; a line may end with {@code >> OUTFILE} to append that run's output there); {@code verbs-perf compare ...} is the side-by-side report ({@link PerfCompare}).
  * Exit status: 0 ok, 1 failure, 2 usage error or an option not available in this build.
@@ -38,6 +39,9 @@ public final class VerbsPerf {
     static int run(String[] args) {
         if (args.length > 0 && args[0].equals("devices")) {
             return PerfDevicesCommand.run();
+        }
+        if (args.length > 0 && args[0].equals("gpu-info")) {
+            return GpuInfoCommand.run(System.out);
         }
         if (args.length > 0 && args[0].equals("compare")) {
             return PerfCompare.main(Arrays.copyOfRange(args, 1, args.length), OUT);

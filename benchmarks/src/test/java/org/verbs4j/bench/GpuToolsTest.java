@@ -41,4 +41,39 @@ class GpuToolsTest {
             ctx.close();
         }
     }
+
+    @Test
+    void gpuInfoSubCommandExitsZero() {
+        PrintStream saved = System.out;
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        int rc;
+        try {
+            System.setOut(new PrintStream(b, true, StandardCharsets.UTF_8));
+            rc = VerbsPerf.run(new String[] {"gpu-info"});
+        } finally {
+            System.setOut(saved);
+        }
+        assertEquals(0, rc);
+        assertTrue(b.toString(StandardCharsets.UTF_8).startsWith("GPUDirect RDMA capability report"));
+    }
+
+    @Test
+    void useCudaWithoutADriverFailsWithTheReason() {
+        CudaDriver cuda = CudaDriver.system();
+        assumeFalse(cuda.isAvailable(), "a CUDA driver is present here");
+        PrintStream saved = System.err;
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int rc;
+        try {
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            rc = VerbsPerf.runOne(new String[] {"write_bw", "--use_cuda=0", "10.0.0.1"}, new PrintStream(
+                    new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+        } finally {
+            System.setErr(saved);
+        }
+        String text = err.toString(StandardCharsets.UTF_8);
+        assertEquals(2, rc, text);
+        assertTrue(text.contains(cuda.unavailabilityCause().orElseThrow()), text);
+        assertTrue(!text.contains("\tat "), "no stack trace: " + text);
+    }
 }

@@ -20,6 +20,11 @@ public interface BufferProvider {
 
         MemoryRegion region();
 
+        /** Where the buffer starts inside {@link #region()} (a pool's buffer may lie inside a larger region). */
+        default long offset() {
+            return 0;
+        }
+
         @Override
         void close();
     }
@@ -30,11 +35,8 @@ public interface BufferProvider {
     /** For the header: "host memory", "GPU 0 (dma-buf)", ... */
     String describe();
 
-    /** The provider the options ask for; GPU memory is not available in this build. */
+    /** The provider the options ask for: GPU memory with {@code --use_cuda}, else host memory. */
     static BufferProvider forOptions(PerfOptions o) {
-        if (o.useCuda != null || o.useCudaDmabuf) {
-            throw new UnsupportedOperationException("--use_cuda/--use_cuda_dmabuf: GPU buffers are not available in this build");
-        }
-        return new HostBufferProvider();
+        return o.useCuda != null ? new GpuBufferProvider(o.useCuda, o.useCudaDmabuf) : new HostBufferProvider();
     }
 }

@@ -86,6 +86,36 @@ public record KeyMessage(int lid, int outReads, int qpn, int psn, int rkey, long
         }
     }
 
+    /** Bytes of {@code struct pingpong_dest} as perftest sends it over rdma_cm ({@code -R}), x86-64 layout. */
+    public static final int SIZE_BINARY = 56;
+
+    /**
+     * The record as perftest sends it over an rdma_cm connection ({@code -R}): the C struct with
+     * its integers big-endian (lid, out_reads, qpn, psn, rkey at 0..16, vaddr at 24, the GID at
+     * 32, srqn and gid_index at 48 and 52).
+     */
+    public byte[] encodeBinary() {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(SIZE_BINARY);
+        b.putInt(0, lid).putInt(4, outReads).putInt(8, qpn).putInt(12, psn).putInt(16, rkey).putLong(24, vaddr);
+        if (gid != null) {
+            b.put(32, gid);
+        }
+        b.putInt(48, srqn);
+        return b.array();
+    }
+
+    /** Parses the binary record ({@link #encodeBinary}); the GID is kept as sent. */
+    public static KeyMessage decodeBinary(byte[] raw) {
+        if (raw.length < SIZE_BINARY) {
+            throw new IllegalArgumentException("perftest rdma_cm record of " + raw.length + " bytes, expected " + SIZE_BINARY);
+        }
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(raw);
+        byte[] gid = new byte[16];
+        b.get(32, gid);
+        return new KeyMessage(b.getInt(0), b.getInt(4), b.getInt(8), b.getInt(12), b.getInt(16), b.getLong(24), gid,
+                b.getInt(48));
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof KeyMessage k && lid == k.lid && outReads == k.outReads && qpn == k.qpn && psn == k.psn

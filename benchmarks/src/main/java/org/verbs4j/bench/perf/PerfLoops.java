@@ -65,7 +65,7 @@ final class PerfLoops {
                     if (inlineSrc != null) {
                         w.inline(inlineSrc);
                     } else {
-                        w.sge(s.mr, off, size);
+                        w.sge(s.mr, s.base + off, size);
                     }
                     if ((id + 1) % cqMod == 0 || id + 1 == n) {
                         w.signaled();
@@ -159,7 +159,7 @@ final class PerfLoops {
                 if (inlineSrc != null) {
                     w.inline(inlineSrc);
                 } else {
-                    w.sge(s.mr, 0, size);
+                    w.sge(s.mr, s.base, size);
                 }
                 s.qp.postSend(w.signaled());
                 s.awaitSends(scnt);
@@ -188,7 +188,7 @@ final class PerfLoops {
             } else {
                 w.fetchAndAdd(i, s.remoteAddr, s.remoteKey, 1);
             }
-            s.qp.postSend(w.sge(s.mr, 0, size).signaled());
+            s.qp.postSend(w.sge(s.mr, s.base, size).signaled());
             s.awaitSends(i + 1);
             if ((i & 1023) == 0 && now - lastProgress > PROGRESS_NANOS) {
                 lastProgress = now;

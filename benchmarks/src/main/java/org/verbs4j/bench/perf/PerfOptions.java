@@ -92,7 +92,7 @@ public final class PerfOptions {
     @Option(names = {"-F", "--CPU-freq"}, description = "accepted for perftest compatibility (verbs-perf times with System.nanoTime)")
     boolean cpuFreq;
 
-    @Option(names = {"-R", "--rdma_cm"}, description = "connect with rdma_cm (not available in this build)")
+    @Option(names = {"-R", "--rdma_cm"}, description = "connect the QP with rdma_cm and exchange perftest's messages over rdma_cm (as perftest -R; RC)")
     boolean rdmaCm;
 
     @Option(names = "--report_gbits", description = "report bandwidth in Gb/s instead of MB/s")
@@ -107,10 +107,10 @@ public final class PerfOptions {
     @Option(names = "--perform_warm_up", description = "an untimed round of tx-depth operations before timing (perftest's warm-up)")
     boolean warmUp;
 
-    @Option(names = "--use_cuda", paramLabel = "GPU", description = "GPU memory buffers (not available in this build)")
+    @Option(names = "--use_cuda", paramLabel = "GPU", description = "the buffers in the memory of CUDA GPU N, registered through nvidia-peermem (bandwidth tests; needs a CUDA driver)")
     Integer useCuda;
 
-    @Option(names = "--use_cuda_dmabuf", description = "GPU memory through dma-buf (not available in this build)")
+    @Option(names = "--use_cuda_dmabuf", description = "with --use_cuda: register the GPU memory as a dma-buf (ibv_reg_dmabuf_mr)")
     boolean useCudaDmabuf;
 
     @Option(names = "--timeout", paramLabel = "SEC", defaultValue = "120", description = "verbs-perf only: bound on connecting, "
@@ -126,16 +126,50 @@ public final class PerfOptions {
     int inline;
     int[] sizes;
 
+    /** The checks of {@code --use_cuda} that need no device. */
+    void resolveGpu() {
+        test = PerfTest.of(testName);
+        if (useCudaDmabuf && useCuda == null) {
+            throw new IllegalArgumentException("--use_cuda_dmabuf goes with --use_cuda=N (which GPU)");
+        }
+        if (useCuda == null) {
+            return;
+        }
+        if (useCuda < 0) {
+            throw new IllegalArgumentException("--use_cuda takes a GPU ordinal (0, 1, ...): " + useCuda);
+        }
+        if (!test.bandwidth()) {
+            throw new IllegalArgumentException("--use_cuda: the latency tests poll a byte of the buffer with the CPU, "
+                    + "which cannot read GPU memory; use a bandwidth test (write_bw, read_bw, send_bw)");
+        }
+        if (test.verb() == PerfTest.Verb.ATOMIC) {
+            throw new IllegalArgumentException("--use_cuda: the GPU buffer is registered without remote atomic access; "
+                    + "use write_bw, read_bw or send_bw");
+        }
+        if (inlineSize != null && inlineSize > 0) {
+            throw new IllegalArgumentException("--use_cuda: inline data is copied by the CPU from the buffer, which is in "
+                    + "GPU memory; omit -I");
+        }
+    }
+
+    /** The checks of {@code -R} that come before connecting (perftest's): RC only, one QP. */
+    void resolveRdmaCm() {
+        test = PerfTest.of(testName);
+        if (connection.toUpperCase(Locale.ROOT).equals("UC")) {
+            throw new IllegalArgumentException("-R: UC is not supported in librdmacm (perftest refuses it too)");
+        }
+        if (!server() && host == null) {
+            throw new IllegalArgumentException("-R: the client needs the server's IP address (of its RDMA interface)");
+        }
+    }
+
     /** Checks the options and fills the test-dependent defaults; throws {@link IllegalArgumentException}. */
     public PerfOptions resolve(String deviceName) {
         test = PerfTest.of(testName);
         if (rdmaCm) {
-            throw new UnsupportedOperationException("-R (rdma_cm) is not available in this build: verbs-perf connects with "
-                    + "perftest's TCP exchange (omit -R on both sides)");
+            resolveRdmaCm();
         }
-        if (useCuda != null || useCudaDmabuf) {
-            throw new UnsupportedOperationException("--use_cuda/--use_cuda_dmabuf: GPU buffers are not available in this build");
-        }
+        resolveGpu();
         if (duration != null) {
             throw new UnsupportedOperationException("-D (duration) is not available in this build: use -n");
         }
@@ -214,7 +248,7 @@ public final class PerfOptions {
                 default -> 0;
             };
         }
-        if (test.verb() == PerfTest.Verb.READ || atomic) {
+        if (test.verb() == PerfTest.Verb.READ || atomic || useCuda != null) {
             inline = 0;
         }
         if (inline < 0 || inline > 1024) {

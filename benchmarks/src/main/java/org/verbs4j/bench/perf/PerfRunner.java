@@ -12,6 +12,8 @@ import java.nio.file.Path;
 import java.util.HexFormat;
 import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.EnumSet;
+import org.verbs4j.Access;
 import org.verbs4j.ConnectOptions;
 import org.verbs4j.Context;
 import org.verbs4j.Gid;
@@ -21,6 +23,7 @@ import org.verbs4j.ProtectionDomain;
 import org.verbs4j.QueuePairEndpoint;
 import org.verbs4j.QueuePairType;
 import org.verbs4j.Verbs;
+import org.verbs4j.cm.ConnectionSetup;
 import org.verbs4j.natives.InlineVerbs;
 
 /**
@@ -54,6 +57,10 @@ public final class PerfRunner {
 
     public void run() {
         PerfTest.of(o.testName); // an unknown test fails before anything opens
+        if (o.useCuda != null) {
+            o.resolveGpu();
+            GpuBufferProvider.checkAvailable(); // before anything opens: the capability report's reason
+        }
         InetAddress peer = null;
         if (!o.server()) {
             try {
@@ -61,6 +68,10 @@ public final class PerfRunner {
             } catch (IOException e) {
                 throw new IllegalArgumentException("cannot resolve " + o.host + ": " + e.getMessage(), e);
             }
+        }
+        if (o.rdmaCm) {
+            runRdmaCm(peer);
+            return;
         }
         ServerSocket listener = null;
         if (o.server()) {
@@ -77,16 +88,10 @@ public final class PerfRunner {
             o.resolve(ctx.deviceName());
             BufferProvider provider = BufferProvider.forOptions(o);
             PortAttributes pa = ctx.queryPort(o.ibPort);
-            PerfDevices.GidChoice gid = o.gidIndex >= 0 || !pa.isRoce()
-                    ? new PerfDevices.GidChoice(o.gidIndex, o.gidIndex >= 0 ? "GID index " + o.gidIndex + " (-x)" : "LID")
-                    : PerfDevices.chooseGid(ctx, o.ibPort, -1, peer);
+            PerfDevices.GidChoice gid = gidChoice(ctx, pa, peer);
             boolean withGid = gid.index() >= 0;
             if (o.server()) {
-                out.println();
-                out.println("************************************");
-                out.println("* Waiting for client to connect... *");
-                out.println("************************************");
-                out.flush();
+                waiting();
             }
             try (PerfConnection conn = o.server() ? PerftestTcpConnection.accept(listener, o.timeout(), withGid)
                     : PerftestTcpConnection.connect(new InetSocketAddress(peer, o.tcpPort), o.timeout(), withGid)) {
@@ -100,6 +105,40 @@ public final class PerfRunner {
                 } catch (IOException ignored) {
                     // closing
                 }
+            }
+        }
+    }
+
+    private void waiting() {
+        out.println();
+        out.println("************************************");
+        out.println("* Waiting for client to connect... *");
+        out.println("************************************");
+        out.flush();
+    }
+
+    /** The GID: {@code -x}, the LID on IB, else the one that reaches the peer (perftest's choice). */
+    private PerfDevices.GidChoice gidChoice(Context ctx, PortAttributes pa, InetAddress peer) {
+        return o.gidIndex >= 0 || !pa.isRoce()
+                ? new PerfDevices.GidChoice(o.gidIndex, o.gidIndex >= 0 ? "GID index " + o.gidIndex + " (-x)" : "LID")
+                : PerfDevices.chooseGid(ctx, o.ibPort, -1, peer);
+    }
+
+    /**
+     * {@code -R}: the conversation and the test's QP over rdma_cm ({@link PerftestCmConnection});
+     * the device is the one rdma_cm picks for the address (as perftest: {@code -d} is not used).
+     */
+    private void runRdmaCm(InetAddress peer) {
+        o.resolveRdmaCm();
+        try (PerftestCmConnection conn = o.server() ? PerftestCmConnection.accept(o.tcpPort, o.timeout(), this::waiting)
+                : PerftestCmConnection.connect(o.host, o.tcpPort, o.timeout())) {
+            Context ctx = conn.context(); // librdmacm's, not closed here
+            try (ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+                o.resolve(ctx.deviceName());
+                BufferProvider provider = BufferProvider.forOptions(o);
+                PortAttributes pa = ctx.queryPort(o.ibPort);
+                PerfDevices.GidChoice gid = gidChoice(ctx, pa, peer);
+                runConnected(ctx, pd, provider, pa, gid, conn);
             }
         }
     }
@@ -123,9 +162,18 @@ public final class PerfRunner {
         int outReads = rd ? Math.min(devOutReads, o.outReads != null ? o.outReads : devOutReads) : 1;
         QueuePairType type = o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
         int psn = ThreadLocalRandom.current().nextInt(1 << 24);
+        PerftestCmConnection cm = conn instanceof PerftestCmConnection c ? c : null;
+        java.util.function.BiFunction<org.verbs4j.CompletionQueue, org.verbs4j.QueuePairInit, org.verbs4j.QueuePair> qpSource =
+                cm == null ? null : (cq, init) -> cm.connectData(new ConnectionSetup().protectionDomain(pd)
+                        .completionQueues(cq, cq).maxSendWr(sendDepth).maxRecvWr(Math.max(1, recvDepth))
+                        .maxInlineData(o.inline)
+                        .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
+                        .responderResources(outReads).initiatorDepth(outReads),
+                        new KeyMessage(0, 0, 0, 0, 0, 0, null, 0)).queuePair();
         try (PerfSide side = new PerfSide(pd, provider, type, o.maxSize(), cycle, sendDepth, o.postList, recvDepth,
-                o.inline, timeoutNanos)) {
-            QueuePairEndpoint local = side.init(o.ibPort, gid.index(), psn, type == QueuePairType.UC);
+                o.inline, timeoutNanos, qpSource, cm == null ? null : cm::closeData)) {
+            QueuePairEndpoint local = cm == null ? side.init(o.ibPort, gid.index(), psn, type == QueuePairType.UC)
+                    : side.qp.localEndpoint(gid.index(), psn); // rdma_cm's QP is connected already
             byte[] gidBytes = local.gid() != null ? local.gid().toBytes() : null;
             KeyMessage mine = new KeyMessage(local.lid(), outReads, side.qp.qpNumber(), local.psn(), side.mr.rkey(),
                     side.localVaddr(), gidBytes, 0);
@@ -133,7 +181,7 @@ public final class PerfRunner {
             if (!test.bandwidth() && test.verb() != PerfTest.Verb.SEND) {
                 peer = conn.exchangeKeys(mine); // write_lat, read_lat, atomic_lat exchange the records twice
             }
-            if (gidBytes != null && isV4Mapped(gidBytes) != isV4Mapped(peer.gid())) {
+            if (cm == null && gidBytes != null && isV4Mapped(gidBytes) != isV4Mapped(peer.gid())) {
                 throw new IllegalStateException("the GID types differ (one IPv4-mapped, one not): use the same IP version "
                         + "on both sides (-x)");
             }
@@ -141,7 +189,11 @@ public final class PerfRunner {
                     peer.gid() != null ? Gid.of(peer.gid()) : null, mtu);
             ConnectOptions co = (gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
                     .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
-            side.connect(local, remote, peer.vaddr(), peer.rkey(), co);
+            if (cm == null) {
+                side.connect(local, remote, peer.vaddr(), peer.rkey(), co);
+            } else {
+                side.target(peer.vaddr(), peer.rkey());
+            }
             banner(ctx, pa, gid, mtu, outReads, recvDepth, provider, conn);
             out.printf(" local address: %s%n", mine);
             out.printf(" remote address: %s%n", peer);
@@ -312,8 +364,8 @@ public final class PerfRunner {
         } else {
             out.printf(" Max inline data : %d[B]%n", o.inline);
         }
-        out.printf(" rdma_cm QPs\t : OFF%n");
-        out.printf(" Data ex. method : Ethernet (%s)%n", conn.describe());
+        out.printf(" rdma_cm QPs\t : %s%n", o.rdmaCm ? "ON" : "OFF");
+        out.printf(" Data ex. method : %s (%s)%n", o.rdmaCm ? "rdma_cm" : "Ethernet", conn.describe());
         out.printf(" Warm-up         : %s%n", o.warmUp ? "--perform_warm_up (one untimed round of tx depth operations)"
                 : "none (as perftest without --perform_warm_up)");
         out.printf(" verbs4j         : checked %s, critical downcalls %s, %s, JDK %s%n", Verbs.CHECKED ? "yes" : "no",
@@ -344,8 +396,8 @@ public final class PerfRunner {
         if (t.verb() == PerfTest.Verb.READ || t.verb() == PerfTest.Verb.ATOMIC) {
             ti.put("Outstand_reads", outReads);
         }
-        ti.put("rdma_cm_QPs", "OFF");
-        ti.put("Data_ex_method", "Ethernet");
+        ti.put("rdma_cm_QPs", o.rdmaCm ? "ON" : "OFF");
+        ti.put("Data_ex_method", o.rdmaCm ? "rdma_cm" : "Ethernet");
         ti.put("Iterations", o.iterations);
         ti.put("Warm_up", o.warmUp ? "ON" : "OFF");
         ti.put("Role", o.server() ? "server" : "client");

@@ -37,10 +37,14 @@ final class PerfSide implements AutoCloseable {
     final MemoryRegion mr;
     /** Bytes of each half: max(cycle buffer, largest message), rounded up to a page. */
     final long slot;
+    /** Where the buffer starts in {@link #mr}: every SGE offset adds it. */
+    final long base;
     final SendWorkRequests swr;
     final ReceiveWorkRequests rwr;
     final WorkCompletions wcs;
     private final long timeoutNanos;
+    /** Where the QP came from when not from {@code pd} (rdma_cm): closes it before the CQ and buffer go. */
+    private final Runnable releaseQp;
 
     long remoteAddr;
     int remoteKey;
@@ -59,7 +63,18 @@ final class PerfSide implements AutoCloseable {
 
     PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int maxMessage, int cycleBuffer,
              int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos) {
+        this(pd, provider, type, maxMessage, cycleBuffer, sendDepth, postList, recvDepth, inline, timeoutNanos, null, null);
+    }
+
+    /**
+     * As above, but the QP comes from {@code qpSource} (given the CQ and the init this side would
+     * use; rdma_cm's connected QP) and {@code releaseQp} closes it.
+     */
+    PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int maxMessage, int cycleBuffer,
+             int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos,
+             java.util.function.BiFunction<CompletionQueue, QueuePairInit, QueuePair> qpSource, Runnable releaseQp) {
         this.timeoutNanos = timeoutNanos;
+        this.releaseQp = releaseQp;
         long s = Math.max(cycleBuffer, maxMessage);
         this.slot = Math.max(4096, (s + 4095L) & ~4095L);
         CompletionQueue c = null;
@@ -72,10 +87,14 @@ final class PerfSide implements AutoCloseable {
             if (inline > 0) {
                 init = init.maxInlineData(inline);
             }
-            q = pd.createQueuePair(init);
+            q = qpSource == null ? pd.createQueuePair(init) : qpSource.apply(c, init);
             b = provider.allocate(pd, 2 * slot, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE,
                     Access.REMOTE_READ, Access.REMOTE_ATOMIC));
         } catch (RuntimeException e) {
+            if (releaseQp != null) {
+                releaseQp.run();
+                q = null;
+            }
             for (AutoCloseable r : new AutoCloseable[] {b, q, c}) {
                 if (r != null) {
                     try {
@@ -92,6 +111,7 @@ final class PerfSide implements AutoCloseable {
         this.buf = b;
         this.buffer = b.segment();
         this.mr = b.region();
+        this.base = b.offset();
         this.swr = new SendWorkRequests(Math.max(1, postList), 1, inline);
         this.rwr = new ReceiveWorkRequests(1, 1);
         this.wcs = new WorkCompletions(64);
@@ -99,7 +119,7 @@ final class PerfSide implements AutoCloseable {
 
     /** The address peers target: this side's receive half. */
     long localVaddr() {
-        return buffer.address() + slot;
+        return mr.address() + base + slot;
     }
 
     /** RESET→INIT; returns this side's endpoint (call before exchanging). */
@@ -113,6 +133,12 @@ final class PerfSide implements AutoCloseable {
     void connect(QueuePairEndpoint local, QueuePairEndpoint remote, long remoteVaddr, int rkey, ConnectOptions o) {
         qp.toRtr(remote, o);
         qp.toRts(local.psn(), o);
+        remoteAddr = remoteVaddr;
+        remoteKey = rkey;
+    }
+
+    /** Remembers the buffer the peer advertised (rdma_cm: the QP is already connected). */
+    void target(long remoteVaddr, int rkey) {
         remoteAddr = remoteVaddr;
         remoteKey = rkey;
     }
@@ -134,7 +160,7 @@ final class PerfSide implements AutoCloseable {
 
     private void postOneReceive(int length) {
         recvLength = length;
-        qp.postRecv(rwr.clear().add(recvsPosted).sge(mr, slot, length));
+        qp.postRecv(rwr.clear().add(recvsPosted).sge(mr, base + slot, length));
         recvsPosted++;
     }
 
@@ -227,7 +253,12 @@ final class PerfSide implements AutoCloseable {
         wcs.close();
         rwr.close();
         swr.close();
-        qp.close();
+        if (releaseQp != null) {
+            releaseQp.run();
+        }
+        if (qp.isOpen()) {
+            qp.close();
+        }
         buf.close();
         cq.close();
     }

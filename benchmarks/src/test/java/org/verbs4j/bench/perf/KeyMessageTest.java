@@ -56,4 +56,17 @@ class KeyMessageTest {
         System.arraycopy("zz:00".getBytes(StandardCharsets.US_ASCII), 0, raw, 0, 5);
         assertThrows(IllegalArgumentException.class, () -> KeyMessage.decode(raw));
     }
+
+    @Test
+    void binaryRecordIsPerftestsStructBigEndian() {
+        KeyMessage k = new KeyMessage(0x1234, 16, 0x11, 0xfa3ab0, 0x27e, 0x55dd0d6d6000L, GID, 9);
+        byte[] raw = k.encodeBinary();
+        assertEquals(56, raw.length);
+        assertArrayEquals(new byte[] {0, 0, 0x12, 0x34, 0, 0, 0, 16, 0, 0, 0, 0x11, 0, (byte) 0xfa, 0x3a, (byte) 0xb0,
+                0, 0, 2, 0x7e, 0, 0, 0, 0, 0, 0, 0x55, (byte) 0xdd, 0x0d, 0x6d, 0x60, 0}, java.util.Arrays.copyOf(raw, 32));
+        assertArrayEquals(GID, java.util.Arrays.copyOfRange(raw, 32, 48));
+        assertEquals(9, raw[51]);
+        assertEquals(k, KeyMessage.decodeBinary(raw));
+        assertThrows(IllegalArgumentException.class, () -> KeyMessage.decodeBinary(new byte[55]));
+    }
 }

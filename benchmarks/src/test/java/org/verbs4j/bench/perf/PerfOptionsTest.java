@@ -57,11 +57,15 @@ class PerfOptionsTest {
 
     @Test
     void notYetAvailableOptionsSayWhy() {
-        assertTrue(assertThrows(UnsupportedOperationException.class, () -> parse("write_bw", "-R").resolve("rxe0"))
-                .getMessage().contains("rdma_cm"));
-        assertTrue(assertThrows(UnsupportedOperationException.class, () -> parse("write_bw", "--use_cuda", "0")
-                .resolve("rxe0")).getMessage().contains("GPU"));
-        assertThrows(UnsupportedOperationException.class, () -> parse("write_bw", "--use_cuda_dmabuf").resolve("rxe0"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> parse("write_bw", "-R", "-c", "UC", "host")
+                .resolve("rxe0")).getMessage().contains("librdmacm"));
+        assertTrue(parse("write_bw", "-R", "host").resolve("rxe0").rdmaCm, "-R is accepted for RC");
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> parse("write_lat", "--use_cuda", "0")
+                .resolve("rxe0")).getMessage().contains("CPU"), "latency tests poll the buffer with the CPU");
+        assertThrows(IllegalArgumentException.class, () -> parse("atomic_bw", "--use_cuda", "0").resolve("rxe0"));
+        assertThrows(IllegalArgumentException.class, () -> parse("send_bw", "--use_cuda", "0", "-I", "64").resolve("rxe0"));
+        assertThrows(IllegalArgumentException.class, () -> parse("write_bw", "--use_cuda_dmabuf").resolve("rxe0"));
+        assertEquals(0, parse("send_bw", "--use_cuda=1", "--use_cuda_dmabuf").resolve("rxe0").inline);
         assertThrows(IllegalArgumentException.class, () -> parse("read_bw", "-c", "UC").resolve("rxe0"));
         assertThrows(IllegalArgumentException.class, () -> parse("atomic_bw", "-s", "16").resolve("rxe0"));
         assertThrows(IllegalArgumentException.class, () -> parse("nonsense").resolve("rxe0"));
