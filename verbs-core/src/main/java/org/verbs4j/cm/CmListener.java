@@ -18,7 +18,10 @@ import org.verbs4j.natives.LibRdmacm;
  * hands out the incoming {@link ConnectionRequest}s, through {@link #accept(Duration)} (bounded)
  * or a callback ({@link #onRequest}). Owns its cm id and the requests it holds that nobody took
  * yet: {@link #close()} rejects those and destroys the id; a second close does nothing. A port
- * already bound fails at {@link #bind} with EADDRINUSE. Thread-safe.
+ * already bound fails at {@link #bind} with EADDRINUSE. Thread-safe. A listener that becomes
+ * unreachable unclosed is reported by a cleaner (a warning naming its address and where it was
+ * bound) and its id destroyed, which frees the port; the channel holds it only weakly, so keep a
+ * reference to a listener that works through {@link #onRequest} callbacks.
  */
 public final class CmListener extends CmEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CmListener.class);
@@ -28,7 +31,7 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
     private volatile InetSocketAddress local;
     private boolean closed; // under the monitor
 
-    private CmListener(CmEventChannel channel, MemorySegment id) {
+    private CmListener(CmEventChannel channel, CmEventChannel.IdState id) {
         super(channel, id);
     }
 
@@ -40,8 +43,9 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
         if (backlog <= 0) {
             throw new InvalidRequestException("rdma_listen", "the backlog must be positive: " + backlog);
         }
-        MemorySegment id = channel.createId(LibRdmacm.RDMA_PS_TCP);
-        CmListener l = new CmListener(channel, id);
+        CmEventChannel.IdState st = channel.createId(LibRdmacm.RDMA_PS_TCP);
+        MemorySegment id = st.id;
+        CmListener l = new CmListener(channel, st);
         l.register();
         try {
             channel.lock.lock();
@@ -52,6 +56,7 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
             } finally {
                 channel.lock.unlock();
             }
+            l.reportLeaks("connection-manager listener on " + l.local, false);
             return l;
         } catch (RuntimeException e) {
             l.destroyId();
@@ -87,7 +92,8 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
             }
             return;
         }
-        ConnectionRequest r = new ConnectionRequest(channel, MemorySegment.ofAddress(raw.id()), event);
+        ConnectionRequest r = new ConnectionRequest(channel,
+                new CmEventChannel.IdState(channel.core(), MemorySegment.ofAddress(raw.id())), event);
         r.register();
         Consumer<ConnectionRequest> h = onRequest;
         boolean reject;

@@ -14,7 +14,9 @@ import org.verbs4j.natives.LibRdmacm;
  * An incoming connection request a {@link CmListener} handed out: who asks (address, private
  * data, the RDMA READ depths it offers), to {@link #accept} or {@link #reject}. Owns the request's
  * cm id until accepted (then the connection owns it). {@link #close()} rejects a request that was
- * neither accepted nor rejected; a second call does nothing. Thread-safe.
+ * neither accepted nor rejected; a second call does nothing. Thread-safe. A request that becomes
+ * unreachable unanswered (a request handler that ignored it) is reported by a cleaner with a
+ * warning naming the peer and where the request was received, and rejected.
  */
 public final class ConnectionRequest extends CmEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionRequest.class);
@@ -26,13 +28,14 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
     private boolean handled;
     private volatile CmEvent abandoned;
 
-    ConnectionRequest(CmEventChannel channel, MemorySegment id, CmEvent event) {
+    ConnectionRequest(CmEventChannel channel, CmEventChannel.IdState id, CmEvent event) {
         super(channel, id);
-        this.peer = CmStructs.peerAddress(id);
-        this.local = CmStructs.localAddress(id);
+        this.peer = CmStructs.peerAddress(id.id);
+        this.local = CmStructs.localAddress(id.id);
         this.privateData = event.privateData();
         this.responderResources = event.responderResources();
         this.initiatorDepth = event.initiatorDepth();
+        reportLeaks("connection request from " + peer + " that was neither accepted nor rejected", true);
     }
 
     /** Returns the address and port the request came from. */
@@ -72,6 +75,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
             throw VerbsExceptions.closed(verb, "the request was already accepted, rejected or closed");
         }
         handled = true;
+        leakClosed(); // answered: the connection (or the reject) owns the id from here on
     }
 
     /**
@@ -88,7 +92,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         }
         claim("rdma_accept");
         long deadline = System.nanoTime() + timeout.toNanos();
-        RdmaConnection c = new RdmaConnection(channel, id, false, setup, ConnectionState.ACCEPTING);
+        RdmaConnection c = new RdmaConnection(channel, idState, false, setup, ConnectionState.ACCEPTING);
         c.peerPrivateData(this.privateData);
         c.addresses(peer, local);
         c.register(); // replaces this request as the id's endpoint

@@ -46,6 +46,12 @@ import org.verbs4j.natives.LibRdmacm;
  * throws {@link ResourceClosedException}. State changes are visible through {@link #state()},
  * {@link #awaitState} (bounded) and the {@link #onEvent} callback (run on the channel's event
  * thread, or on the thread that polls a polled channel). Thread-safe.
+ *
+ * <p>A connection that becomes unreachable unclosed is reported by a cleaner (a warning naming it
+ * and where it was created) and its cm id destroyed; its queue pair and completion queues are
+ * released by their own cleaners, each reported too (destroying the id and the QP in either order
+ * is safe, see above). The channel holds a connection only weakly: keep a reference to one that
+ * works through {@link #onEvent} callbacks.
  */
 public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaConnection.class);
@@ -73,7 +79,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private volatile QueuePair qp;
     private final ConnectionSetup setup;
 
-    RdmaConnection(CmEventChannel channel, MemorySegment id, boolean active, ConnectionSetup setup, ConnectionState initial) {
+    RdmaConnection(CmEventChannel channel, CmEventChannel.IdState id, boolean active, ConnectionSetup setup,
+                   ConnectionState initial) {
         super(channel, id);
         this.active = active;
         this.setup = setup;
@@ -83,6 +90,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         this.wantResponderResources = setup.responderResources;
         this.wantInitiatorDepth = setup.initiatorDepth;
         this.state = initial;
+        reportLeaks(active ? "RDMA connection (active side)" : "RDMA connection (accepted)", false);
     }
 
     // ---- the active side -------------------------------------------------------------------
@@ -117,7 +125,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * {@link ResourceClosedException}.
      */
     public static RdmaConnection create(CmEventChannel channel, ConnectionSetup setup) {
-        MemorySegment id = channel.createId(LibRdmacm.RDMA_PS_TCP);
+        CmEventChannel.IdState id = channel.createId(LibRdmacm.RDMA_PS_TCP);
         RdmaConnection c = new RdmaConnection(channel, id, true, setup, ConnectionState.IDLE);
         c.register();
         return c;
