@@ -31,8 +31,11 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
     private volatile InetSocketAddress local;
     private boolean closed; // under the monitor
 
-    private CmListener(CmEventChannel channel, CmEventChannel.IdState id) {
+    private final boolean ud;
+
+    private CmListener(CmEventChannel channel, CmEventChannel.IdState id, boolean ud) {
         super(channel, id);
+        this.ud = ud;
     }
 
     /**
@@ -40,12 +43,26 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
      * listens with room for {@code backlog} requests not yet taken.
      */
     public static CmListener bind(CmEventChannel channel, InetSocketAddress address, int backlog) {
+        return bind(channel, address, backlog, false);
+    }
+
+    /**
+     * A UD listener (RDMA_PS_UDP): its requests come from {@link RdmaConnection#connectUd}, and
+     * {@link ConnectionRequest#accept} answers each with a UD queue pair's QPN and Q_Key (the
+     * accepted connection is CONNECTED at once: the SIDR reply needs no confirmation). UD and RC
+     * listeners may use the same port number: they are different port spaces.
+     */
+    public static CmListener bindUd(CmEventChannel channel, InetSocketAddress address, int backlog) {
+        return bind(channel, address, backlog, true);
+    }
+
+    private static CmListener bind(CmEventChannel channel, InetSocketAddress address, int backlog, boolean ud) {
         if (backlog <= 0) {
             throw new InvalidRequestException("rdma_listen", "the backlog must be positive: " + backlog);
         }
-        CmEventChannel.IdState st = channel.createId(LibRdmacm.RDMA_PS_TCP);
+        CmEventChannel.IdState st = channel.createId(ud ? LibRdmacm.RDMA_PS_UDP : LibRdmacm.RDMA_PS_TCP);
         MemorySegment id = st.id;
-        CmListener l = new CmListener(channel, st);
+        CmListener l = new CmListener(channel, st, ud);
         l.register();
         try {
             channel.lock.lock();
@@ -56,7 +73,7 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
             } finally {
                 channel.lock.unlock();
             }
-            l.reportLeaks("connection-manager listener on " + l.local, false);
+            l.reportLeaks("connection-manager " + (ud ? "UD " : "") + "listener on " + l.local, false);
             return l;
         } catch (RuntimeException e) {
             l.destroyId();
@@ -93,7 +110,7 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
             return;
         }
         ConnectionRequest r = new ConnectionRequest(channel,
-                new CmEventChannel.IdState(channel.core(), MemorySegment.ofAddress(raw.id())), event);
+                new CmEventChannel.IdState(channel.core(), MemorySegment.ofAddress(raw.id())), event, ud);
         r.register();
         Consumer<ConnectionRequest> h = onRequest;
         boolean reject;
