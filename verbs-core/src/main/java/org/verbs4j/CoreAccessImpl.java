@@ -31,4 +31,15 @@ final class CoreAccessImpl extends CoreAccess {
     public void modify(QueuePair qp, MemorySegment attr, int mask, QueuePairState to) {
         qp.modify(attr, mask, to);
     }
+
+    @Override
+    public Runnable reportLeaks(Object owner, String kind, Runnable release) {
+        LeakReport r = new LeakReport(owner, kind, release);
+        return r::closed;
+    }
+
+    @Override
+    public long leaksReported() {
+        return LeakReport.leaksReported();
+    }
 }

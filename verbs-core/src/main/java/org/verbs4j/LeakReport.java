@@ -7,8 +7,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Reports an object that became unreachable without {@code close()} (a work-request chain, a
- * completion array), with a warning naming where it was created. Its memory is freed by its own
- * automatic arena; this only makes the leak visible, as the rest of verbs4j does. Thread-safe.
+ * completion array, a connection-manager object), with a warning naming where it was created.
+ * Without a release action its memory is freed by its own automatic arena and this only makes the
+ * leak visible, as the rest of verbs4j does; with one (the connection manager's cm ids and event
+ * channels, through {@code CoreAccess.reportLeaks}) the action runs on the cleaner's thread after
+ * the warning. Thread-safe.
  */
 final class LeakReport {
     private static final Logger LOG = LoggerFactory.getLogger(LeakReport.class);
@@ -21,26 +24,44 @@ final class LeakReport {
     private static final class State implements Runnable {
         final String kind;
         final Throwable site;
+        final Runnable release;
         volatile boolean closed;
 
-        State(String kind, Throwable site) {
+        State(String kind, Throwable site, Runnable release) {
             this.kind = kind;
             this.site = site;
+            this.release = release;
         }
 
         @Override
         public void run() {
             if (!closed) {
                 LEAKS.incrementAndGet();
-                LOG.warn("verbs4j leak: a {} was never closed; its native memory is freed with it{}", kind,
+                LOG.warn("verbs4j leak: a {} was never closed; {}{}", kind,
+                        release == null ? "its native memory is freed with it" : "releasing it from the cleaner",
                         site == null ? " (run with -D" + NativeResource.LEAK_SITES_PROPERTY + "=true to see where it was created)" : "",
                         site);
+                if (release != null) {
+                    try {
+                        release.run();
+                    } catch (RuntimeException | Error e) { // the cleaner would swallow it silently
+                        LOG.warn("verbs4j: releasing a leaked {} failed: {}", kind, e.toString(), e);
+                    }
+                }
             }
         }
     }
 
     LeakReport(Object owner, String kind) {
-        this.state = new State(kind, SITES ? new Throwable(kind + " created here") : null);
+        this(owner, kind, null);
+    }
+
+    /**
+     * @param release run by the cleaner after the warning when the owner was never closed, or
+     *                null; it must not reference the owner (or it never becomes unreachable)
+     */
+    LeakReport(Object owner, String kind, Runnable release) {
+        this.state = new State(kind, SITES ? new Throwable(kind + " created here") : null, release);
         CLEANER.register(owner, state);
     }
 

@@ -1,8 +1,13 @@
 package org.verbs4j;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.verbs4j.internal.CoreAccess;
 
 /** Work-request chains and completion arrays dropped unclosed are freed and reported, never hidden. */
 class LeakReportTest {
@@ -24,5 +29,38 @@ class LeakReportTest {
         }
         assertTrue(LeakReport.leaksReported() >= before + 3,
                 "3 leaks expected, reported " + (LeakReport.leaksReported() - before));
+    }
+
+    private static Runnable registerDropped(AtomicInteger released, CountDownLatch ran, boolean close) {
+        Object owner = new Object();
+        Runnable closed = CoreAccess.get().reportLeaks(owner, "test object", () -> {
+            released.incrementAndGet();
+            ran.countDown();
+        });
+        if (close) {
+            closed.run();
+        }
+        return closed;
+    }
+
+    /** What the connection manager registers: the release action runs once for a dropped owner, never for a closed one. */
+    @Test
+    void aDroppedOwnersReleaseActionRunsOnceAndAClosedOnesNever() throws InterruptedException {
+        long before = CoreAccess.get().leaksReported();
+        AtomicInteger released = new AtomicInteger();
+        CountDownLatch ran = new CountDownLatch(1);
+        registerDropped(released, ran, true);
+        registerDropped(released, ran, false);
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (ran.getCount() > 0 && System.nanoTime() < deadline) {
+            System.gc();
+            ran.await(20, TimeUnit.MILLISECONDS);
+        }
+        for (int i = 0; i < 10; i++) { // give the closed one every chance to be (wrongly) released too
+            System.gc();
+            Thread.sleep(20);
+        }
+        assertEquals(1, released.get(), "release actions run");
+        assertTrue(CoreAccess.get().leaksReported() >= before + 1, "the dropped owner was reported");
     }
 }

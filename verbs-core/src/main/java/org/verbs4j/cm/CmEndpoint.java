@@ -1,13 +1,12 @@
 package org.verbs4j.cm;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.function.Supplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.verbs4j.VerbsException;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.LibRdmacm;
+import org.verbs4j.internal.CoreAccess;
 
 /**
  * What listeners, pending requests and connections share: one {@code struct rdma_cm_id} on one
@@ -15,45 +14,55 @@ import org.verbs4j.natives.LibRdmacm;
  * bounded waits that drive a polled channel while they wait.
  */
 abstract class CmEndpoint {
-    private static final Logger LOG = LoggerFactory.getLogger(CmEndpoint.class);
-
     final CmEventChannel channel;
     final MemorySegment id;
-    /** Under channel.lock. */
-    private boolean idDestroyed;
+    /** The id and whether it was destroyed; shared with the leak cleaner (and a request's connection). */
+    final CmEventChannel.IdState idState;
+    private volatile Runnable leakClosed;
 
-    CmEndpoint(CmEventChannel channel, MemorySegment id) {
+    CmEndpoint(CmEventChannel channel, CmEventChannel.IdState idState) {
         this.channel = channel;
-        this.id = id;
+        this.idState = idState;
+        this.id = idState.id;
+    }
+
+    /**
+     * From here on, this endpoint is reported (a warning naming {@code kind} and where it was
+     * created) if it becomes unreachable before {@link #leakClosed()}, and its id then destroyed
+     * by the cleaner (rejected first when {@code reject}: an unanswered request).
+     */
+    final void reportLeaks(String kind, boolean reject) {
+        CmEventChannel.IdState st = idState;
+        leakClosed = CoreAccess.get().reportLeaks(this, kind, () -> st.destroy(reject));
+    }
+
+    /** Closed (or handed on): no leak report from now on. */
+    final void leakClosed() {
+        Runnable r = leakClosed;
+        if (r != null) {
+            r.run();
+        }
     }
 
     /** Called by the channel's reader for each event of this id (after it was acknowledged). */
     abstract void handle(CmStructs.Copied raw, CmEvent event);
 
+    /** Routes the id's events here (held weakly: an unclosed endpoint nobody holds is a leak, reported). */
     void register() {
-        channel.endpoints.put(id.address(), this);
+        channel.core().endpoints.put(id.address(), new CmEventChannel.Entry(new WeakReference<>(this), idState));
     }
 
+    /** Under channel.lock. */
     final boolean idDestroyed() {
-        return idDestroyed;
+        return idState.destroyed();
     }
 
-    /** {@code rdma_destroy_id} once; unregisters. Idempotent. */
+    /** {@code rdma_destroy_id} once; unregisters; no leak report from now on. Idempotent. */
     final void destroyId() {
-        channel.lock.lock();
         try {
-            if (idDestroyed) {
-                return;
-            }
-            idDestroyed = true;
-            try {
-                LibRdmacm.destroyId(id);
-            } catch (RuntimeException e) {
-                LOG.warn("verbs4j: rdma_destroy_id failed: {}", e.getMessage());
-            }
-            channel.endpoints.remove(id.address(), this);
+            idState.destroy(false);
         } finally {
-            channel.lock.unlock();
+            leakClosed();
         }
     }
 

@@ -5,13 +5,16 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import java.lang.ref.WeakReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.ResourceBusyException;
 import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsException;
+import org.verbs4j.internal.CoreAccess;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibRdmacm;
@@ -34,29 +37,293 @@ import org.verbs4j.natives.NativeLibraries;
  * then id, then channel: {@link RdmaConnection#close()} does the first two). A second close does
  * nothing. Thread-safe: every librdmacm call on the ids of one channel is serialised by the
  * channel's lock, and an event is acknowledged before its callbacks run, so a callback may close
- * its own connection.
+ * its own connection. {@link #close()} is bounded: a callback that does not return makes it throw
+ * {@link ResourceBusyException} after the bound, and a later close finishes once it returned.
+ *
+ * <p>Leaks are reported: a channel that becomes unreachable without {@link #close()} is reported
+ * by a cleaner with a warning naming where it was created; its thread stops and the native
+ * channel is destroyed once the cm ids created on it are gone (each leaked listener, connection or
+ * request is reported and destroyed the same way). The event thread holds only the channel's
+ * native state, never the channel, and the channel holds its listeners, connections and requests
+ * weakly, so that an unclosed one can become unreachable.
  */
 public final class CmEventChannel implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CmEventChannel.class);
+    /** How long {@link #close()} waits for the event thread (or a polling thread) to leave a callback. */
+    static final Duration CLOSE_BOUND = Duration.ofSeconds(10);
 
-    final MemorySegment channel;
-    private final int fd;
-    private final int wakeFd;
+    private final Core core;
     /** Serialises the librdmacm calls on this channel's ids, and the reading of its events. */
-    final ReentrantLock lock = new ReentrantLock();
-    /** One thread at a time reads events (the dispatcher thread, or a polling one). */
-    private final ReentrantLock reader = new ReentrantLock();
-    /** The listeners, connections and pending requests of this channel, by {@code struct rdma_cm_id} address. */
-    final Map<Long, CmEndpoint> endpoints = new ConcurrentHashMap<>();
-    private final Thread thread;
-    private volatile boolean closed;
-    private final MemorySegment eventSlot = Arena.ofAuto().allocate(java.lang.foreign.ValueLayout.ADDRESS);
+    final ReentrantLock lock;
+    final MemorySegment channel;
+    private final Runnable leakClosed;
+
+    /**
+     * A cm id of this channel and whether it was destroyed: shared by the endpoint that owns the
+     * id (a request, then the connection accepted from it) and its leak cleaner, so that the id is
+     * destroyed exactly once, under the channel's lock. Never references an endpoint.
+     */
+    static final class IdState {
+        final Core core;
+        final MemorySegment id;
+        private boolean destroyed; // under core.lock
+
+        IdState(Core core, MemorySegment id) {
+            this.core = core;
+            this.id = id;
+            core.liveIds.incrementAndGet();
+        }
+
+        boolean destroyed() {
+            return destroyed;
+        }
+
+        /** {@code rdma_destroy_id} once (rejecting first when {@code reject}); unregisters. Idempotent. */
+        void destroy(boolean reject) {
+            core.lock.lock();
+            try {
+                if (destroyed) {
+                    return;
+                }
+                destroyed = true;
+                try {
+                    if (reject) {
+                        LibRdmacm.reject(id, MemorySegment.NULL, 0);
+                    }
+                } catch (RuntimeException e) {
+                    LOG.debug("rejecting a leaked request: {}", e.getMessage());
+                } finally {
+                    try {
+                        LibRdmacm.destroyId(id);
+                    } catch (RuntimeException e) {
+                        LOG.warn("verbs4j: rdma_destroy_id failed: {}", e.getMessage());
+                    }
+                    core.endpoints.computeIfPresent(id.address(), (k, v) -> v.state == this ? null : v);
+                    core.liveIds.decrementAndGet();
+                }
+            } finally {
+                core.lock.unlock();
+            }
+            core.releaseIfAbandoned();
+        }
+    }
+
+    /** An endpoint in the routing table: weakly, with its id's state (to destroy it if the endpoint was dropped). */
+    record Entry(WeakReference<CmEndpoint> ref, IdState state) {
+    }
+
+    /**
+     * The native side of a channel: what the event thread and the leak cleaner need, never the
+     * {@link CmEventChannel} itself (so that an unclosed channel can become unreachable).
+     */
+    static final class Core implements Runnable {
+        final MemorySegment channel;
+        final int fd;
+        final int wakeFd;
+        final ReentrantLock lock = new ReentrantLock();
+        /** One thread at a time reads events (the dispatcher thread, or a polling one). */
+        final ReentrantLock reader = new ReentrantLock();
+        /** The listeners, connections and pending requests of this channel, by {@code struct rdma_cm_id} address. */
+        final Map<Long, Entry> endpoints = new ConcurrentHashMap<>();
+        final java.util.concurrent.atomic.AtomicInteger liveIds = new java.util.concurrent.atomic.AtomicInteger();
+        private final MemorySegment eventSlot = Arena.ofAuto().allocate(java.lang.foreign.ValueLayout.ADDRESS);
+        volatile Thread thread;
+        /** No more events are dispatched, no more ids created. */
+        volatile boolean closing;
+        /** The native channel was destroyed (under lock). */
+        boolean released;
+        /** The channel became unreachable unclosed: release the native channel once its ids and thread are gone. */
+        volatile boolean abandoned;
+        /** The event thread has left its loop. */
+        volatile boolean threadDone;
+
+        Core(MemorySegment channel, int fd, int wakeFd) {
+            this.channel = channel;
+            this.fd = fd;
+            this.wakeFd = wakeFd;
+        }
+
+        @Override
+        public void run() {
+            try {
+                while (!closing) {
+                    try {
+                        reader.lock();
+                        try {
+                            if (closing) {
+                                break;
+                            }
+                            if (LibC.pollReadableOrWoken("rdma_get_cm_event", fd, wakeFd, -1) == LibC.READABLE) {
+                                dispatchQueued();
+                            }
+                        } finally {
+                            reader.unlock();
+                        }
+                    } catch (RuntimeException | Error e) {
+                        if (!closing) {
+                            LOG.warn("verbs4j: the connection-manager event thread caught {}", e.toString(), e);
+                        }
+                    }
+                }
+            } finally {
+                threadDone = true;
+                releaseIfAbandoned();
+            }
+        }
+
+        /** One round of reading (polled mode, or a wait of this package): poll the fd, then dispatch. */
+        int drive(long timeoutMillis) {
+            try {
+                if (!reader.tryLock(timeoutMillis, TimeUnit.MILLISECONDS)) {
+                    return 0;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new VerbsException("rdma_get_cm_event", Errno.EINTR, "interrupted", null, e);
+            }
+            try {
+                if (closing) {
+                    return 0;
+                }
+                int r = LibC.pollReadableOrWoken("rdma_get_cm_event", fd, wakeFd, timeoutMillis);
+                return r == LibC.READABLE ? dispatchQueued() : 0;
+            } finally {
+                reader.unlock();
+            }
+        }
+
+        /** Reads every queued event; each is copied and acknowledged under the lock, then routed outside it. */
+        private int dispatchQueued() {
+            int n = 0;
+            while (true) {
+                CmStructs.Copied c;
+                lock.lock();
+                try {
+                    if (closing) { // closed by a callback of this very thread, or meanwhile
+                        return n;
+                    }
+                    MemorySegment ev = LibRdmacm.tryGetCmEvent(channel, eventSlot);
+                    if (ev.address() == 0) {
+                        return n;
+                    }
+                    try {
+                        c = CmStructs.copy(ev);
+                    } finally {
+                        LibRdmacm.ackCmEvent(ev);
+                    }
+                } finally {
+                    lock.unlock();
+                }
+                n++;
+                route(c);
+            }
+        }
+
+        private CmEndpoint endpoint(long id) {
+            Entry e = endpoints.get(id);
+            return e == null ? null : e.ref().get();
+        }
+
+        private void route(CmStructs.Copied c) {
+            CmEventType type = CmEventType.of(c.event());
+            CmEvent event = new CmEvent(type, LibRdmacm.eventStr(c.event()), c.status(), c.privateData(),
+                    c.responderResources(), c.initiatorDepth());
+            LOG.debug("cm event {} on id 0x{}", event, Long.toHexString(c.id()));
+            CmEndpoint target = type == CmEventType.CONNECT_REQUEST ? endpoint(c.listenId()) : endpoint(c.id());
+            if (target == null) {
+                if (type == CmEventType.CONNECT_REQUEST) {
+                    // the listener is gone: turn the request away, so that the peer is not left waiting
+                    lock.lock();
+                    try {
+                        MemorySegment id = MemorySegment.ofAddress(c.id());
+                        try {
+                            LibRdmacm.reject(id, MemorySegment.NULL, 0);
+                        } finally {
+                            LibRdmacm.destroyId(id);
+                        }
+                    } catch (RuntimeException e) {
+                        LOG.debug("rejecting a request for a closed listener: {}", e.getMessage());
+                    } finally {
+                        lock.unlock();
+                    }
+                }
+                return; // an event for an id closed (or dropped) meanwhile
+            }
+            try {
+                target.handle(c, event);
+            } catch (RuntimeException e) {
+                LOG.warn("verbs4j: handling {} failed: {}", event, e.toString(), e);
+            }
+        }
+
+        /** Destroys the ids whose endpoints were dropped unclosed (their cleaners report them); returns how many live ones remain. */
+        int destroyOrphans() {
+            int live = 0;
+            for (Entry e : endpoints.values()) {
+                if (e.ref().get() == null) {
+                    e.state().destroy(false);
+                } else {
+                    live++;
+                }
+            }
+            return live;
+        }
+
+        /** Releases the native channel and the eventfd (under both locks); once. */
+        void release() {
+            lock.lock();
+            try {
+                if (released) {
+                    return;
+                }
+                released = true;
+                LibRdmacm.destroyEventChannel(channel);
+                LibC.close(wakeFd);
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** The leak cleaner: the channel was dropped unclosed. */
+        void abandon() {
+            abandoned = true;
+            closing = true;
+            lock.lock();
+            try {
+                if (!released) {
+                    LibC.signalEventFd("rdma_destroy_event_channel", wakeFd);
+                }
+            } finally {
+                lock.unlock();
+            }
+            destroyOrphans();
+            releaseIfAbandoned();
+        }
+
+        /** For a dropped channel: destroys it once no id is left on it and its thread has stopped. */
+        void releaseIfAbandoned() {
+            if (!abandoned || liveIds.get() != 0) {
+                return;
+            }
+            Thread t = thread;
+            if (t != null && !threadDone && t != Thread.currentThread()) {
+                return; // the thread releases it as it leaves
+            }
+            if (reader.tryLock()) {
+                try {
+                    release();
+                } finally {
+                    reader.unlock();
+                }
+            }
+        }
+    }
 
     private CmEventChannel(boolean threaded) {
         NativeLibraries.rdmacm().orElseThrow(() -> new org.verbs4j.DeviceUnavailableException("rdma_create_event_channel",
                 Errno.ENOENT, NativeLibraries.rdmacmUnavailabilityCause().orElse("librdmacm is not available"), null));
         this.channel = LibRdmacm.createEventChannel().reinterpret(16);
-        this.fd = channel.get(java.lang.foreign.ValueLayout.JAVA_INT, 0);
+        int fd = channel.get(java.lang.foreign.ValueLayout.JAVA_INT, 0);
         int w;
         try {
             LibC.setNonBlocking("rdma_create_event_channel", fd);
@@ -65,12 +332,14 @@ public final class CmEventChannel implements AutoCloseable {
             LibRdmacm.destroyEventChannel(channel);
             throw e;
         }
-        this.wakeFd = w;
+        this.core = new Core(channel, fd, w);
+        this.lock = core.lock;
+        Core c = core;
+        this.leakClosed = CoreAccess.get().reportLeaks(this, "connection-manager event channel (fd " + fd + ")", c::abandon);
         if (threaded) {
-            thread = Thread.ofPlatform().daemon().name("verbs4j-cm-events-" + fd).unstarted(this::run);
-            thread.start();
-        } else {
-            thread = null;
+            Thread t = Thread.ofPlatform().daemon().name("verbs4j-cm-events-" + fd).unstarted(core);
+            core.thread = t;
+            t.start();
         }
     }
 
@@ -86,28 +355,32 @@ public final class CmEventChannel implements AutoCloseable {
 
     /** The channel's file descriptor (readable when an event is queued), for the application's own poll loop. */
     public int fd() {
-        return fd;
+        return core.fd;
     }
 
     /** Whether {@link #processEvents} is how events are read (no thread of its own). */
     public boolean isPolled() {
-        return thread == null;
+        return core.thread == null;
     }
 
     /** Whether the caller is this channel's event thread (a callback): its waits read the channel themselves. */
     boolean isEventThread() {
-        return thread != null && Thread.currentThread() == thread;
+        return core.thread != null && Thread.currentThread() == core.thread;
     }
 
-    /** Returns whether the channel is still open. */
+    /** Returns whether the channel is still open (false from the start of {@link #close()}). */
     public boolean isOpen() {
-        return !closed;
+        return !core.closing;
     }
 
     void ensureOpen(String verb) {
-        if (closed) {
+        if (core.closing) {
             throw new ResourceClosedException(verb, "the event channel is closed", "create a new CmEventChannel");
         }
+    }
+
+    Core core() {
+        return core;
     }
 
     /**
@@ -116,123 +389,28 @@ public final class CmEventChannel implements AutoCloseable {
      * thread is reading the channel at the moment, waits for it, up to the timeout, and returns 0.
      */
     public int processEvents(Duration timeout) {
-        if (thread != null) {
+        if (core.thread != null) {
             throw new InvalidRequestException("rdma_get_cm_event", "the channel has its own event thread",
                     "use CmEventChannel.openPolled() to read the events from your own loop");
         }
         ensureOpen("rdma_get_cm_event");
-        return drive(Math.max(0, timeout.toMillis()));
+        return core.drive(Math.max(0, timeout.toMillis()));
     }
 
-    /** One round of reading (polled mode, or a wait of this package): poll the fd, then dispatch. */
     int drive(long timeoutMillis) {
-        try {
-            if (!reader.tryLock(timeoutMillis, java.util.concurrent.TimeUnit.MILLISECONDS)) {
-                return 0;
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new VerbsException("rdma_get_cm_event", Errno.EINTR, "interrupted", null, e);
-        }
-        try {
-            if (closed) {
-                return 0;
-            }
-            int r = LibC.pollReadableOrWoken("rdma_get_cm_event", fd, wakeFd, timeoutMillis);
-            return r == LibC.READABLE ? dispatchQueued() : 0;
-        } finally {
-            reader.unlock();
-        }
+        return core.drive(timeoutMillis);
     }
 
-    private void run() {
-        while (!closed) {
-            try {
-                reader.lock();
-                try {
-                    if (closed) {
-                        break;
-                    }
-                    if (LibC.pollReadableOrWoken("rdma_get_cm_event", fd, wakeFd, -1) == LibC.READABLE) {
-                        dispatchQueued();
-                    }
-                } finally {
-                    reader.unlock();
-                }
-            } catch (RuntimeException | Error e) {
-                if (!closed) {
-                    LOG.warn("verbs4j: the connection-manager event thread caught {}", e.toString(), e);
-                }
-            }
-        }
-    }
-
-    /** Reads every queued event; each is copied and acknowledged under the lock, then routed outside it. */
-    private int dispatchQueued() {
-        int n = 0;
-        while (true) {
-            CmStructs.Copied c;
-            lock.lock();
-            try {
-                if (closed) { // closed by a callback of this very thread: the channel is gone
-                    return n;
-                }
-                MemorySegment ev = LibRdmacm.tryGetCmEvent(channel, eventSlot);
-                if (ev.address() == 0) {
-                    return n;
-                }
-                try {
-                    c = CmStructs.copy(ev);
-                } finally {
-                    LibRdmacm.ackCmEvent(ev);
-                }
-            } finally {
-                lock.unlock();
-            }
-            n++;
-            route(c);
-        }
-    }
-
-    private void route(CmStructs.Copied c) {
-        CmEventType type = CmEventType.of(c.event());
-        CmEvent event = new CmEvent(type, LibRdmacm.eventStr(c.event()), c.status(), c.privateData(),
-                c.responderResources(), c.initiatorDepth());
-        LOG.debug("cm event {} on id 0x{}", event, Long.toHexString(c.id()));
-        CmEndpoint target = type == CmEventType.CONNECT_REQUEST ? endpoints.get(c.listenId()) : endpoints.get(c.id());
-        if (target == null) {
-            if (type == CmEventType.CONNECT_REQUEST) {
-                // the listener is gone: turn the request away, so that the peer is not left waiting
-                lock.lock();
-                try {
-                    MemorySegment id = MemorySegment.ofAddress(c.id());
-                    try {
-                        LibRdmacm.reject(id, MemorySegment.NULL, 0);
-                    } finally {
-                        LibRdmacm.destroyId(id);
-                    }
-                } catch (RuntimeException e) {
-                    LOG.debug("rejecting a request for a closed listener: {}", e.getMessage());
-                } finally {
-                    lock.unlock();
-                }
-            }
-            return; // an event for an id closed meanwhile
-        }
-        try {
-            target.handle(c, event);
-        } catch (RuntimeException e) {
-            LOG.warn("verbs4j: handling {} failed: {}", event, e.toString(), e);
-        }
-    }
-
-    /** Creates a {@code struct rdma_cm_id} on this channel (the caller registers its endpoint). */
-    MemorySegment createId(int portSpace) {
+    /**
+     * Creates a {@code struct rdma_cm_id} on this channel (the caller registers its endpoint, or
+     * destroys the id); counted from here on, so that the channel does not close under it.
+     */
+    IdState createId(int portSpace) {
         ensureOpen("rdma_create_id");
         lock.lock();
         try (Arena a = Arena.ofConfined()) {
             ensureOpen("rdma_create_id");
-            return LibRdmacm.createId(channel, a.allocate(java.lang.foreign.ValueLayout.ADDRESS), portSpace);
+            return new IdState(core, LibRdmacm.createId(channel, a.allocate(java.lang.foreign.ValueLayout.ADDRESS), portSpace));
         } finally {
             lock.unlock();
         }
@@ -245,8 +423,15 @@ public final class CmEventChannel implements AutoCloseable {
      * it is never closed by the caller.
      */
     public org.verbs4j.Context deviceContext(java.net.InetAddress address) {
-        MemorySegment id = createId(LibRdmacm.RDMA_PS_TCP);
-        lock.lock();
+        lock.lock(); // held from the id's creation to its destruction: the channel cannot close in between
+        IdState st;
+        try {
+            st = createId(LibRdmacm.RDMA_PS_TCP);
+        } catch (RuntimeException e) {
+            lock.unlock();
+            throw e;
+        }
+        MemorySegment id = st.id;
         try (Arena a = Arena.ofConfined()) {
             LibRdmacm.bindAddr(id, CmStructs.sockaddr(a, new java.net.InetSocketAddress(address, 0)));
             MemorySegment verbs = CmStructs.verbs(id);
@@ -257,52 +442,87 @@ public final class CmEventChannel implements AutoCloseable {
             return CmDevices.of(verbs).context();
         } finally {
             try {
-                LibRdmacm.destroyId(id);
+                st.destroy(false);
             } finally {
                 lock.unlock();
             }
         }
     }
 
-    /**
-     * Closes the channel: refused (EBUSY) while listeners, connections or pending requests created on
-     * it are open; stops and joins the event thread, then destroys the channel. A second call
-     * does nothing.
-     */
+    /** {@link #close(Duration)} with a bound of 10 s. */
     @Override
     public void close() {
+        close(CLOSE_BOUND);
+    }
+
+    /**
+     * Closes the channel: refused (EBUSY) while listeners, connections or pending requests created
+     * on it are open; stops the event thread (or waits for a thread polling it to leave), then
+     * destroys the channel. Waits at most {@code bound} for a callback of this channel that is
+     * running to return: after that it throws {@link ResourceBusyException} and the channel stays
+     * closing (no more events are dispatched, nothing new can be created on it); a later close
+     * finishes once the callback returned. A second call after a complete close does nothing.
+     */
+    public void close(Duration bound) {
         lock.lock();
         try {
-            if (closed) {
+            if (core.released) {
                 return;
             }
-            if (!endpoints.isEmpty()) {
-                throw new ResourceBusyException("rdma_destroy_event_channel", "the channel still has " + endpoints.size()
-                        + " open listener(s), connection(s) or pending request(s)", "close them first");
+            if (!core.closing) {
+                core.destroyOrphans();
+                int live = core.liveIds.get();
+                if (live != 0) {
+                    throw new ResourceBusyException("rdma_destroy_event_channel", "the channel still has " + live
+                            + " open listener(s), connection(s) or pending request(s)", "close them first");
+                }
+                core.closing = true;
+                LibC.signalEventFd("rdma_destroy_event_channel", core.wakeFd);
             }
-            closed = true;
         } finally {
             lock.unlock();
         }
-        LibC.signalEventFd("rdma_destroy_event_channel", wakeFd);
-        if (thread != null && thread != Thread.currentThread()) {
+        long deadline = System.nanoTime() + Math.max(0, bound.toNanos());
+        Thread t = core.thread;
+        if (t != null && t != Thread.currentThread()) {
             try {
-                thread.join(10_000);
+                if (!t.join(Duration.ofNanos(Math.max(1, deadline - System.nanoTime())))) {
+                    throw busy(bound, "the event thread");
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+                throw new VerbsException("rdma_destroy_event_channel", Errno.EINTR, "interrupted while waiting for the "
+                        + "event thread", "close again", e);
             }
         }
-        reader.lock(); // a polling thread has left
+        boolean locked;
         try {
-            LibRdmacm.destroyEventChannel(channel);
-            LibC.close(wakeFd);
-        } finally {
-            reader.unlock();
+            locked = core.reader.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new VerbsException("rdma_destroy_event_channel", Errno.EINTR, "interrupted while waiting for a "
+                    + "polling thread", "close again", e);
         }
+        if (!locked) {
+            throw busy(bound, "a thread reading the channel (processEvents or a wait of a polled channel)");
+        }
+        try {
+            core.release();
+        } finally {
+            core.reader.unlock();
+        }
+        leakClosed.run();
+    }
+
+    private ResourceBusyException busy(Duration bound, String who) {
+        return new ResourceBusyException("rdma_destroy_event_channel", "a callback of this channel has not returned within "
+                + bound + " (" + who + " is still in it); the channel stops dispatching events but is not destroyed yet",
+                "return from the callbacks (onRequest, onEvent, beforeConnect) and close again");
     }
 
     @Override
     public String toString() {
-        return "CmEventChannel(fd " + fd + (thread == null ? ", polled" : "") + (closed ? ", closed)" : ")");
+        return "CmEventChannel(fd " + core.fd + (core.thread == null ? ", polled" : "")
+                + (core.closing ? ", closed)" : ")");
     }
 }

@@ -18,7 +18,10 @@ import org.verbs4j.natives.LibRdmacm;
  * hands out the incoming {@link ConnectionRequest}s, through {@link #accept(Duration)} (bounded)
  * or a callback ({@link #onRequest}). Owns its cm id and the requests it holds that nobody took
  * yet: {@link #close()} rejects those and destroys the id; a second close does nothing. A port
- * already bound fails at {@link #bind} with EADDRINUSE. Thread-safe.
+ * already bound fails at {@link #bind} with EADDRINUSE. Thread-safe. A listener that becomes
+ * unreachable unclosed is reported by a cleaner (a warning naming its address and where it was
+ * bound) and its id destroyed, which frees the port; the channel holds it only weakly, so keep a
+ * reference to a listener that works through {@link #onRequest} callbacks.
  */
 public final class CmListener extends CmEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CmListener.class);
@@ -28,8 +31,11 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
     private volatile InetSocketAddress local;
     private boolean closed; // under the monitor
 
-    private CmListener(CmEventChannel channel, MemorySegment id) {
+    private final boolean ud;
+
+    private CmListener(CmEventChannel channel, CmEventChannel.IdState id, boolean ud) {
         super(channel, id);
+        this.ud = ud;
     }
 
     /**
@@ -37,11 +43,26 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
      * listens with room for {@code backlog} requests not yet taken.
      */
     public static CmListener bind(CmEventChannel channel, InetSocketAddress address, int backlog) {
+        return bind(channel, address, backlog, false);
+    }
+
+    /**
+     * A UD listener (RDMA_PS_UDP): its requests come from {@link RdmaConnection#connectUd}, and
+     * {@link ConnectionRequest#accept} answers each with a UD queue pair's QPN and Q_Key (the
+     * accepted connection is CONNECTED at once: the SIDR reply needs no confirmation). UD and RC
+     * listeners may use the same port number: they are different port spaces.
+     */
+    public static CmListener bindUd(CmEventChannel channel, InetSocketAddress address, int backlog) {
+        return bind(channel, address, backlog, true);
+    }
+
+    private static CmListener bind(CmEventChannel channel, InetSocketAddress address, int backlog, boolean ud) {
         if (backlog <= 0) {
             throw new InvalidRequestException("rdma_listen", "the backlog must be positive: " + backlog);
         }
-        MemorySegment id = channel.createId(LibRdmacm.RDMA_PS_TCP);
-        CmListener l = new CmListener(channel, id);
+        CmEventChannel.IdState st = channel.createId(ud ? LibRdmacm.RDMA_PS_UDP : LibRdmacm.RDMA_PS_TCP);
+        MemorySegment id = st.id;
+        CmListener l = new CmListener(channel, st, ud);
         l.register();
         try {
             channel.lock.lock();
@@ -52,6 +73,7 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
             } finally {
                 channel.lock.unlock();
             }
+            l.reportLeaks("connection-manager " + (ud ? "UD " : "") + "listener on " + l.local, false);
             return l;
         } catch (RuntimeException e) {
             l.destroyId();
@@ -87,7 +109,8 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
             }
             return;
         }
-        ConnectionRequest r = new ConnectionRequest(channel, MemorySegment.ofAddress(raw.id()), event);
+        ConnectionRequest r = new ConnectionRequest(channel,
+                new CmEventChannel.IdState(channel.core(), MemorySegment.ofAddress(raw.id())), event, ud);
         r.register();
         Consumer<ConnectionRequest> h = onRequest;
         boolean reject;

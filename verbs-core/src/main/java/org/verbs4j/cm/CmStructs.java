@@ -10,12 +10,15 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.ByteOrder;
+import org.verbs4j.natives.generated.rdmacm.ibv_ah_attr;
+import org.verbs4j.natives.generated.rdmacm.ibv_global_route;
 import org.verbs4j.natives.generated.rdmacm.rdma_addr;
 import org.verbs4j.natives.generated.rdmacm.rdma_addrinfo;
 import org.verbs4j.natives.generated.rdmacm.rdma_cm_event;
 import org.verbs4j.natives.generated.rdmacm.rdma_cm_id;
 import org.verbs4j.natives.generated.rdmacm.rdma_conn_param;
 import org.verbs4j.natives.generated.rdmacm.rdma_route;
+import org.verbs4j.natives.generated.rdmacm.rdma_ud_param;
 import org.verbs4j.natives.generated.rdmacm.rdmacm_h;
 import org.verbs4j.natives.generated.rdmacm.sockaddr_in6;
 import org.verbs4j.natives.generated.rdmacm.sockaddr_storage;
@@ -137,7 +140,38 @@ final class CmStructs {
 
     /** A Java copy of everything an event says, taken before it is acknowledged. */
     record Copied(long id, long listenId, int event, int status, byte[] privateData, int responderResources,
-                  int initiatorDepth) {
+                  int initiatorDepth, UdParams ud) {
+    }
+
+    /** The UD parameters of an event ({@code struct rdma_ud_param}: meaningful only for a UD id's ESTABLISHED). */
+    record UdParams(org.verbs4j.AddressVector vector, int qpNumber, int qkey) {
+    }
+
+    private static UdParams udParams(MemorySegment ud) {
+        MemorySegment ah = rdma_ud_param.ah_attr(ud);
+        org.verbs4j.Gid dgid = null;
+        int sgidIndex = 0, hop = 0, tclass = 0;
+        if (ibv_ah_attr.is_global(ah) != 0) {
+            MemorySegment grh = ibv_ah_attr.grh(ah);
+            dgid = org.verbs4j.Gid.of(ibv_global_route.dgid(grh).toArray(JAVA_BYTE));
+            sgidIndex = Byte.toUnsignedInt(ibv_global_route.sgid_index(grh));
+            hop = Byte.toUnsignedInt(ibv_global_route.hop_limit(grh));
+            tclass = Byte.toUnsignedInt(ibv_global_route.traffic_class(grh));
+        }
+        return new UdParams(new org.verbs4j.AddressVector(Byte.toUnsignedInt(ibv_ah_attr.port_num(ah)),
+                Short.toUnsignedInt(ibv_ah_attr.dlid(ah)), dgid, sgidIndex, hop, tclass,
+                Byte.toUnsignedInt(ibv_ah_attr.sl(ah))), rdma_ud_param.qp_num(ud), rdma_ud_param.qkey(ud));
+    }
+
+    /** The Q_Key librdmacm (the kernel's CM) gives a UD id's queue pair: {@code rdma_init_qp_attr} for INIT. */
+    static int udQkey(MemorySegment id) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = qpAttr(a);
+            MemorySegment mask = a.allocate(java.lang.foreign.ValueLayout.JAVA_INT);
+            org.verbs4j.natives.generated.ibverbs.ibv_qp_attr.qp_state(attr, 1); // IBV_QPS_INIT
+            org.verbs4j.natives.LibRdmacm.initQpAttr(id, attr, mask);
+            return org.verbs4j.natives.generated.ibverbs.ibv_qp_attr.qkey(attr);
+        }
     }
 
     static Copied copy(MemorySegment event) {
@@ -152,7 +186,8 @@ final class CmStructs {
         }
         return new Copied(rdma_cm_event.id(e).address(), rdma_cm_event.listen_id(e).address(), type,
                 rdma_cm_event.status(e), data, Byte.toUnsignedInt(rdma_conn_param.responder_resources(conn)),
-                Byte.toUnsignedInt(rdma_conn_param.initiator_depth(conn)));
+                Byte.toUnsignedInt(rdma_conn_param.initiator_depth(conn)),
+                type == rdmacm_h.RDMA_CM_EVENT_ESTABLISHED() ? udParams(rdma_cm_event.param.ud(rdma_cm_event.param(e))) : null);
     }
 
     // ---- struct ibv_qp_attr from rdma_init_qp_attr ----------------------------------------------

@@ -14,7 +14,9 @@ import org.verbs4j.natives.LibRdmacm;
  * An incoming connection request a {@link CmListener} handed out: who asks (address, private
  * data, the RDMA READ depths it offers), to {@link #accept} or {@link #reject}. Owns the request's
  * cm id until accepted (then the connection owns it). {@link #close()} rejects a request that was
- * neither accepted nor rejected; a second call does nothing. Thread-safe.
+ * neither accepted nor rejected; a second call does nothing. Thread-safe. A request that becomes
+ * unreachable unanswered (a request handler that ignored it) is reported by a cleaner with a
+ * warning naming the peer and where the request was received, and rejected.
  */
 public final class ConnectionRequest extends CmEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionRequest.class);
@@ -26,13 +28,23 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
     private boolean handled;
     private volatile CmEvent abandoned;
 
-    ConnectionRequest(CmEventChannel channel, MemorySegment id, CmEvent event) {
+    /** A request to a UD listener (RDMA_PS_UDP, a SIDR request): accepting makes a UD connection. */
+    private final boolean ud;
+
+    ConnectionRequest(CmEventChannel channel, CmEventChannel.IdState id, CmEvent event, boolean ud) {
         super(channel, id);
-        this.peer = CmStructs.peerAddress(id);
-        this.local = CmStructs.localAddress(id);
+        this.ud = ud;
+        this.peer = CmStructs.peerAddress(id.id);
+        this.local = CmStructs.localAddress(id.id);
         this.privateData = event.privateData();
         this.responderResources = event.responderResources();
         this.initiatorDepth = event.initiatorDepth();
+        reportLeaks("connection request from " + peer + " that was neither accepted nor rejected", true);
+    }
+
+    /** Whether the request came to a {@link CmListener#bindUd UD listener}: {@link #accept} makes a UD connection. */
+    public boolean isDatagram() {
+        return ud;
     }
 
     /** Returns the address and port the request came from. */
@@ -72,23 +84,24 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
             throw VerbsExceptions.closed(verb, "the request was already accepted, rejected or closed");
         }
         handled = true;
+        leakClosed(); // answered: the connection (or the reject) owns the id from here on
     }
 
     /**
-     * Accepts: creates the RC queue pair as {@code setup} says (its {@code beforeConnect} hook
+     * Accepts: creates the RC (for a UD listener: UD, see {@link RdmaConnection#connectUd}) queue pair as {@code setup} says (its {@code beforeConnect} hook
      * runs once the queue pair exists, to post receives), moves it to RTS and sends the accept
      * with {@code privateData} (at most 196 bytes, or null); returns the connection once the peer
      * confirmed (ESTABLISHED), within {@code timeout}. On failure everything is released and the
      * exception says why (timeout, the peer gave up, closed meanwhile).
      */
     public RdmaConnection accept(ConnectionSetup setup, byte[] privateData, Duration timeout) {
-        RdmaConnection.checkPrivateData("rdma_accept", privateData, 196);
+        RdmaConnection.checkPrivateData("rdma_accept", privateData, ud ? 136 : 196);
         if (timeout.isNegative() || timeout.isZero()) {
             throw new InvalidRequestException("rdma_accept", "the timeout must be positive: " + timeout);
         }
         claim("rdma_accept");
         long deadline = System.nanoTime() + timeout.toNanos();
-        RdmaConnection c = new RdmaConnection(channel, id, false, setup, ConnectionState.ACCEPTING);
+        RdmaConnection c = new RdmaConnection(channel, idState, false, ud, setup, ConnectionState.ACCEPTING);
         c.peerPrivateData(this.privateData);
         c.addresses(peer, local);
         c.register(); // replaces this request as the id's endpoint
@@ -114,7 +127,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
 
     /** Rejects with {@code privateData} (at most 148 bytes, or null); the peer gets REJECTED with it. Releases the request. */
     public void reject(byte[] privateData) {
-        RdmaConnection.checkPrivateData("rdma_reject", privateData, 148);
+        RdmaConnection.checkPrivateData("rdma_reject", privateData, ud ? 136 : 148);
         claim("rdma_reject");
         channel.lock.lock();
         try (Arena a = Arena.ofConfined()) {

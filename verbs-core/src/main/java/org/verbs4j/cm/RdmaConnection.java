@@ -9,6 +9,7 @@ import java.util.Set;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.verbs4j.AddressHandle;
 import org.verbs4j.CompletionQueue;
 import org.verbs4j.ConnectOptions;
 import org.verbs4j.Context;
@@ -28,7 +29,8 @@ import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.LibRdmacm;
 
 /**
- * A reliable connection made through librdmacm: one cm id, and the RC {@link QueuePair} on it
+ * A connection made through librdmacm: one cm id, and the RC {@link QueuePair} on it (or a UD one,
+ * {@link #connectUd}: RDMA_PS_UDP, the peer's QPN, Q_Key and an {@link #addressHandle()})
  * (created with {@code rdma_create_qp}, an ordinary queue pair: same data path, checked mode and
  * close rules), its completion queues and protection domain. Made by {@link #connect} (active
  * side) or {@link ConnectionRequest#accept} (passive side).
@@ -46,6 +48,12 @@ import org.verbs4j.natives.LibRdmacm;
  * throws {@link ResourceClosedException}. State changes are visible through {@link #state()},
  * {@link #awaitState} (bounded) and the {@link #onEvent} callback (run on the channel's event
  * thread, or on the thread that polls a polled channel). Thread-safe.
+ *
+ * <p>A connection that becomes unreachable unclosed is reported by a cleaner (a warning naming it
+ * and where it was created) and its cm id destroyed; its queue pair and completion queues are
+ * released by their own cleaners, each reported too (destroying the id and the QP in either order
+ * is safe, see above). The channel holds a connection only weakly: keep a reference to one that
+ * works through {@link #onEvent} callbacks.
  */
 public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaConnection.class);
@@ -72,9 +80,15 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private volatile boolean ownsCqs;
     private volatile QueuePair qp;
     private final ConnectionSetup setup;
+    /** A UD "connection" over RDMA_PS_UDP (SIDR): a UD queue pair, the peer's QPN/Q_Key and an address handle. */
+    private final boolean ud;
+    private volatile AddressHandle addressHandle;
+    private volatile int remoteQpn = -1, remoteQkey, qkey;
 
-    RdmaConnection(CmEventChannel channel, MemorySegment id, boolean active, ConnectionSetup setup, ConnectionState initial) {
+    RdmaConnection(CmEventChannel channel, CmEventChannel.IdState id, boolean active, boolean ud, ConnectionSetup setup,
+                   ConnectionState initial) {
         super(channel, id);
+        this.ud = ud;
         this.active = active;
         this.setup = setup;
         this.options = setup.options;
@@ -83,6 +97,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         this.wantResponderResources = setup.responderResources;
         this.wantInitiatorDepth = setup.initiatorDepth;
         this.state = initial;
+        reportLeaks((ud ? "UD connection" : "RDMA connection") + (active ? " (active side)" : " (accepted)"), false);
     }
 
     // ---- the active side -------------------------------------------------------------------
@@ -100,7 +115,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      */
     public static RdmaConnection connect(CmEventChannel channel, InetSocketAddress remote, ConnectionSetup setup,
                                          byte[] privateData, Duration timeout) {
-        RdmaConnection c = create(channel, setup);
+        return createAndConnect(channel, remote, setup, privateData, timeout, false);
+    }
+
+    /** Creates an active connection (RC or UD) and connects it; on any failure it is closed and the exception thrown. */
+    private static RdmaConnection createAndConnect(CmEventChannel channel, InetSocketAddress remote, ConnectionSetup setup,
+                                                   byte[] privateData, Duration timeout, boolean ud) {
+        RdmaConnection c = create(channel, setup, ud);
         try {
             c.connect(remote, privateData, timeout);
             return c;
@@ -117,10 +138,34 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * {@link ResourceClosedException}.
      */
     public static RdmaConnection create(CmEventChannel channel, ConnectionSetup setup) {
-        MemorySegment id = channel.createId(LibRdmacm.RDMA_PS_TCP);
-        RdmaConnection c = new RdmaConnection(channel, id, true, setup, ConnectionState.IDLE);
+        return create(channel, setup, false);
+    }
+
+    private static RdmaConnection create(CmEventChannel channel, ConnectionSetup setup, boolean ud) {
+        CmEventChannel.IdState id = channel.createId(ud ? LibRdmacm.RDMA_PS_UDP : LibRdmacm.RDMA_PS_TCP);
+        RdmaConnection c = new RdmaConnection(channel, id, true, ud, setup, ConnectionState.IDLE);
         c.register();
         return c;
+    }
+
+    /**
+     * A UD "connection" to a {@link CmListener#bindUd UD listener} at {@code remote} (librdmacm's
+     * RDMA_PS_UDP: address and route resolution, then a service ID resolution request, SIDR): a
+     * UD queue pair on the id's device, moved to RTS with the Q_Key the connection manager
+     * assigns, and, once the listener accepted, the peer's QPN, Q_Key and an
+     * {@link #addressHandle()} to post UD SENDs to it
+     * ({@code wrs.send(..).destination(c.addressHandle(), c.remoteQpn(), c.remoteQkey())}).
+     * Receives on a UD queue pair carry the 40-byte GRH first. Nothing is connected: the peer
+     * sees no disconnect; {@link #close()} releases the address handle, queue pair, queues and id.
+     * Bounded and failing as {@link #connect(CmEventChannel, InetSocketAddress, ConnectionSetup,
+     * byte[], Duration)} does (REJECTED, NO_LISTENER, UNREACHABLE, timeouts).
+     *
+     * @param privateData sent with the request (at most 180 bytes; the peer sees them padded with zeros), or null
+     */
+    public static RdmaConnection connectUd(CmEventChannel channel, InetSocketAddress remote, ConnectionSetup setup,
+                                           byte[] privateData, Duration timeout) {
+        checkPrivateData("rdma_connect", privateData, 180);
+        return createAndConnect(channel, remote, setup, privateData, timeout, true);
     }
 
     /**
@@ -136,7 +181,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      *                    zeros to 56), or null
      */
     public void connect(InetSocketAddress remote, byte[] privateData, Duration timeout) {
-        checkPrivateData("rdma_connect", privateData, 56);
+        checkPrivateData("rdma_connect", privateData, ud ? 180 : 56);
         if (timeout.isNegative() || timeout.isZero()) {
             throw new InvalidRequestException("rdma_connect", "the timeout must be positive: " + timeout);
         }
@@ -183,6 +228,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             setup.beforeConnect.accept(this);
         }
         locked("rdma_connect", () -> {
+            if (ud) {
+                try (Arena a = Arena.ofConfined()) {
+                    state = ConnectionState.CONNECTING;
+                    LibRdmacm.connect(id, CmStructs.connParam(a, privateData, 0, 0, 0, 0, qp.qpNumber()));
+                }
+                return;
+            }
             try (Arena a = Arena.ofConfined()) {
                 setAckTimeout(a);
                 DeviceAttributes d = context.queryDevice();
@@ -235,7 +287,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             ownsCqs = true;
         }
-        QueuePairInit init = QueuePairInit.of(QueuePairType.RC, sendCq, recvCq).maxSendWr(s.maxSendWr)
+        QueuePairInit init = QueuePairInit.of(ud ? QueuePairType.UD : QueuePairType.RC, sendCq, recvCq).maxSendWr(s.maxSendWr)
                 .maxRecvWr(s.maxRecvWr).maxSendSge(s.maxSendSge).maxRecvSge(s.maxRecvSge)
                 .maxInlineData(s.maxInlineData).signalAll(s.signalAll);
         MemorySegment cmId = id;
@@ -251,6 +303,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         } catch (RuntimeException e) {
             closeQueues();
             throw e;
+        }
+        if (ud) {
+            // rdma_create_qp took a UD QP to RTS itself; the library redoes it so that its QueuePair
+            // knows the state: RESET, then INIT (with the CM's Q_Key), RTR, RTS
+            qkey = CmStructs.udQkey(id);
+            qp.reset();
+            qp.activateUd(CmStructs.portNum(id), qkey, 0);
+            return;
         }
         qp.toInit(CmStructs.portNum(id), remoteAccess); // INIT -> INIT: least privilege, whatever rdma_create_qp granted
     }
@@ -275,6 +335,19 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /** Passive side, under channel.lock: the queue pair to RTS, then {@code rdma_accept}. */
     void acceptNow(byte[] privateData, int peerResponderResources, int peerInitiatorDepth) {
+        if (ud) { // the QP is RTS already; the SIDR reply carries its QPN and the Q_Key; no ESTABLISHED follows
+            try (Arena a = Arena.ofConfined()) {
+                LibRdmacm.accept(id, CmStructs.connParam(a, privateData, 0, 0, 0, 0, qp.qpNumber()));
+            }
+            synchronized (this) {
+                if (state == ConnectionState.ACCEPTING) {
+                    local = CmStructs.localAddress(id);
+                    state = ConnectionState.CONNECTED;
+                }
+                notifyAll();
+            }
+            return;
+        }
         toReadyToSend(peerResponderResources, peerInitiatorDepth);
         try (Arena a = Arena.ofConfined()) {
             LibRdmacm.accept(id, CmStructs.connParam(a, privateData, responderResources, initiatorDepth,
@@ -297,7 +370,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                     ? ConnectionFailedException.Reason.NO_LISTENER : ConnectionFailedException.Reason.REJECTED, e);
             case CONNECT_ERROR -> fail(ConnectionFailedException.Reason.CONNECT_ERROR, e);
             case CONNECT_RESPONSE -> completeActive(e);
-            case ESTABLISHED -> established(e);
+            case ESTABLISHED -> {
+                if (ud && active) {
+                    udEstablished(raw.ud(), e);
+                } else {
+                    established(e);
+                }
+            }
             case DISCONNECTED -> peerDisconnected(e);
             case TIMEWAIT_EXIT -> advance(ConnectionState.DISCONNECTED, ConnectionState.TIMEWAIT_EXITED);
             case DEVICE_REMOVAL -> deviceRemoved(e);
@@ -351,10 +430,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private void completeActive(CmEvent e) {
         channel.lock.lock();
         try {
-            synchronized (this) {
-                if (closed || state != ConnectionState.CONNECTING) {
-                    return;
-                }
+            if (!stillConnecting()) {
+                return;
             }
             try {
                 toReadyToSend(e.responderResources(), e.initiatorDepth());
@@ -370,6 +447,32 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                         e.name() + " (then " + x.getMessage() + ")", e.status(), e.privateData(), 0, 0));
                 return;
             }
+        } finally {
+            channel.lock.unlock();
+        }
+        established(e);
+    }
+
+    private synchronized boolean stillConnecting() {
+        return !closed && state == ConnectionState.CONNECTING;
+    }
+
+    /** Active UD side: the listener's QPN, Q_Key and path; the address handle to reach it. */
+    private void udEstablished(CmStructs.UdParams p, CmEvent e) {
+        channel.lock.lock();
+        try {
+            if (!stillConnecting()) {
+                return;
+            }
+            try {
+                addressHandle = pd.createAddressHandle(p.vector());
+            } catch (RuntimeException x) {
+                fail(ConnectionFailedException.Reason.CONNECT_ERROR, new CmEvent(CmEventType.CONNECT_ERROR,
+                        e.name() + " (then ibv_create_ah: " + x.getMessage() + ")", e.status(), e.privateData(), 0, 0));
+                return;
+            }
+            remoteQpn = p.qpNumber();
+            remoteQkey = p.qkey();
         } finally {
             channel.lock.unlock();
         }
@@ -559,6 +662,40 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         return recvCq;
     }
 
+    /** Whether this is a UD connection ({@link #connectUd}, or accepted from a {@link CmListener#bindUd UD listener}). */
+    public boolean isDatagram() {
+        return ud;
+    }
+
+    /**
+     * UD, active side: the peer's queue pair number from the listener's SIDR reply (-1 before
+     * CONNECTED, and on the accepting side, which learns each sender's QPN from its receive
+     * completions, {@code WorkCompletions.sourceQp}).
+     */
+    public int remoteQpn() {
+        return remoteQpn;
+    }
+
+    /** UD, active side: the peer's Q_Key (0 before CONNECTED, and on the accepting side). */
+    public int remoteQkey() {
+        return remoteQkey;
+    }
+
+    /** UD: the Q_Key of this side's queue pair (the connection manager's), 0 for RC. */
+    public int qkey() {
+        return qkey;
+    }
+
+    /**
+     * UD, active side: the address handle to the peer (owned by this connection, closed with
+     * it); null before CONNECTED, for RC, and on the accepting side (which builds one from a
+     * received GRH: {@code Gid.read(grh, 8)} is the sender's GID; for RoCE v2 over IPv4 the 40 bytes
+     * are 20 zeros and the IPv4 header, the sender's address at offset 32, {@code Gid.ofAddress}).
+     */
+    public AddressHandle addressHandle() {
+        return addressHandle;
+    }
+
     /** The protection domain of the queue pair: the setup's, or the library's one for the device. */
     public ProtectionDomain protectionDomain() {
         return pd;
@@ -670,7 +807,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
         channel.lock.lock();
         try {
-            if (wasConnected) {
+            if (wasConnected && !ud) {
                 try {
                     if (qp != null && qp.isOpen()) {
                         qp.toError();
@@ -678,6 +815,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                     LibRdmacm.disconnect(id);
                 } catch (RuntimeException x) {
                     LOG.debug("disconnecting on close: {}", x.getMessage());
+                }
+            }
+            AddressHandle ah = addressHandle;
+            if (ah != null && ah.isOpen()) {
+                try {
+                    ah.close();
+                } catch (VerbsException x) {
+                    LOG.warn("verbs4j: closing a UD connection's address handle failed: {}", x.getMessage());
                 }
             }
             if (qp != null && qp.isOpen()) {

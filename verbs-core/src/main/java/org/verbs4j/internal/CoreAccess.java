@@ -63,4 +63,14 @@ public abstract class CoreAccess {
     /** One {@code ibv_modify_qp} of {@code qp} to {@code to} with {@code attr}/{@code mask} (the state bit is added). */
     public abstract void modify(QueuePair qp, MemorySegment attr, int mask, QueuePairState to);
 
+    /**
+     * Reports {@code owner} with a warning naming {@code kind} and where it was created if it
+     * becomes unreachable without the returned action having run, then runs {@code release} on
+     * the cleaner's thread ({@code release} must not reference {@code owner}). Run the returned
+     * action when the owner is closed (idempotent).
+     */
+    public abstract Runnable reportLeaks(Object owner, String kind, Runnable release);
+
+    /** How many leaks the objects registered with {@link #reportLeaks} (and the core's own arrays) reported so far. */
+    public abstract long leaksReported();
 }
