@@ -132,8 +132,9 @@ waitport() {
 }
 
 # perftest under TCG sometimes cannot calibrate its cycle counter ("Can't produce a report") and
-# quits: every run is tried twice, perftest's by this script, verbs-perf's by --batch --retries 1
-RETRIES=1
+# quits: every run is tried 1 + VERBS4J_PERF_RETRIES times (default 1), perftest's by this script,
+# verbs-perf's by --batch --retries (single-threaded TCG, as CI uses, fails the calibration more often)
+RETRIES="${VERBS4J_PERF_RETRIES:-1}"
 retry() { # command... (the last attempt's status)
     local a rc=0
     for ((a = 0; a <= RETRIES; a++)); do
