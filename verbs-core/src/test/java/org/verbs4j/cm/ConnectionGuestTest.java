@@ -103,7 +103,8 @@ class ConnectionGuestTest {
                 assertEquals(Access.mask(EnumSet.of(Access.REMOTE_WRITE)), a.accessFlags(), "access flags of " + c);
                 assertEquals(6, a.retryCount(), "retry count of " + c);
                 assertTrue(a.rnrRetry() <= 6, "rnr retry of " + c);
-                assertEquals(c.queuePair().qpNumber(), c.queuePair().qpNumber());
+                RdmaConnection peer = c == client ? srv : client;
+                assertEquals(peer.queuePair().qpNumber(), a.destQpNumber(), "destination QP of " + c);
             }
 
             // SEND client -> server, then server -> client
