@@ -23,7 +23,8 @@
 # --rdma-cm: both tools with -R (perftest's rdma_cm mode: QP and messages over rdma_cm); a server
 # counts as listening once `rdma resource show cm_id` lists a LISTEN id on the port.
 # Environment: VERBS4J_PERF_DEV (device, default the first), VERBS4J_PERF_GID (-x, default 1 in
-# the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_GUEST_IP.
+# the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_GUEST_IP,
+# VERBS4J_PERF_PIN (auto|on|off: each verbs-perf JVM on one CPU; auto = in a multi-vCPU guest).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -101,6 +102,23 @@ rm -f "$OUT"/*.out "$OUT"/*.json "$OUT"/*.log "$OUT"/*.batch "$OUT"/*.stdout "$O
 COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 [[ $RDMA_CM == 0 ]] || COMMON+=" -R"
 VP=(java --enable-native-access=ALL-UNNAMED ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
+# VERBS4J_PERF_PIN=auto|on|off: each verbs-perf JVM on one CPU (server: the last, client: the
+# first; perftest unpinned). auto = on in the guest when it has more than one vCPU: under
+# multi-threaded TCG a JVM patching compiled code that another vCPU is executing can die of
+# SIGILL (a CI run on 2026-11-30: C1 code of Gate.tryEnter); with all of a JVM's threads on one
+# vCPU, TCG sees each code write before the next instruction runs.
+PIN=${VERBS4J_PERF_PIN:-auto}
+NCPU=$(nproc 2>/dev/null || echo 1)
+if [[ $PIN == auto ]]; then
+    PIN=off
+    if [[ "${VERBS4J_GUEST:-}" == 1 && $NCPU -gt 1 ]] && command -v taskset >/dev/null; then PIN=on; fi
+fi
+VP_SERVER=("${VP[@]}")
+VP_CLIENT=("${VP[@]}")
+if [[ $PIN == on ]]; then
+    VP_SERVER=(taskset -c $((NCPU - 1)) "${VP[@]}")
+    VP_CLIENT=(taskset -c 0 "${VP[@]}")
+fi
 T0=$SECONDS
 say() { echo "[perftest-compare +$((SECONDS - T0))s] $*" >&2; }
 
@@ -160,6 +178,12 @@ note_fail() {
     esac
 }
 
+stop_tree() { # pid: stops the process and its descendants, children first (a later wait reaps it)
+    local c
+    for c in $(pgrep -P "$1" 2>/dev/null); do stop_tree "$c"; done
+    kill "$1" 2>/dev/null || true
+}
+
 run_pair() {
     local pair=$1 r t s n o
     local client=${pair%-*} server=${pair#*-}
@@ -174,12 +198,14 @@ run_pair() {
         echo "$t $o --timeout $TIMEOUT --out_json --out_json_file $OUT/${pair}__${t}__$s.json $IP >> $OUT/${pair}__$t.out" >>"$cbatch"
     done
     if [[ $server == vp ]]; then
-        timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP[@]}" --batch "$sbatch" --retries $RETRIES >"$OUT/$pair.server.stdout" 2>&1 &
+        timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP_SERVER[@]}" --batch "$sbatch" --retries $RETRIES >"$OUT/$pair.server.stdout" 2>&1 &
         spid=$!
     fi
     if [[ $client == vp && $server == vp ]]; then
-        timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP[@]}" --batch "$cbatch" --retries $RETRIES 2>>"$OUT/$pair.client.log" \
-            || note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
+        if ! timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP_CLIENT[@]}" --batch "$cbatch" --retries $RETRIES 2>>"$OUT/$pair.client.log"; then
+            note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
+            stop_tree "$spid"
+        fi
     elif [[ $client == vp ]]; then
         # perftest servers one after another; the verbs-perf client retries until each listens
         (
@@ -192,8 +218,11 @@ run_pair() {
             done
         ) &
         spid=$!
-        timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP[@]}" --batch "$cbatch" --retries $RETRIES 2>>"$OUT/$pair.client.log" \
-            || note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
+        if ! timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP_CLIENT[@]}" --batch "$cbatch" --retries $RETRIES 2>>"$OUT/$pair.client.log"; then
+            note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
+            # the perftest servers still waiting for this client would each wait out their bound
+            stop_tree "$spid"
+        fi
     else
         for r in "${RUNS[@]}"; do
             read -r t s n <<<"$r"
@@ -227,12 +256,12 @@ run_pair() {
     fi
 }
 
-say "device $DEV${GID:+, GID index $GID}, peer address $IP, pairs: $PAIRS"
+say "device $DEV${GID:+, GID index $GID}, peer address $IP, pairs: $PAIRS, verbs-perf JVMs pinned to one CPU each: $PIN"
 say "tests: $TESTS; bw sizes: $BW_SIZES (-n $BW_ITERS); lat sizes: $LAT_SIZES (-n $LAT_ITERS); extra options: ${EXTRA:-none}"
 for p in $PAIRS; do run_pair "$p"; done
 [[ ! -s "$OUT/failures.log" ]] || FAIL=1
 say "runs done; results in $OUT"
 crc=0
-"${VP[@]}" compare "$OUT" --json ${PNG:+--png "$PNG"} || crc=$?
+"${VP_CLIENT[@]}" compare "$OUT" --json ${PNG:+--png "$PNG"} || crc=$?
 say "done: runs $([[ $FAIL == 0 ]] && echo ok || echo FAILED), compare exit $crc"
 [[ $FAIL == 0 && $crc == 0 ]]
