@@ -319,15 +319,17 @@ public final class SendWorkRequests extends WorkRequestChain {
      * inside {@code mr} (the offsets are linear in k, so the first and the last bound them all).
      */
     private static void checkSgeRange(MemoryRegion mr, long offset, long stride, int n, int length) {
-        long lastOffset;
-        try {
-            lastOffset = Math.addExact(offset, Math.multiplyExact(stride, (long) (n - 1)));
-        } catch (ArithmeticException e) {
-            lastOffset = Long.MIN_VALUE; // outside every region: checkSge refuses it
-        }
         long len = Integer.toUnsignedLong(length);
         mr.checkSge("ibv_post_send", offset, len);
-        mr.checkSge("ibv_post_send", lastOffset, len);
+        if (n > 1 && stride != 0) {
+            long lastOffset;
+            try {
+                lastOffset = Math.addExact(offset, Math.multiplyExact(stride, (long) (n - 1)));
+            } catch (ArithmeticException e) {
+                lastOffset = Long.MIN_VALUE; // outside every region: checkSge refuses it
+            }
+            mr.checkSge("ibv_post_send", lastOffset, len);
+        }
     }
 
     /** Starts an RDMA_WRITE_WITH_IMM: the peer's receive completes with {@code immediate}. */
