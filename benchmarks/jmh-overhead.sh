@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The binding-overhead set of issue 11 in ONE JMH run (one `java -jar`, one fork per benchmark
 # class and parameter), then a ratio table: Java public API / C loop per chain length (checked
-# and unchecked), one WR / the raw two-downcall floor, the build/post ablation, completion
+# and unchecked; the chain built per request and with the bulk SendWorkRequests.writes), one WR /
+# the raw two-downcall floor, the build/post ablation, completion
 # decoding of 32, and the gc profiler's B/op for every row.
 #
 #   benchmarks/jmh-overhead.sh            # build the jar if missing, run, print the tables
@@ -73,12 +74,20 @@ chains = sorted({k[2] for k in res if k[0] in (CK, UN)}, key=lambda c: int(c) if
 print("ns per post+poll of one chain (RDMA_WRITE, 64-byte SGE each, last signaled), " + WHAT + ";")
 print("B/op = gc.alloc.rate.norm (the largest of the row)")
 print()
-print("| chain | C loop | raw floor | checked | ÷ C | unchecked | ÷ C | checked ÷ floor | unchecked ÷ floor | max B/op |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for c in chains:
-    cl, fl, ck, un = g(CK, "cLoop", c), g(CK, "rawCritical", c), g(CK, "javaPublicApi", c), g(UN, "javaPublicApi", c)
-    print(f"| {c} | {fmt(cl)} | {fmt(fl)} | {fmt(ck)} | {ratio(ck, cl)} | {fmt(un)} | {ratio(un, cl)} "
-          f"| {ratio(ck, fl)} | {ratio(un, fl)} | {bop(ck, un, fl)} |")
+def ratios(method, what):
+    print("| chain | C loop | raw floor | " + what + " checked | ÷ C | " + what + " unchecked | ÷ C | checked ÷ floor "
+          "| unchecked ÷ floor | max B/op |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for c in chains:
+        cl, fl, ck, un = g(CK, "cLoop", c), g(CK, "rawCritical", c), g(CK, method, c), g(UN, method, c)
+        print(f"| {c} | {fmt(cl)} | {fmt(fl)} | {fmt(ck)} | {ratio(ck, cl)} | {fmt(un)} | {ratio(un, cl)} "
+              f"| {ratio(ck, fl)} | {ratio(un, fl)} | {bop(ck, un, fl)} |")
+ratios("javaPublicApi", "per request")
+if any(k[1] == "javaBulkApi" for k in res):
+    print()
+    print("The same chain built with ONE bulk call, SendWorkRequests.writes(n, ...) (javaBulkApi), ns, " + WHAT)
+    print()
+    ratios("javaBulkApi", "bulk")
 print()
 print("Ablation: where the Java time goes (ns, " + WHAT + "; build = public API - prebuilt post+poll of the same chain)")
 print()
@@ -149,8 +158,8 @@ fi
 [[ "${1:-}" == "--" ]] && shift
 # -Djmh.ignoreLock: other JMH runs may hold /tmp/jmh.lock on a shared machine (their load is noise)
 java -Djmh.ignoreLock=true -jar "$JAR" \
-    'PostPollBenchmark\.(cLoop|rawCritical|rawPostPrebuilt|javaPublicApi|javaPostPrebuilt)$' \
-    'PostPollUncheckedBenchmark\.(javaPublicApi|javaPostPrebuilt)$' \
+    'PostPollBenchmark\.(cLoop|rawCritical|rawPostPrebuilt|javaPublicApi|javaBulkApi|javaPostPrebuilt)$' \
+    'PostPollUncheckedBenchmark\.(javaPublicApi|javaBulkApi|javaPostPrebuilt)$' \
     'CompletionDecode(Unchecked)?Benchmark\.' \
     -p chain=1,8,32 -f 1 -wi "$WI" -i "$I" -w "$W" -r "$R" -prof gc -prof org.verbs4j.bench.CpuTimeProfiler -rf json -rff "$OUT" "$@"
 echo

@@ -18,6 +18,7 @@ import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QPN;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_ID;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_SIZE;
+import static org.verbs4j.natives.WorkRequestLayout.SGE_ADDR;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
@@ -180,6 +181,155 @@ public final class SendWorkRequests extends WorkRequestChain {
         wrs.set(JAVA_LONG, cur + SEND_RDMA_REMOTE_ADDR, remoteAddress);
         wrs.set(JAVA_INT, cur + SEND_RDMA_RKEY, rkey);
         return this;
+    }
+
+    /**
+     * Appends {@code n} RDMA_WRITEs of one shape in one call, each with one SGE of {@code mr}:
+     * request {@code k} ({@code 0 <= k < n}) has wr_id {@code firstWrId + k}, writes to
+     * {@code remoteAddress + k * remoteStride} in the peer's region {@code rkey}, and carries the
+     * SGE {@code [offset + k * localStride, + length)} of {@code mr}. All are unsignaled and
+     * unfenced; the last one is the current request, so a {@link #signaled()} that follows flags
+     * it (and {@link #sge} could add to it). The same descriptors as {@code n} times
+     * {@code write(firstWrId + k, …).sge(mr, …)}, written in one loop with the checks done once
+     * for the whole range:
+     * <ul>
+     *   <li>every mode: the chain is open and has room for {@code n} more requests, and the
+     *       region is open (the chain remembers it for each request, so the post-time liveness
+     *       check covers them as for {@link #sge});</li>
+     *   <li>checked mode: the first and the last SGE lie inside the region (the SGEs between them
+     *       then do too), and its memory is alive.</li>
+     * </ul>
+     * A refused call throws before anything is written: the chain is as it was.
+     *
+     * <pre>{@code
+     * wrs.clear().writes(32, id, remoteAddr, 4096, rkey, mr, 0, 4096, 4096).signaled();
+     * qp.postSend(wrs);
+     * }</pre>
+     *
+     * @param n             the number of requests, at least 1
+     * @param firstWrId     the wr_id of the first request (the next ones count up by one)
+     * @param remoteAddress the remote address of the first request
+     * @param remoteStride  added to the remote address per request (0: all write the same place)
+     * @param rkey          the peer's region
+     * @param mr            the registered region every SGE lies in
+     * @param offset        the first SGE's offset in {@code mr}
+     * @param localStride   added to the offset per request (0: all send the same bytes)
+     * @param length        the bytes of each SGE
+     * @return this chain
+     * @throws InvalidRequestException {@code n < 1}; checked mode: an SGE outside the region, or its memory freed
+     * @throws QueueFullException      fewer than {@code n} requests of capacity are left
+     * @throws ResourceClosedException the chain or the region is closed
+     */
+    public SendWorkRequests writes(int n, long firstWrId, long remoteAddress, long remoteStride, int rkey,
+                                   MemoryRegion mr, long offset, long localStride, int length) {
+        int first = count;
+        if (closed || n < 1 || n > capacity - first || !mr.isOpenPlain()) {
+            throw cannotAppend(n, mr);
+        }
+        if (CHECKED) {
+            checkSgeRange(mr, offset, localStride, n, length);
+        }
+        // nothing can be refused from here on
+        int last = first + n - 1;
+        if (first < destinationsHigh) { // RC/UC chains never look
+            clearDestinations(first, Math.min(last + 1, destinationsHigh));
+        }
+        MemorySegment w = wrs;
+        MemorySegment s = sges;
+        long stride = sgeStride;
+        long numSgeOpcode = pack(1, OP_RDMA_WRITE);
+        long lengthKey = pack(length, mr.lkey());
+        long local = mr.address() + offset;
+        long remote = remoteAddress;
+        long o = SEND_WR_SIZE * first;
+        long so = stride * first;
+        // the stores alone in one loop (the JIT hoists the segments' checks out of a loop this simple;
+        // the region bookkeeping in the same loop measured twice as slow); next and sg_list stay as
+        // linked at construction
+        for (int k = 0; k < n; k++) {
+            w.set(JAVA_LONG, o + SEND_WR_ID, firstWrId + k);
+            w.set(JAVA_LONG, o + SEND_NUM_SGE, numSgeOpcode);
+            w.set(JAVA_LONG, o + SEND_FLAGS, 0L);
+            w.set(JAVA_LONG, o + SEND_RDMA_REMOTE_ADDR, remote);
+            w.set(JAVA_INT, o + SEND_RDMA_RKEY, rkey);
+            s.set(JAVA_LONG, so + SGE_ADDR, local);
+            s.set(JAVA_LONG, so + SGE_LENGTH, lengthKey);
+            o += SEND_WR_SIZE;
+            so += stride;
+            local += localStride;
+            remote += remoteStride;
+        }
+        noteRegions(first, n, mr);
+        count = last + 1;
+        cur = SEND_WR_SIZE * last;
+        curSge = stride * last;
+        curSges = 1;
+        curOpcode = OP_RDMA_WRITE;
+        curDevice = !mr.hostAccessible;
+        opcodes |= 1 << OP_RDMA_WRITE;
+        if (maxSges < 1) {
+            maxSges = 1;
+        }
+        return this;
+    }
+
+    /** The region of the first SGE slot of requests {@code [first, first + n)} (a chain rebuilt over the same region stores nothing: no GC barrier). */
+    private void noteRegions(int first, int n, MemoryRegion mr) {
+        MemoryRegion[] regions = sgeRegions;
+        int slots = maxSge;
+        if (slots == 1) {
+            for (int i = first, end = first + n; i < end; i++) {
+                if (regions[i] != mr) {
+                    regions[i] = mr;
+                }
+            }
+        } else {
+            for (int i = first * slots, end = (first + n) * slots; i < end; i += slots) {
+                if (regions[i] != mr) {
+                    regions[i] = mr;
+                }
+            }
+        }
+    }
+
+    private void clearDestinations(int from, int to) {
+        for (int i = from; i < to; i++) {
+            if (destinations[i] != null) {
+                destinations[i] = null;
+            }
+        }
+    }
+
+    private VerbsException cannotAppend(int n, MemoryRegion mr) {
+        if (closed) {
+            return cannotBegin();
+        }
+        if (n < 1) {
+            return new InvalidRequestException("ibv_post_send", "a bulk append needs at least one request: n = " + n, null);
+        }
+        if (n > capacity - count) {
+            return new QueueFullException("ibv_post_send", Errno.ENOMEM, n + " more requests do not fit: the chain holds "
+                    + count + " of its capacity of " + capacity, "post it and clear() before adding more, or allocate a larger chain");
+        }
+        return mr.closedException("ibv_post_send");
+    }
+
+    /**
+     * Checked mode: the SGEs {@code [offset + k * stride, + length)} for {@code 0 <= k < n} all lie
+     * inside {@code mr} (the offsets are linear in k, so the first and the last bound them all).
+     */
+    private static void checkSgeRange(MemoryRegion mr, long offset, long stride, int n, int length) {
+        long len = Integer.toUnsignedLong(length);
+        mr.checkSge("ibv_post_send", offset, len);
+        if (n > 1 && stride != 0) {
+            long lastOffset;
+            try {
+                lastOffset = Math.addExact(offset, Math.multiplyExact(stride, (long) (n - 1)));
+            } catch (ArithmeticException e) {
+                lastOffset = Long.MIN_VALUE; // outside every region: checkSge refuses it
+            }
+            mr.checkSge("ibv_post_send", lastOffset, len);
+        }
     }
 
     /** Starts an RDMA_WRITE_WITH_IMM: the peer's receive completes with {@code immediate}. */

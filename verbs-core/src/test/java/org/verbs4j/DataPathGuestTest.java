@@ -280,6 +280,25 @@ class DataPathGuestTest {
     }
 
     @Test
+    void bulkWritesOf32StridedSlicesInOnePost() {
+        pattern(aBuf.asSlice(0, 32 * 64), 11);
+        // one call: request k sends aBuf[k * 64, + 64) to bBuf[100 + k * 128, + 64), wr_id 400 + k
+        sends.writes(32, 400, remote(100), 128, bMr.rkey(), aMr, 0, 64, 64).signaled();
+        assertEquals(32, sends.size());
+        pair.a.postSend(sends);
+        awaitSuccess(pair.cqA, wcs, 1);
+        assertEquals(431, wcs.wrId(0), "the last request is the signaled one");
+        assertEquals(CompletionOpcode.RDMA_WRITE, wcs.opcode(0));
+        assertEquals(64, wcs.byteLength(0));
+        assertAll(bBuf.asSlice(0, 100), (byte) 0, "before the first slice");
+        for (int k = 0; k < 32; k++) {
+            assertSameBytes(aBuf.asSlice(k * 64L, 64), bBuf.asSlice(100 + k * 128L, 64), "slice " + k);
+            assertAll(bBuf.asSlice(164 + k * 128L, 64), (byte) 0, "gap after slice " + k);
+        }
+        assertEquals(0, pair.cqA.poll(wcs, 1, Duration.ofMillis(200)), "the 31 unsignaled writes complete silently");
+    }
+
+    @Test
     void unsignaledReadThenFencedWrite() {
         pattern(bBuf.asSlice(0, 512), 10);
         // the READ brings bBuf[0,512) into aBuf[0,512) (unsignaled); the fenced WRITE sends aBuf[0,512)

@@ -123,6 +123,34 @@ class DeviceMemoryHostTest {
     }
 
     @Test
+    void bulkWritesOfDeviceMemoryCarryTheDeviceAddressesAndTheLastCannotTurnInline() {
+        MemoryRegion gpu = deviceRegion(DEVICE_ADDRESS, 1 << 20);
+        QueuePair qp = ForeignHandles.queuePair(pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq).maxSendSge(2)
+                .maxRecvSge(1).maxInlineData(64), QueuePairState.RTS);
+        try (SendWorkRequests wrs = new SendWorkRequests(8, 2, 64)) {
+            wrs.writes(3, 10, gpu.iova() + 8192, 4096, gpu.rkey(), gpu, 256, 4096, 4096);
+            // the bulk call's last request is the current one, and it carries device memory
+            refused("ibv_post_send", Errno.EINVAL, () -> wrs.inline(MemorySegment.ofArray(new byte[8])),
+                    "provider copies inline data with the CPU");
+            wrs.signaled();
+            long before = p.wqeCount();
+            qp.postSend(wrs);
+            assertEquals(before + 3, p.wqeCount());
+            for (int k = 0; k < 3; k++) {
+                StandInProvider.Wqe w = p.wqe(before + k);
+                assertEquals(10 + k, w.wrId());
+                assertEquals(DEVICE_ADDRESS + 256 + 4096L * k, w.addr());
+                assertEquals(gpu.lkey(), w.lkey());
+                assertEquals(DEVICE_ADDRESS + 8192 + 4096L * k, w.remoteAddr());
+                assertEquals(4096, w.length());
+                assertEquals(1, w.numSge(), "the refused inline added nothing");
+            }
+        }
+        qp.close();
+        gpu.close();
+    }
+
+    @Test
     void registrationArgumentsAreCheckedBeforeAnyNativeCall() {
         refused("ibv_reg_dmabuf_mr", Errno.EBADF, () -> pd.registerDmaBuf(-1, 0, 4096, 0, Access.LOCAL_WRITE),
                 "not a file descriptor");

@@ -16,6 +16,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.WorkCompletions;
+import org.verbs4j.testing.StandInProvider;
 
 /**
  * The public-API data path over the stand-in provider: per operation, a chain of {@link #chain}
@@ -61,6 +62,18 @@ public abstract class AbstractPostPoll {
         if (f.provider.wqeCount() != chain) {
             throw new IllegalStateException("the stand-in saw " + f.provider.wqeCount() + " WQEs, expected " + chain);
         }
+        before = nextId;
+        if (javaBulkApi() != before + chain - 1 || f.provider.wqeCount() != 2L * chain) {
+            throw new IllegalStateException("the bulk-built chain did not post " + chain + " WQEs ending at wr_id " + (before + chain - 1));
+        }
+        for (int i = 0; i < chain; i++) { // the provider saw the same requests from both builders
+            StandInProvider.Wqe a = f.provider.wqe(i);
+            StandInProvider.Wqe b = f.provider.wqe(chain + i);
+            if (b.wrId() != a.wrId() + chain || !a.equals(new StandInProvider.Wqe(a.wrId(), b.addr(), b.length(), b.lkey(),
+                    b.opcode(), b.sendFlags(), b.remoteAddr(), b.rkey(), b.imm(), b.numSge(), b.totalLength()))) {
+                throw new IllegalStateException("WQE #" + i + " differs: per request " + a + ", bulk " + b);
+            }
+        }
         prebuilt = new SendWorkRequests(StandInFixture.MAX_CHAIN, 1);
         for (int i = 0; i < chain; i++) {
             prebuilt.write(i, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE);
@@ -87,6 +100,34 @@ public abstract class AbstractPostPoll {
     /** One post of the chain and one poll of its completion, through the public API. */
     @Benchmark
     public long javaPublicApi() {
+        return postAndPoll(buildPerRequest());
+    }
+
+    /**
+     * {@link #javaPublicApi} with the chain built by ONE bulk call,
+     * {@link SendWorkRequests#writes}: the same {@link #chain} RDMA_WRITEs (same wr_ids, remote
+     * address, rkey, 64-byte SGE at offset 0 of the same region, the last signaled), posted and
+     * polled the same way, so the ns/op compare directly with {@link #javaPublicApi} and the C loop.
+     */
+    @Benchmark
+    public long javaBulkApi() {
+        return postAndPoll(buildBulk());
+    }
+
+    /** Ablation: only the building of {@link #javaPublicApi}, nothing posted; returns the chain's size. */
+    @Benchmark
+    public int javaBuildOnly() {
+        return buildPerRequest().size();
+    }
+
+    /** Ablation: only the building of {@link #javaBulkApi}, nothing posted; returns the chain's size. */
+    @Benchmark
+    public int javaBulkBuildOnly() {
+        return buildBulk().size();
+    }
+
+    /** The chain built per request: clear, {@link #chain} times write + sge, the last signaled. */
+    private SendWorkRequests buildPerRequest() {
         SendWorkRequests w = wrs.clear();
         int n = chain;
         long id = nextId;
@@ -94,7 +135,20 @@ public abstract class AbstractPostPoll {
         for (int i = 0; i < n - 1; i++) {
             w.write(id + i, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE);
         }
-        w.write(id + n - 1, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE).signaled();
+        return w.write(id + n - 1, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE).signaled();
+    }
+
+    /** The same chain built with one bulk call: clear, writes(chain, ...), the last signaled. */
+    private SendWorkRequests buildBulk() {
+        SendWorkRequests w = wrs.clear();
+        int n = chain;
+        long id = nextId;
+        nextId = id + n;
+        return w.writes(n, id, remoteAddr, 0, StandInFixture.RKEY, f.mr, 0, 0, StandInFixture.MESSAGE).signaled();
+    }
+
+    /** One post of {@code w} and the poll of its one completion; the completion's wr_id. */
+    private long postAndPoll(SendWorkRequests w) {
         f.qp.postSend(w);
         int got;
         while ((got = f.cq.poll(wcs)) == 0) {
@@ -110,11 +164,6 @@ public abstract class AbstractPostPoll {
      */
     @Benchmark
     public long javaPostPrebuilt() {
-        f.qp.postSend(prebuilt);
-        int got;
-        while ((got = f.cq.poll(wcs)) == 0) {
-            Thread.onSpinWait();
-        }
-        return wcs.wrId(got - 1);
+        return postAndPoll(prebuilt);
     }
 }
