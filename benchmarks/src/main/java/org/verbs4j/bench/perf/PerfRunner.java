@@ -31,12 +31,17 @@ import org.verbs4j.natives.InlineVerbs;
  * exchange), one {@link PerfSide}, and the test's sequence of exchanges and barriers, which is
  * the same test's sequence in perftest 4.5 (so that either side may be perftest):
  * <pre>
- *   all:        negotiate; connection records (twice for write_lat, read_lat, atomic_lat);
- *               connect the QP (INIT, RTR, RTS); barrier; barrier
+ *   all:        negotiate; connection records, one per QP (-q; twice for write_lat, read_lat,
+ *               atomic_lat); connect the QPs (INIT, RTR, RTS); the records once more per QP and
+ *               a barrier (send tests: the barrier first)
  *   write_bw, read_bw, atomic_bw:
  *               client: sizes, back to back; barrier; report exchange; close (barrier + "done")
  *               server: barrier; report exchange (prints the client's); close
- *   send_bw:    per size: (server posts receives) barrier; run (with -a: barrier); close
+ *               -b: both sides, per size: barrier; run (with -a: barrier); report exchange,
+ *               each prints the sum; then close
+ *   send_bw:    per size: (server posts receives; -b: both) barrier; run (-b: report exchange,
+ *               except with -D; with -a: barrier); close
+ *   -D SEC:     the bandwidth runs last SEC seconds (PerfDuration) instead of -n operations
  *   write_lat:  per size: ping-pong, the server first; no close
  *   read_lat, atomic_lat: client: sizes; close. server: close
  *   send_lat:   per size: both post receives; barrier; ping-pong, the client first; close

@@ -94,6 +94,14 @@ class PerfModesTest {
     }
 
     @Test
+    void workRequestIdsCarryTheirQueuePair() {
+        long id = PerfSide.wrId(3, 123_456_789_012L);
+        assertEquals(3, (int) (id >>> PerfSide.QP_SHIFT));
+        assertEquals(123_456_789_012L, id & PerfSide.INDEX_MASK);
+        assertEquals(41, PerfSide.wrId(0, 41), "QP 0's ids are the plain indexes (the latency loops')");
+    }
+
+    @Test
     void bidirectionalReportIsTheSumWithOwnIterations() {
         BwReport sum = PerfModes.sum(new BwReport(4096, 200, 10, 8, 0.5), new BwReport(4096, 300, 1, 2, 0.25));
         assertEquals(new BwReport(4096, 200, 11, 10, 0.75), sum);
