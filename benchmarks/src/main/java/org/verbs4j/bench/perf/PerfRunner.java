@@ -61,7 +61,8 @@ public final class PerfRunner {
     }
 
     public void run() {
-        PerfTest.of(o.testName); // an unknown test fails before anything opens
+        o.test = PerfTest.of(o.testName); // an unknown test fails before anything opens
+        PerfModes.check(o); // and so do misused -q, -b, -D, -f
         if (o.useCuda != null) {
             o.resolveGpu();
             GpuBufferProvider.checkAvailable(); // before anything opens: the capability report's reason
