@@ -20,6 +20,8 @@
 #   benchmarks/perftest-compare.sh [--guest] [--pairs "pt-pt vp-vp vp-pt pt-vp"] [--tests "..."]
 #       [--bw-sizes "2 4096 65536"] [--lat-sizes "2 4096 65536"] [--bw-iters 5000] [--lat-iters 1000]
 #       [--extra "perftest options for both tools"] [--out DIR] [--png DIR] [--timeout SEC] [--rdma-cm]
+# --extra "-D SEC" (duration mode) drops -n (--bw-iters/--lat-iters) from both tools' options;
+# -q N and -b go through as given (with -b the server's report lands in PAIR.server.log).
 # --rdma-cm: both tools with -R (perftest's rdma_cm mode: QP and messages over rdma_cm); a server
 # counts as listening once `rdma resource show cm_id` lists a LISTEN id on the port.
 # Environment: VERBS4J_PERF_DEV (device, default the first), VERBS4J_PERF_GID (-x, default 1 in
@@ -163,10 +165,11 @@ retry() { # command... (the last attempt's status)
     return $rc
 }
 
-opts() { # test size iters -> the options both tools get
-    local s=""
+opts() { # test size iters -> the options both tools get (no -n with -D: duration mode)
+    local s="" n="-n $3"
     [[ $1 == atomic_* ]] || s="-s $2"
-    echo "$COMMON $s -n $3 $EXTRA"
+    [[ " $EXTRA " != *" -D "* && " $EXTRA " != *" --duration"* ]] || n=""
+    echo "$COMMON $s $n $EXTRA"
 }
 
 FAIL=0

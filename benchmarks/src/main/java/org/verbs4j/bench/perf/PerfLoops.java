@@ -23,96 +23,166 @@ final class PerfLoops {
     }
 
     /**
-     * Bandwidth client (WRITE, READ, SEND or atomic): {@code n} operations of {@code size} bytes,
-     * at most {@code tx} in flight, every {@code cqMod}-th (and the last) signaled, {@code postList}
-     * per post. Local and remote addresses advance by {@link #step} within the cycle buffer when
-     * a message fits twice in it (as perftest does). {@code tposted[i]} is stamped at each post
-     * of request i, {@code tcompleted[i]} at the completion of signaled request i.
+     * Bandwidth client (WRITE, READ, SEND or atomic) over one QP or more: as
+     * {@link #bandwidth(PerfSide, PerfTest.Verb, boolean, int, long, int, int, int, MemorySegment, int, int, long[], long[], String, long, PerfDuration, boolean, boolean)}
+     * for {@code n} operations per QP, sends only.
      */
     static void bandwidth(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, int tx, int cqMod, int postList,
                           MemorySegment inlineSrc, int cycle, int cacheLine, long[] tposted, long[] tcompleted,
                           String label, long timeoutNanos) {
-        s.sendsDone = 0;
-        s.tcompleted = tcompleted;
+        bandwidth(s, verb, cas, size, n, tx, cqMod, postList, inlineSrc, cycle, cacheLine, tposted, tcompleted, label,
+                timeoutNanos, null, false, false);
+    }
+
+    /**
+     * The bandwidth loop, as perftest's run_iter_bw (and run_iter_bi with {@code receive}): in turn
+     * for each QP, posts while that QP has fewer than {@code tx} requests in flight, {@code postList}
+     * per post, every {@code cqMod}-th of the QP (and its last) signaled; then polls the shared CQ
+     * once. Iterations mode ({@code duration} null): {@code n} operations per QP, the loop ends when
+     * all {@code n x QPs} completed (and, with {@code receive}, as many receives arrived).
+     * Duration mode: the loop runs until {@code duration} ends, which starts now or, with
+     * {@code waitFirstRx} (the server of a bidirectional send_bw), at the first receive, before
+     * which nothing is sent. Local and remote addresses advance by {@link #step} within the cycle
+     * buffer when a message fits twice in it (as perftest does). In iterations mode
+     * {@code tposted[i]} is stamped at each post of request i (counted over all QPs) and
+     * {@code tcompleted[i]} at the completion that brings the total to i + 1.
+     */
+    static void bandwidth(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, int tx, int cqMod, int postList,
+                          MemorySegment inlineSrc, int cycle, int cacheLine, long[] tposted, long[] tcompleted,
+                          String label, long timeoutNanos, PerfDuration duration, boolean receive, boolean waitFirstRx) {
+        s.resetSends();
+        boolean timed = duration != null;
+        s.tcompleted = timed ? null : tcompleted;
+        int nq = s.qps.length;
+        long total = timed ? Long.MAX_VALUE : n * nq;
+        long perQp = timed ? Long.MAX_VALUE : n;
         long inc = step(size, cacheLine);
         long slots = postList == 1 && size <= cycle / 2 ? Math.max(1, cycle / inc) : 1;
-        long remote = s.remoteAddr;
-        int rkey = s.remoteKey;
-        long posted = 0;
+        long[] posted = s.qpPosted;
+        long[] done = s.qpSendsDone;
+        long totalPosted = 0;
         long lastProgress = System.nanoTime();
         long start = lastProgress;
-        long lastDone = 0;
+        long lastCount = 0;
         long stalledSince = lastProgress;
-        while (s.sendsDone < n) {
-            while (posted < n && posted - s.sendsDone + postList <= tx) {
-                int k = (int) Math.min(postList, n - posted);
-                SendWorkRequests w = s.swr.clear();
-                for (int j = 0; j < k; j++) {
-                    long id = posted + j;
-                    long off = (id % slots) * inc;
-                    switch (verb) {
-                        case WRITE -> w.write(id, remote + off, rkey);
-                        case READ -> w.read(id, remote + off, rkey);
-                        case SEND -> w.send(id);
-                        case ATOMIC -> {
-                            if (cas) {
-                                w.compareAndSwap(id, remote + off, rkey, 0, 1);
+        if (timed && !waitFirstRx) {
+            duration.start(start);
+        }
+        while (true) {
+            long count = s.sendsDone + (receive ? s.recvsDone : 0);
+            if (timed) {
+                long now = System.nanoTime();
+                if (!duration.started()) {
+                    if (s.recvsDone > 0) {
+                        duration.start(now);
+                    }
+                } else if (duration.ended(now, count)) {
+                    break;
+                }
+            } else if (s.sendsDone >= total && (!receive || s.recvsDone >= total)) {
+                break;
+            }
+            if (!waitFirstRx || s.recvsDone > 0) {
+                for (int q = 0; q < nq; q++) {
+                    long remote = s.remoteAddrs[q];
+                    int rkey = s.remoteKeys[q];
+                    long local = s.base + s.sendOffset(q);
+                    while (posted[q] < perQp && posted[q] - done[q] + postList <= tx) {
+                        int k = (int) Math.min(postList, perQp - posted[q]);
+                        SendWorkRequests w = s.swr.clear();
+                        for (int j = 0; j < k; j++) {
+                            long id = posted[q] + j;
+                            long off = (id % slots) * inc;
+                            long wr = PerfSide.wrId(q, id);
+                            switch (verb) {
+                                case WRITE -> w.write(wr, remote + off, rkey);
+                                case READ -> w.read(wr, remote + off, rkey);
+                                case SEND -> w.send(wr);
+                                case ATOMIC -> {
+                                    if (cas) {
+                                        w.compareAndSwap(wr, remote + off, rkey, 0, 1);
+                                    } else {
+                                        w.fetchAndAdd(wr, remote + off, rkey, 1);
+                                    }
+                                }
+                            }
+                            if (inlineSrc != null) {
+                                w.inline(inlineSrc);
                             } else {
-                                w.fetchAndAdd(id, remote + off, rkey, 1);
+                                w.sge(s.mr, local + off, size);
+                            }
+                            if ((id + 1) % cqMod == 0 || id + 1 == perQp) {
+                                w.signaled();
                             }
                         }
-                    }
-                    if (inlineSrc != null) {
-                        w.inline(inlineSrc);
-                    } else {
-                        w.sge(s.mr, s.base + off, size);
-                    }
-                    if ((id + 1) % cqMod == 0 || id + 1 == n) {
-                        w.signaled();
+                        if (!timed) {
+                            tposted[(int) totalPosted] = System.nanoTime();
+                        }
+                        s.qps[q].postSend(w);
+                        posted[q] += k;
+                        totalPosted += k;
                     }
                 }
-                tposted[(int) posted] = System.nanoTime();
-                s.qp.postSend(w);
-                posted += k;
             }
             s.pollOnce();
-            if (s.sendsDone != lastDone) {
-                lastDone = s.sendsDone;
+            long after = s.sendsDone + s.recvsDone;
+            if (after != lastCount) {
+                lastCount = after;
                 long now = System.nanoTime();
                 stalledSince = now;
-                if (now - lastProgress > PROGRESS_NANOS) {
+                if (!timed && now - lastProgress > PROGRESS_NANOS) {
                     lastProgress = now;
-                    progress(label, lastDone, n, now - start);
+                    progress(label, s.sendsDone, total, now - start);
                 }
             } else if (System.nanoTime() - stalledSince > timeoutNanos) {
-                throw new IllegalStateException("no send completion within " + timeoutNanos / 1_000_000_000L + " s ("
-                        + s.sendsDone + " of " + n + " completed; check the peer, its options and the link)");
+                throw new IllegalStateException("no completion within " + timeoutNanos / 1_000_000_000L + " s ("
+                        + s.sendsDone + " sends" + (timed ? "" : " of " + total) + " completed, " + s.recvsDone
+                        + " receives; check the peer, its options and the link)");
             }
         }
         s.tcompleted = null;
     }
 
-    /** Bandwidth server of send_bw: waits for the {@code n} receives (posted by {@link PerfSide#startReceives}). */
-    static void receiveAll(PerfSide s, long n, String label, long timeoutNanos) {
+    /**
+     * Bandwidth server of send_bw: waits for the {@code n} receives per QP (posted by
+     * {@link PerfSide#startReceives}); in duration mode ({@code duration} not null) counts receives
+     * from the first one until the duration ends, as perftest's run_iter_bw_server.
+     */
+    static void receiveAll(PerfSide s, long n, String label, long timeoutNanos, PerfDuration duration) {
+        long total = duration != null ? Long.MAX_VALUE : n * s.qps.length;
         long lastProgress = System.nanoTime();
         long start = lastProgress;
         long lastDone = -1;
         long stalledSince = lastProgress;
-        while (s.recvsDone < n) {
+        while (s.recvsDone < total) {
             s.pollOnce();
             long now = System.nanoTime();
+            if (duration != null) {
+                if (!duration.started()) {
+                    if (s.recvsDone > 0) {
+                        duration.start(now);
+                    }
+                } else if (duration.ended(now, s.recvsDone)) {
+                    return;
+                }
+            }
             if (s.recvsDone != lastDone) {
                 lastDone = s.recvsDone;
                 stalledSince = now;
-                if (now - lastProgress > PROGRESS_NANOS) {
+                if (duration == null && now - lastProgress > PROGRESS_NANOS) {
                     lastProgress = now;
-                    progress(label, lastDone, n, now - start);
+                    progress(label, lastDone, total, now - start);
                 }
-            } else if (now - stalledSince > timeoutNanos) {
+            } else if (now - stalledSince > timeoutNanos && (duration == null || !duration.started())) {
                 throw new IllegalStateException("no receive within " + timeoutNanos / 1_000_000_000L + " s ("
-                        + s.recvsDone + " of " + n + " received; check the peer, its options and the link)");
+                        + s.recvsDone + (duration == null ? " of " + total : "") + " received; check the peer, its options and the link)");
             }
         }
+    }
+
+    /** As {@link #receiveAll(PerfSide, long, String, long, PerfDuration)} in iterations mode. */
+    static void receiveAll(PerfSide s, long n, String label, long timeoutNanos) {
+        receiveAll(s, n, label, timeoutNanos, null);
     }
 
     static void progress(String label, long done, long n, long nanos) {
@@ -129,7 +199,7 @@ final class PerfLoops {
      */
     static void pingPong(PerfSide s, boolean send, boolean first, int size, long n, MemorySegment inlineSrc,
                          long[] tposted, String label) {
-        s.sendsDone = 0;
+        s.resetSends();
         s.tcompleted = null;
         long scnt = 0;
         long rcnt = 0;
@@ -173,7 +243,7 @@ final class PerfLoops {
 
     /** RDMA READ or atomic latency as perftest's read_lat/atomic_lat: one operation at a time. */
     static void readLatency(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, long[] tposted, String label) {
-        s.sendsDone = 0;
+        s.resetSends();
         s.tcompleted = null;
         long lastProgress = System.nanoTime();
         long start = lastProgress;

@@ -49,8 +49,13 @@ public final class PerfOptions {
     @Option(names = {"-n", "--iters"}, paramLabel = "N", description = "iterations (default 5000 bw, 1000 lat)")
     Long iters;
 
-    @Option(names = {"-D", "--duration"}, paramLabel = "SEC", description = "run for SEC seconds (not available in this build)")
+    @Option(names = {"-D", "--duration"}, paramLabel = "SEC", description = "duration mode: run for SEC seconds, report the sample period "
+            + "(SEC - 2 margins); bandwidth tests; not with -n or -a")
     Integer duration;
+
+    @Option(names = {"-f", "--margin"}, paramLabel = "SEC", description = "with -D: seconds before and after the sample "
+            + "period (default SEC / 4)")
+    Integer margin;
 
     @Option(names = {"-t", "--tx-depth"}, paramLabel = "N", description = "send queue depth (default 128 bw, 1 lat)")
     Integer txDepth;
@@ -68,7 +73,8 @@ public final class PerfOptions {
             + "and unknown devices, 220 write_lat / 236 send_lat on mlx)")
     Integer inlineSize;
 
-    @Option(names = {"-q", "--qp"}, paramLabel = "N", defaultValue = "1", description = "queue pairs (only 1 in this build)")
+    @Option(names = {"-q", "--qp"}, paramLabel = "N", defaultValue = "1", description = "queue pairs per side (bandwidth tests; "
+            + "-n per QP; default ${DEFAULT-VALUE})")
     int qps;
 
     @Option(names = {"-c", "--connection"}, paramLabel = "RC|UC|UD", defaultValue = "RC", description = "transport (default ${DEFAULT-VALUE}; UC for write/send; UD not in this build)")
@@ -86,7 +92,8 @@ public final class PerfOptions {
     @Option(names = {"-A", "--atomic_type"}, paramLabel = "TYPE", defaultValue = "FETCH_AND_ADD", description = "CMP_AND_SWAP or FETCH_AND_ADD (default ${DEFAULT-VALUE})")
     String atomicType;
 
-    @Option(names = {"-b", "--bidirectional"}, description = "both sides send (bandwidth tests; not in this build)")
+    @Option(names = {"-b", "--bidirectional"}, description = "bidirectional: both sides send and "
+            + "each prints the sum of both directions (bandwidth tests)")
     boolean bidirectional;
 
     @Option(names = {"-F", "--CPU-freq"}, description = "accepted for perftest compatibility (verbs-perf times with System.nanoTime)")
@@ -170,15 +177,7 @@ public final class PerfOptions {
             resolveRdmaCm();
         }
         resolveGpu();
-        if (duration != null) {
-            throw new UnsupportedOperationException("-D (duration) is not available in this build: use -n");
-        }
-        if (bidirectional) {
-            throw new UnsupportedOperationException("-b (bidirectional) is not available in this build");
-        }
-        if (qps != 1) {
-            throw new UnsupportedOperationException("-q " + qps + ": only one queue pair in this build");
-        }
+        PerfModes.check(this); // -q, -b, -D, -f
         connection = connection.toUpperCase(Locale.ROOT);
         switch (connection) {
             case "RC" -> { }
@@ -213,12 +212,14 @@ public final class PerfOptions {
             }
             sizes = new int[] {s};
         }
-        iterations = iters != null ? iters : test.bandwidth() ? 5000 : 1000;
-        if (iterations < 5 || iterations > 100_000_000) {
-            throw new IllegalArgumentException("-n must be 5 .. 10^8: " + iterations);
+        iterations = duration != null ? 0 : iters != null ? iters : test.bandwidth() ? 5000 : 1000;
+        if (duration == null && (iterations < 5 || iterations * qps > PerfModes.MAX_TIMESTAMPS)) {
+            throw new IllegalArgumentException("-n must be 5 .. 10^8 (times -q " + qps + "): " + iterations);
         }
         tx = txDepth != null ? txDepth : test.bandwidth() ? 128 : 1;
-        tx = (int) Math.min(tx, iterations);
+        if (duration == null) {
+            tx = (int) Math.min(tx, iterations);
+        }
         if (tx < 1 || tx > 16384) {
             throw new IllegalArgumentException("-t must be 1 .. 16384: " + tx);
         }

@@ -31,12 +31,17 @@ import org.verbs4j.natives.InlineVerbs;
  * exchange), one {@link PerfSide}, and the test's sequence of exchanges and barriers, which is
  * the same test's sequence in perftest 4.5 (so that either side may be perftest):
  * <pre>
- *   all:        negotiate; connection records (twice for write_lat, read_lat, atomic_lat);
- *               connect the QP (INIT, RTR, RTS); barrier; barrier
+ *   all:        negotiate; connection records, one per QP (-q; twice for write_lat, read_lat,
+ *               atomic_lat); connect the QPs (INIT, RTR, RTS); the records once more per QP and
+ *               a barrier (send tests: the barrier first)
  *   write_bw, read_bw, atomic_bw:
  *               client: sizes, back to back; barrier; report exchange; close (barrier + "done")
  *               server: barrier; report exchange (prints the client's); close
- *   send_bw:    per size: (server posts receives) barrier; run (with -a: barrier); close
+ *               -b: both sides, per size: barrier; run (with -a: barrier); report exchange,
+ *               each prints the sum; then close
+ *   send_bw:    per size: (server posts receives; -b: both) barrier; run (-b: report exchange,
+ *               except with -D; with -a: barrier); close
+ *   -D SEC:     the bandwidth runs last SEC seconds (PerfDuration) instead of -n operations
  *   write_lat:  per size: ping-pong, the server first; no close
  *   read_lat, atomic_lat: client: sizes; close. server: close
  *   send_lat:   per size: both post receives; barrier; ping-pong, the client first; close
@@ -56,7 +61,8 @@ public final class PerfRunner {
     }
 
     public void run() {
-        PerfTest.of(o.testName); // an unknown test fails before anything opens
+        o.test = PerfTest.of(o.testName); // an unknown test fails before anything opens
+        PerfModes.check(o); // and so do misused -q, -b, -D, -f
         if (o.useCuda != null) {
             o.resolveGpu();
             GpuBufferProvider.checkAvailable(); // before anything opens: the capability report's reason
@@ -155,7 +161,7 @@ public final class PerfRunner {
         Mtu mtu = Mtu.min(localMtu, Mtu.of(Math.max(1, Math.min(5, theirs.mtuEnum()))));
         boolean send = test.verb() == PerfTest.Verb.SEND;
         boolean rd = test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC;
-        int recvDepth = send ? (int) Math.min(o.rxDepth, o.iterations) : 0;
+        int recvDepth = send ? (int) (o.duration != null ? o.rxDepth : Math.min(o.rxDepth, o.iterations)) : 0;
         int sendDepth = Math.max(2, o.tx);
         long timeoutNanos = o.timeout().toNanos();
         int devOutReads = Math.max(1, Math.min(255, ctx.queryDevice().maxQpRdAtom())); // perftest: the device maximum
@@ -163,21 +169,39 @@ public final class PerfRunner {
         QueuePairType type = o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
         int psn = ThreadLocalRandom.current().nextInt(1 << 24);
         PerftestCmConnection cm = conn instanceof PerftestCmConnection c ? c : null;
-        java.util.function.BiFunction<org.verbs4j.CompletionQueue, org.verbs4j.QueuePairInit, org.verbs4j.QueuePair> qpSource =
-                cm == null ? null : (cq, init) -> cm.connectData(new ConnectionSetup().protectionDomain(pd)
-                        .completionQueues(cq, cq).maxSendWr(sendDepth).maxRecvWr(Math.max(1, recvDepth))
-                        .maxInlineData(o.inline)
-                        .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
-                        .responderResources(outReads).initiatorDepth(outReads),
-                        new KeyMessage(0, 0, 0, 0, 0, 0, null, 0)).queuePair();
-        try (PerfSide side = new PerfSide(pd, provider, type, o.maxSize(), cycle, sendDepth, o.postList, recvDepth,
+        int nq = o.qps;
+        PerfSide.QpSource qpSource = cm == null ? null : (cq, init, count) -> {
+            org.verbs4j.cm.RdmaConnection[] cs = cm.connectData(new ConnectionSetup().protectionDomain(pd)
+                    .completionQueues(cq, cq).maxSendWr(sendDepth).maxRecvWr(Math.max(1, recvDepth))
+                    .maxInlineData(o.inline)
+                    .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
+                    .responderResources(outReads).initiatorDepth(outReads), count,
+                    new KeyMessage(0, 0, 0, 0, 0, 0, null, 0));
+            org.verbs4j.QueuePair[] qs = new org.verbs4j.QueuePair[cs.length];
+            for (int i = 0; i < cs.length; i++) {
+                qs[i] = cs[i].queuePair();
+            }
+            return qs;
+        };
+        try (PerfSide side = new PerfSide(pd, provider, type, nq, o.maxSize(), cycle, sendDepth, o.postList, recvDepth,
                 o.inline, timeoutNanos, qpSource, cm == null ? null : cm::closeData)) {
-            QueuePairEndpoint local = cm == null ? side.init(o.ibPort, gid.index(), psn, type == QueuePairType.UC)
-                    : side.qp.localEndpoint(gid.index(), psn); // rdma_cm's QP is connected already
+            KeyMessage[] mineAll = new KeyMessage[nq];
+            KeyMessage[] peers = new KeyMessage[nq];
+            QueuePairEndpoint[] locals = new QueuePairEndpoint[nq];
+            for (int i = 0; i < nq; i++) {
+                int p = i == 0 ? psn : ThreadLocalRandom.current().nextInt(1 << 24);
+                locals[i] = cm == null ? side.init(i, o.ibPort, gid.index(), p, type == QueuePairType.UC)
+                        : side.qps[i].localEndpoint(gid.index(), p); // rdma_cm's QP is connected already
+                mineAll[i] = new KeyMessage(locals[i].lid(), outReads, side.qps[i].qpNumber(), locals[i].psn(),
+                        side.mr.rkey(), side.localVaddr(i), locals[i].gid() != null ? locals[i].gid().toBytes() : null, 0);
+            }
+            QueuePairEndpoint local = locals[0];
             byte[] gidBytes = local.gid() != null ? local.gid().toBytes() : null;
-            KeyMessage mine = new KeyMessage(local.lid(), outReads, side.qp.qpNumber(), local.psn(), side.mr.rkey(),
-                    side.localVaddr(), gidBytes, 0);
-            KeyMessage peer = conn.exchangeKeys(mine);
+            KeyMessage mine = mineAll[0];
+            for (int i = 0; i < nq; i++) { // perftest: one record per QP
+                peers[i] = conn.exchangeKeys(mineAll[i]);
+            }
+            KeyMessage peer = peers[0];
             if (!test.bandwidth() && test.verb() != PerfTest.Verb.SEND) {
                 peer = conn.exchangeKeys(mine); // write_lat, read_lat, atomic_lat exchange the records twice
             }
@@ -185,20 +209,32 @@ public final class PerfRunner {
                 throw new IllegalStateException("the GID types differ (one IPv4-mapped, one not): use the same IP version "
                         + "on both sides (-x)");
             }
-            QueuePairEndpoint remote = new QueuePairEndpoint(peer.qpn(), peer.psn(), peer.lid(),
-                    peer.gid() != null ? Gid.of(peer.gid()) : null, mtu);
             ConnectOptions co = (gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
                     .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
-            if (cm == null) {
-                side.connect(local, remote, peer.vaddr(), peer.rkey(), co);
-            } else {
-                side.target(peer.vaddr(), peer.rkey());
+            for (int i = 0; i < nq; i++) {
+                KeyMessage pi = i == 0 ? peer : peers[i];
+                if (cm == null) {
+                    side.connect(i, locals[i], new QueuePairEndpoint(pi.qpn(), pi.psn(), pi.lid(),
+                            pi.gid() != null ? Gid.of(pi.gid()) : null, mtu), pi.vaddr(), pi.rkey(), co);
+                } else {
+                    side.target(i, pi.vaddr(), pi.rkey());
+                }
             }
             banner(ctx, pa, gid, mtu, outReads, recvDepth, provider, conn);
-            out.printf(" local address: %s%n", mine);
-            out.printf(" remote address: %s%n", peer);
-            conn.sync(mine);
-            conn.sync(mine);
+            for (KeyMessage m : mineAll) {
+                out.printf(" local address: %s%n", m);
+            }
+            // perftest: the records once more per QP, with one barrier (before them in send tests, after otherwise)
+            if (test.verb() == PerfTest.Verb.SEND) {
+                conn.sync(mine);
+            }
+            for (int i = 0; i < nq; i++) {
+                KeyMessage again = conn.exchangeKeys(mineAll[i]);
+                out.printf(" remote address: %s%n", nq == 1 ? peer : again);
+            }
+            if (test.verb() != PerfTest.Verb.SEND) {
+                conn.sync(mine);
+            }
             PerfReporter rep = new PerfReporter(out);
             fillTestInfo(rep.testInfo(), ctx, pa, gid, mtu, outReads, recvDepth);
             switch (test) {
@@ -247,53 +283,77 @@ public final class PerfRunner {
     private void oneSidedBandwidth(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle,
                                    int cacheLine) {
         rep.header(true, o.reportGbits);
-        if (o.server()) {
+        if (o.server() && !o.bidirectional) {
             conn.sync(mine);
             BwReport theirs = conn.exchangeReport(new BwReport(0, 0, 0, 0, 0));
             rep.bw(theirs, o.reportGbits);
             conn.finish(mine);
             return;
         }
+        // the client, and with -b both sides (perftest: both run the client's loop)
         BwReport last = new BwReport(0, 0, 0, 0, 0);
         int n = (int) o.iterations;
-        long[] tposted = new long[n];
-        long[] tcompleted = new long[n];
+        int total = n * o.qps;
+        long[] tposted = o.duration == null ? new long[total] : null;
+        long[] tcompleted = o.duration == null ? new long[total] : null;
         for (int size : o.sizes) {
             MemorySegment inl = inlineSource(side, size);
             if (o.warmUp) {
                 int w = Math.max(o.tx, o.postList);
                 PerfLoops.bandwidth(side, o.test.verb(), cas(), size, w, o.tx, Math.min(o.cq, w), o.postList, inl, cycle,
-                        cacheLine, new long[w], new long[w], "warm-up", o.timeout().toNanos());
+                        cacheLine, new long[w * o.qps], new long[w * o.qps], "warm-up", o.timeout().toNanos());
             }
+            if (o.bidirectional) {
+                conn.sync(mine);
+            }
+            PerfDuration d = PerfModes.duration(o);
             PerfLoops.bandwidth(side, o.test.verb(), cas(), size, n, o.tx, o.cq, o.postList, inl, cycle, cacheLine,
-                    tposted, tcompleted, label(size), o.timeout().toNanos());
-            last = BwCalc.client(size, n, tposted, tcompleted, o.cq, o.postList, o.reportGbits);
-            rep.bw(last, o.reportGbits);
+                    tposted, tcompleted, label(size), o.timeout().toNanos(), d, false, false);
+            if (o.bidirectional && o.all) {
+                conn.sync(mine); // perftest (version 4.6 and up): a barrier after each size of -a -b
+            }
+            last = d != null ? d.report(size, o.reportGbits)
+                    : BwCalc.client(size, total, tposted, tcompleted, o.cq, o.postList, o.reportGbits);
+            rep.bw(o.bidirectional ? PerfModes.sum(last, conn.exchangeReport(last)) : last, o.reportGbits);
         }
-        conn.sync(mine);
-        conn.exchangeReport(last);
+        if (!o.bidirectional) {
+            conn.sync(mine);
+            conn.exchangeReport(last);
+        }
         conn.finish(mine);
     }
 
     private void sendBandwidth(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle,
                                int cacheLine) {
         rep.header(true, o.reportGbits);
+        boolean duplex = o.bidirectional;
+        boolean timed = o.duration != null;
+        boolean sender = !o.server() || duplex;
         int n = (int) o.iterations;
-        long[] tposted = o.server() ? null : new long[n];
-        long[] tcompleted = o.server() ? null : new long[n];
+        int total = n * o.qps;
+        long[] tposted = sender && !timed ? new long[total] : null;
+        long[] tcompleted = sender && !timed ? new long[total] : null;
         for (int size : o.sizes) {
-            if (o.server()) {
-                side.startReceives(n, Math.min(o.rxDepth, n), size);
+            if (o.server() || duplex) {
+                side.startReceives(timed ? Long.MAX_VALUE : n, timed ? o.rxDepth : Math.min(o.rxDepth, n), size);
             }
             conn.sync(mine);
-            if (o.server()) {
-                PerfLoops.receiveAll(side, n, label(size), o.timeout().toNanos());
-                rep.bw(BwCalc.receiver(size, n, side.firstRecvNanos, side.lastRecvNanos, o.reportGbits), o.reportGbits);
-            } else {
+            PerfDuration d = PerfModes.duration(o);
+            BwReport r;
+            if (sender) {
+                // -b: both send and receive (perftest's run_iter_bi); the server sends after its first receive
                 PerfLoops.bandwidth(side, PerfTest.Verb.SEND, false, size, n, o.tx, o.cq, o.postList,
-                        inlineSource(side, size), cycle, cacheLine, tposted, tcompleted, label(size), o.timeout().toNanos());
-                rep.bw(BwCalc.client(size, n, tposted, tcompleted, o.cq, o.postList, o.reportGbits), o.reportGbits);
+                        inlineSource(side, size), cycle, cacheLine, tposted, tcompleted, label(size), o.timeout().toNanos(),
+                        d, duplex, duplex && o.server());
+                r = d != null ? d.report(size, o.reportGbits)
+                        : BwCalc.client(size, total, tposted, tcompleted, o.cq, o.postList, o.reportGbits);
+            } else {
+                PerfLoops.receiveAll(side, n, label(size), o.timeout().toNanos(), d);
+                r = d != null ? d.report(size, o.reportGbits)
+                        : BwCalc.receiver(size, total, side.firstRecvNanos, side.lastRecvNanos, o.reportGbits);
             }
+            // perftest: -b sums both sides' reports, except in duration mode (each counted both directions)
+            rep.bw(duplex && !timed ? PerfModes.sum(r, conn.exchangeReport(r)) : r, o.reportGbits);
             if (o.all) {
                 conn.sync(mine);
             }
@@ -338,9 +398,9 @@ public final class PerfRunner {
                         BufferProvider provider, PerfConnection conn) {
         PerfTest t = o.test;
         out.println(PerfReporter.RESULT_LINE);
-        out.printf("                    %s%n", t.title(o.atomicType));
+        out.printf("                    %s%n", PerfModes.title(t.title(o.atomicType), o.bidirectional));
         out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.deviceName());
-        out.printf(" Number of qps   : 1\t\tTransport type : IB%n");
+        out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.qps);
         out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", o.connection);
         if (t.bandwidth() || !o.server()) {
             out.printf(" TX depth        : %d%n", o.tx);
@@ -376,10 +436,10 @@ public final class PerfRunner {
     private void fillTestInfo(ObjectNode ti, Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, Mtu mtu,
                               int outReads, int recvDepth) {
         PerfTest t = o.test;
-        ti.put("test", t.jsonName(o.atomicType));
+        ti.put("test", PerfModes.jsonTitle(t.jsonName(o.atomicType), o.bidirectional));
         ti.put("Dual_port", "OFF");
         ti.put("Device", ctx.deviceName());
-        ti.put("Number_of_qps", 1);
+        ti.put("Number_of_qps", o.qps);
         ti.put("Transport_type", "IB");
         ti.put("Connection_type", o.connection);
         ti.put("Using_SRQ", "OFF");
@@ -398,7 +458,11 @@ public final class PerfRunner {
         }
         ti.put("rdma_cm_QPs", o.rdmaCm ? "ON" : "OFF");
         ti.put("Data_ex_method", o.rdmaCm ? "rdma_cm" : "Ethernet");
-        ti.put("Iterations", o.iterations);
+        if (o.duration != null) {
+            ti.put("Duration", o.duration);
+        } else {
+            ti.put("Iterations", o.iterations);
+        }
         ti.put("Warm_up", o.warmUp ? "ON" : "OFF");
         ti.put("Role", o.server() ? "server" : "client");
         ti.put("Tool", "verbs-perf (verbs4j), checked " + (Verbs.CHECKED ? "ON" : "OFF"));

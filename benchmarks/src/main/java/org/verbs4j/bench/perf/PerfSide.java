@@ -20,17 +20,25 @@ import org.verbs4j.SendWorkRequests;
 import org.verbs4j.WorkCompletions;
 
 /**
- * One side of a verbs-perf test: a CQ, an RC or UC QP and ONE buffer from the
- * {@link BufferProvider}, registered once before any timing, laid out as perftest lays out its
- * own: a send half ({@code [0, slot)}) and a receive half ({@code [slot, 2 slot)}) whose address
- * is what the peer is told ({@link #localVaddr}), so that a perftest peer's writes land where
- * this side polls and the other way round. The work-request chains and the completion array are
- * preallocated: the methods the timed loops call allocate nothing. One thread.
+ * One side of a verbs-perf test: a CQ, one or more ({@code -q}) RC or UC QPs sharing it, and ONE
+ * buffer from the {@link BufferProvider}, registered once before any timing, laid out as perftest
+ * lays out its own: per QP {@code i} a send half ({@code [2i slot, (2i+1) slot)}) and a receive
+ * half ({@code [(2i+1) slot, (2i+2) slot)}) whose address is what the peer's QP {@code i} is told
+ * ({@link #localVaddr(int)}), so that a perftest peer's writes land where this side polls and the
+ * other way round. A send's work-request id carries its QP ({@link #wrId}). The work-request
+ * chains, the per-QP counters and the completion array are preallocated: the methods the timed
+ * loops call allocate nothing. One thread.
  */
 final class PerfSide implements AutoCloseable {
     static final VarHandle BYTE = JAVA_BYTE.varHandle();
 
+    /** Bits of a work-request id below its QP index: the request's index on that QP. */
+    static final int QP_SHIFT = 40;
+    static final long INDEX_MASK = (1L << QP_SHIFT) - 1;
+
     final CompletionQueue cq;
+    /** All QPs ({@code -q}); {@link #qp} is the first. */
+    final QueuePair[] qps;
     final QueuePair qp;
     final BufferProvider.PerfBuffer buf;
     final MemorySegment buffer;
@@ -46,56 +54,85 @@ final class PerfSide implements AutoCloseable {
     /** Where the QP came from when not from {@code pd} (rdma_cm): closes it before the CQ and buffer go. */
     private final Runnable releaseQp;
 
+    /** The peer's buffer and key for QP 0 (the latency loops) and per QP. */
     long remoteAddr;
     int remoteKey;
-    /** Signaled send WRs completed: index + 1 of the newest completed one. */
+    final long[] remoteAddrs;
+    final int[] remoteKeys;
+    /** Send WRs completed, over all QPs: the sum of {@link #qpSendsDone}. */
     long sendsDone;
-    /** Receive completions reaped (reset per size). */
+    /** Per QP: index + 1 of its newest completed signaled send WR. */
+    final long[] qpSendsDone;
+    /** Receive completions reaped, over all QPs (reset per size). */
     long recvsDone;
-    /** Receives posted (reset per size) and the total to post for this size. */
+    /** Receives posted, over all QPs and per QP (reset per size), and the total to post per QP. */
     long recvsPosted;
+    final long[] qpRecvsPosted;
     long recvLimit;
+    /** Per QP: send WRs posted (the bandwidth loop's). */
+    final long[] qpPosted;
     /** Nanos of the first and last receive completion of a size. */
     long firstRecvNanos;
     long lastRecvNanos;
     /** When set (bandwidth client), {@code tcompleted[done - 1]} is stamped at each send completion. */
     long[] tcompleted;
 
+    /** Where QPs come from when not from the protection domain (rdma_cm's connected QPs). */
+    @FunctionalInterface
+    interface QpSource {
+        /** {@code count} QPs on {@code cq}, as {@code init} describes them. */
+        QueuePair[] create(CompletionQueue cq, QueuePairInit init, int count);
+    }
+
     PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int maxMessage, int cycleBuffer,
              int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos) {
-        this(pd, provider, type, maxMessage, cycleBuffer, sendDepth, postList, recvDepth, inline, timeoutNanos, null, null);
+        this(pd, provider, type, 1, maxMessage, cycleBuffer, sendDepth, postList, recvDepth, inline, timeoutNanos, null, null);
     }
 
     /**
-     * As above, but the QP comes from {@code qpSource} (given the CQ and the init this side would
-     * use; rdma_cm's connected QP) and {@code releaseQp} closes it.
+     * {@code qpCount} QPs, each with {@code sendDepth} and {@code recvDepth}; they come from
+     * {@code qpSource} when given (rdma_cm's connected QPs), and {@code releaseQp} closes them.
      */
-    PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int maxMessage, int cycleBuffer,
-             int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos,
-             java.util.function.BiFunction<CompletionQueue, QueuePairInit, QueuePair> qpSource, Runnable releaseQp) {
+    PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int qpCount, int maxMessage, int cycleBuffer,
+             int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos, QpSource qpSource,
+             Runnable releaseQp) {
+        if (qpCount < 1) {
+            throw new IllegalArgumentException("at least one QP: " + qpCount);
+        }
         this.timeoutNanos = timeoutNanos;
         this.releaseQp = releaseQp;
         long s = Math.max(cycleBuffer, maxMessage);
         this.slot = Math.max(4096, (s + 4095L) & ~4095L);
         CompletionQueue c = null;
-        QueuePair q = null;
+        QueuePair[] q = new QueuePair[qpCount];
         BufferProvider.PerfBuffer b = null;
         try {
-            c = pd.context().createCompletionQueue(sendDepth + recvDepth + 16);
+            c = pd.context().createCompletionQueue((int) Math.min(Integer.MAX_VALUE / 2,
+                    (long) qpCount * (sendDepth + recvDepth) + 16));
             QueuePairInit init = QueuePairInit.of(type, c).maxSendWr(sendDepth)
                     .maxRecvWr(Math.max(1, recvDepth)).maxSendSge(1).maxRecvSge(1);
             if (inline > 0) {
                 init = init.maxInlineData(inline);
             }
-            q = qpSource == null ? pd.createQueuePair(init) : qpSource.apply(c, init);
-            b = provider.allocate(pd, 2 * slot, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE,
+            if (qpSource == null) {
+                for (int i = 0; i < qpCount; i++) {
+                    q[i] = pd.createQueuePair(init);
+                }
+            } else {
+                q = qpSource.create(c, init, qpCount);
+            }
+            b = provider.allocate(pd, 2 * slot * qpCount, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE,
                     Access.REMOTE_READ, Access.REMOTE_ATOMIC));
         } catch (RuntimeException e) {
             if (releaseQp != null) {
                 releaseQp.run();
-                q = null;
+                q = new QueuePair[0];
             }
-            for (AutoCloseable r : new AutoCloseable[] {b, q, c}) {
+            AutoCloseable[] all = new AutoCloseable[q.length + 2];
+            all[0] = b;
+            System.arraycopy(q, 0, all, 1, q.length);
+            all[all.length - 1] = c;
+            for (AutoCloseable r : all) {
                 if (r != null) {
                     try {
                         r.close();
@@ -107,7 +144,13 @@ final class PerfSide implements AutoCloseable {
             throw e;
         }
         this.cq = c;
-        this.qp = q;
+        this.qps = q;
+        this.qp = q[0];
+        this.remoteAddrs = new long[qpCount];
+        this.remoteKeys = new int[qpCount];
+        this.qpSendsDone = new long[qpCount];
+        this.qpRecvsPosted = new long[qpCount];
+        this.qpPosted = new long[qpCount];
         this.buf = b;
         this.buffer = b.segment();
         this.mr = b.region();
@@ -117,51 +160,103 @@ final class PerfSide implements AutoCloseable {
         this.wcs = new WorkCompletions(64);
     }
 
-    /** The address peers target: this side's receive half. */
+    /** The work-request id of request {@code index} on QP {@code qp}. */
+    static long wrId(int qp, long index) {
+        return ((long) qp << QP_SHIFT) | index;
+    }
+
+    /** Offset of QP {@code i}'s send half in the buffer. */
+    long sendOffset(int i) {
+        return 2L * i * slot;
+    }
+
+    /** Offset of QP {@code i}'s receive half in the buffer. */
+    long recvOffset(int i) {
+        return (2L * i + 1) * slot;
+    }
+
+    /** The address peers target: QP 0's receive half. */
     long localVaddr() {
-        return mr.address() + base + slot;
+        return localVaddr(0);
     }
 
-    /** RESET→INIT; returns this side's endpoint (call before exchanging). */
+    /** The address the peer's QP {@code i} targets: this side's QP {@code i} receive half. */
+    long localVaddr(int i) {
+        return mr.address() + base + recvOffset(i);
+    }
+
+    /** RESET→INIT of QP 0; returns its endpoint (call before exchanging). */
     QueuePairEndpoint init(int port, int gidIndex, int psn, boolean uc) {
-        qp.toInit(port, uc ? EnumSet.of(Access.REMOTE_WRITE)
-                : EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
-        return qp.localEndpoint(gidIndex, psn);
+        return init(0, port, gidIndex, psn, uc);
     }
 
-    /** INIT→RTR→RTS against the peer (and remembers the buffer it advertised). */
+    /** RESET→INIT of QP {@code i}; returns its endpoint (call before exchanging). */
+    QueuePairEndpoint init(int i, int port, int gidIndex, int psn, boolean uc) {
+        qps[i].toInit(port, uc ? EnumSet.of(Access.REMOTE_WRITE)
+                : EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+        return qps[i].localEndpoint(gidIndex, psn);
+    }
+
+    /** INIT→RTR→RTS of QP 0 against the peer (and remembers the buffer it advertised). */
     void connect(QueuePairEndpoint local, QueuePairEndpoint remote, long remoteVaddr, int rkey, ConnectOptions o) {
-        qp.toRtr(remote, o);
-        qp.toRts(local.psn(), o);
-        remoteAddr = remoteVaddr;
-        remoteKey = rkey;
+        connect(0, local, remote, remoteVaddr, rkey, o);
+    }
+
+    /** INIT→RTR→RTS of QP {@code i} against the peer's QP {@code i} (and remembers its buffer). */
+    void connect(int i, QueuePairEndpoint local, QueuePairEndpoint remote, long remoteVaddr, int rkey, ConnectOptions o) {
+        qps[i].toRtr(remote, o);
+        qps[i].toRts(local.psn(), o);
+        target(i, remoteVaddr, rkey);
     }
 
     /** Remembers the buffer the peer advertised (rdma_cm: the QP is already connected). */
     void target(long remoteVaddr, int rkey) {
-        remoteAddr = remoteVaddr;
-        remoteKey = rkey;
+        target(0, remoteVaddr, rkey);
     }
 
-    /** Starts a size: counters to zero, {@code total} receives to post in all, the first {@code depth} now. */
+    /** Remembers the buffer the peer's QP {@code i} advertised. */
+    void target(int i, long remoteVaddr, int rkey) {
+        remoteAddrs[i] = remoteVaddr;
+        remoteKeys[i] = rkey;
+        if (i == 0) {
+            remoteAddr = remoteVaddr;
+            remoteKey = rkey;
+        }
+    }
+
+    /**
+     * Starts a size: counters to zero, {@code total} receives to post per QP in all (unbounded in
+     * duration mode: {@link Long#MAX_VALUE}), the first {@code depth} per QP now.
+     */
     void startReceives(long total, int depth, int length) {
         recvsDone = 0;
         recvsPosted = 0;
         recvLimit = total;
         firstRecvNanos = 0;
         lastRecvNanos = 0;
+        recvLength = length;
+        java.util.Arrays.fill(qpRecvsPosted, 0);
         long now = Math.min(total, depth);
-        for (long i = 0; i < now; i++) {
-            postOneReceive(length);
+        for (int q = 0; q < qps.length; q++) {
+            for (long i = 0; i < now; i++) {
+                postOneReceive(q);
+            }
         }
     }
 
     private int recvLength;
 
-    private void postOneReceive(int length) {
-        recvLength = length;
-        qp.postRecv(rwr.clear().add(recvsPosted).sge(mr, base + slot, length));
+    private void postOneReceive(int q) {
+        qps[q].postRecv(rwr.clear().add(wrId(q, qpRecvsPosted[q])).sge(mr, base + recvOffset(q), recvLength));
+        qpRecvsPosted[q]++;
         recvsPosted++;
+    }
+
+    /** Counters of sends to zero (before a run): total and per QP. */
+    void resetSends() {
+        sendsDone = 0;
+        java.util.Arrays.fill(qpSendsDone, 0);
+        java.util.Arrays.fill(qpPosted, 0);
     }
 
     // ---- data path (allocation-free) -------------------------------------------------------
@@ -184,20 +279,24 @@ final class PerfSide implements AutoCloseable {
                         + Integer.toHexString(wcs.vendorError(i)) + ")");
             }
             int op = wcs.opcode(i);
+            long id = wcs.wrId(i);
+            int q = (int) (id >>> QP_SHIFT);
             if (op == CompletionOpcode.RECV || op == CompletionOpcode.RECV_RDMA_WITH_IMM) {
                 if (recvsDone++ == 0) {
                     firstRecvNanos = now;
                 }
                 lastRecvNanos = now;
-                if (recvsPosted < recvLimit) {
-                    postOneReceive(recvLength);
+                if (qpRecvsPosted[q] < recvLimit) {
+                    postOneReceive(q);
                 }
             } else {
-                long done = wcs.wrId(i) + 1;
-                if (done > sendsDone) {
-                    sendsDone = done;
+                long done = (id & INDEX_MASK) + 1;
+                long before = qpSendsDone[q];
+                if (done > before) {
+                    qpSendsDone[q] = done;
+                    sendsDone += done - before;
                     if (tcompleted != null) {
-                        tcompleted[(int) done - 1] = now;
+                        tcompleted[(int) sendsDone - 1] = now;
                     }
                 }
             }
@@ -256,8 +355,10 @@ final class PerfSide implements AutoCloseable {
         if (releaseQp != null) {
             releaseQp.run();
         }
-        if (qp.isOpen()) {
-            qp.close();
+        for (QueuePair q : qps) {
+            if (q.isOpen()) {
+                q.close();
+            }
         }
         buf.close();
         cq.close();

@@ -46,7 +46,7 @@ public final class PerftestCmConnection extends PerftestProtocol {
     private final int port;
     private final Duration timeout;
     private RdmaConnection comm;
-    private RdmaConnection data;
+    private final java.util.List<RdmaConnection> data = new java.util.ArrayList<>();
     private Arena arena;
     private MemoryRegion mr;
     private MemorySegment sendBuf;
@@ -214,27 +214,40 @@ public final class PerftestCmConnection extends PerftestProtocol {
      * {@link #close}).
      */
     public RdmaConnection connectData(ConnectionSetup setup, KeyMessage placeholder) {
+        return connectData(setup, 1, placeholder)[0];
+    }
+
+    /**
+     * As {@link #connectData(ConnectionSetup, KeyMessage)} for {@code count} data connections
+     * ({@code -q}), all between the same two barriers: perftest's client connects one rdma_cm id
+     * per QP, its server listens with a backlog of the QP count and accepts as many.
+     */
+    public RdmaConnection[] connectData(ConnectionSetup setup, int count, KeyMessage placeholder) {
         if (client) {
             sync(placeholder);
-            data = connectRetrying(setup);
+            for (int i = 0; i < count; i++) {
+                data.add(connectRetrying(setup));
+            }
         } else {
             // listening BEFORE the barrier: perftest's client connects as soon as the barrier
             // passes, and its retry after a rejection crashes (perftest 4.5-0.17)
-            try (CmListener l = CmListener.bind(channel, new InetSocketAddress(port), 1)) {
+            try (CmListener l = CmListener.bind(channel, new InetSocketAddress(port), count)) {
                 sync(placeholder);
-                data = l.accept(timeout).accept(setup, null, timeout);
+                for (int i = 0; i < count; i++) {
+                    data.add(l.accept(timeout).accept(setup, null, timeout));
+                }
             }
         }
         sync(placeholder);
-        return data;
+        return data.toArray(new RdmaConnection[0]);
     }
 
-    /** Closes the data connection (and with it its queue pair): before its completion queues and buffer go. */
+    /** Closes the data connections (and with them their queue pairs): before their completion queues and buffer go. */
     public void closeData() {
-        if (data != null) {
-            data.close();
-            data = null;
+        for (RdmaConnection c : data) {
+            c.close();
         }
+        data.clear();
     }
 
     @Override
