@@ -53,7 +53,10 @@ final class PerfLoops {
                     switch (verb) {
                         case WRITE -> w.write(id, remote + off, rkey);
                         case READ -> w.read(id, remote + off, rkey);
-                        case SEND -> w.send(id);
+                        case SEND -> {
+                            w.send(id);
+                            s.destination(w);
+                        }
                         case ATOMIC -> {
                             if (cas) {
                                 w.compareAndSwap(id, remote + off, rkey, 0, 1);
@@ -152,6 +155,7 @@ final class PerfLoops {
                 SendWorkRequests w = s.swr.clear();
                 if (send) {
                     w.send(scnt - 1);
+                    s.destination(w);
                 } else {
                     s.setSendByte(last, (byte) scnt);
                     w.write(scnt - 1, s.remoteAddr, s.remoteKey);

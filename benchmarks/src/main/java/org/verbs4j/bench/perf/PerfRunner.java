@@ -153,6 +153,10 @@ public final class PerfRunner {
         int cycle = Math.max(PAGE, theirs.cycleBuffer());
         int cacheLine = Math.max(CACHE_LINE, theirs.cacheLineSize());
         Mtu mtu = Mtu.min(localMtu, Mtu.of(Math.max(1, Math.min(5, theirs.mtuEnum()))));
+        boolean ud = o.connection.equals("UD");
+        if (ud) { // a datagram is at most the MTU (perftest's rule, once the MTU is negotiated)
+            o.sizes = UdTransport.fitToMtu(o.sizes, o.all, o.size != null, mtu.bytes(), System.err);
+        }
         boolean send = test.verb() == PerfTest.Verb.SEND;
         boolean rd = test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC;
         int recvDepth = send ? (int) Math.min(o.rxDepth, o.iterations) : 0;
@@ -160,7 +164,7 @@ public final class PerfRunner {
         long timeoutNanos = o.timeout().toNanos();
         int devOutReads = Math.max(1, Math.min(255, ctx.queryDevice().maxQpRdAtom())); // perftest: the device maximum
         int outReads = rd ? Math.min(devOutReads, o.outReads != null ? o.outReads : devOutReads) : 1;
-        QueuePairType type = o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
+        QueuePairType type = ud ? QueuePairType.UD : o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
         int psn = ThreadLocalRandom.current().nextInt(1 << 24);
         PerftestCmConnection cm = conn instanceof PerftestCmConnection c ? c : null;
         java.util.function.BiFunction<org.verbs4j.CompletionQueue, org.verbs4j.QueuePairInit, org.verbs4j.QueuePair> qpSource =
@@ -170,9 +174,12 @@ public final class PerfRunner {
                         .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
                         .responderResources(outReads).initiatorDepth(outReads),
                         new KeyMessage(0, 0, 0, 0, 0, 0, null, 0)).queuePair();
-        try (PerfSide side = new PerfSide(pd, provider, type, o.maxSize(), cycle, sendDepth, o.postList, recvDepth,
+        // UD: room for each receive's GRH in front of a cache-line-aligned payload (UdTransport)
+        int maxMessage = o.maxSize() + (ud ? cacheLine : 0);
+        try (PerfSide side = new PerfSide(pd, provider, type, maxMessage, cycle, sendDepth, o.postList, recvDepth,
                 o.inline, timeoutNanos, qpSource, cm == null ? null : cm::closeData)) {
-            QueuePairEndpoint local = cm == null ? side.init(o.ibPort, gid.index(), psn, type == QueuePairType.UC)
+            QueuePairEndpoint local = ud ? UdTransport.activate(side, o.ibPort, gid.index(), psn)
+                    : cm == null ? side.init(o.ibPort, gid.index(), psn, type == QueuePairType.UC)
                     : side.qp.localEndpoint(gid.index(), psn); // rdma_cm's QP is connected already
             byte[] gidBytes = local.gid() != null ? local.gid().toBytes() : null;
             KeyMessage mine = new KeyMessage(local.lid(), outReads, side.qp.qpNumber(), local.psn(), side.mr.rkey(),
@@ -189,7 +196,9 @@ public final class PerfRunner {
                     peer.gid() != null ? Gid.of(peer.gid()) : null, mtu);
             ConnectOptions co = (gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
                     .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
-            if (cm == null) {
+            if (ud) {
+                UdTransport.connect(side, pd, o.ibPort, gid.index(), peer, !server || !test.bandwidth(), cacheLine);
+            } else if (cm == null) {
                 side.connect(local, remote, peer.vaddr(), peer.rkey(), co);
             } else {
                 side.target(peer.vaddr(), peer.rkey());

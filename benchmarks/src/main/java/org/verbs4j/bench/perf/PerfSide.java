@@ -6,6 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
 import java.util.EnumSet;
 import org.verbs4j.Access;
+import org.verbs4j.AddressHandle;
 import org.verbs4j.CompletionOpcode;
 import org.verbs4j.CompletionQueue;
 import org.verbs4j.ConnectOptions;
@@ -20,7 +21,7 @@ import org.verbs4j.SendWorkRequests;
 import org.verbs4j.WorkCompletions;
 
 /**
- * One side of a verbs-perf test: a CQ, an RC or UC QP and ONE buffer from the
+ * One side of a verbs-perf test: a CQ, an RC, UC or UD QP and ONE buffer from the
  * {@link BufferProvider}, registered once before any timing, laid out as perftest lays out its
  * own: a send half ({@code [0, slot)}) and a receive half ({@code [slot, 2 slot)}) whose address
  * is what the peer is told ({@link #localVaddr}), so that a perftest peer's writes land where
@@ -60,6 +61,13 @@ final class PerfSide implements AutoCloseable {
     long lastRecvNanos;
     /** When set (bandwidth client), {@code tcompleted[done - 1]} is stamped at each send completion. */
     long[] tcompleted;
+    /** UD ({@link UdTransport}): the destination of sends (null otherwise), closed with this side. */
+    AddressHandle ah;
+    /** UD: the peer's QP number. */
+    int remoteQpn;
+    /** UD: where receives start in the receive half, and the bytes they add to the message (the GRH). */
+    long recvOffset;
+    int recvExtra;
 
     PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int maxMessage, int cycleBuffer,
              int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos) {
@@ -160,7 +168,7 @@ final class PerfSide implements AutoCloseable {
 
     private void postOneReceive(int length) {
         recvLength = length;
-        qp.postRecv(rwr.clear().add(recvsPosted).sge(mr, base + slot, length));
+        qp.postRecv(rwr.clear().add(recvsPosted).sge(mr, base + slot + recvOffset, length + recvExtra));
         recvsPosted++;
     }
 
@@ -238,6 +246,13 @@ final class PerfSide implements AutoCloseable {
         }
     }
 
+    /** UD: gives the current request of {@code w} its destination (no-op on RC and UC). */
+    void destination(SendWorkRequests w) {
+        if (ah != null) {
+            w.destination(ah, remoteQpn, UdTransport.QKEY);
+        }
+    }
+
     /** Sets a byte of the send half. */
     void setSendByte(long offset, byte value) {
         BYTE.setRelease(buffer, offset, value);
@@ -253,6 +268,9 @@ final class PerfSide implements AutoCloseable {
         wcs.close();
         rwr.close();
         swr.close();
+        if (ah != null) {
+            ah.close();
+        }
         if (releaseQp != null) {
             releaseQp.run();
         }
