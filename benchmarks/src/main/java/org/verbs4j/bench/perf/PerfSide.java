@@ -62,12 +62,12 @@ final class PerfSide implements AutoCloseable {
     /** When set (bandwidth client), {@code tcompleted[done - 1]} is stamped at each send completion. */
     long[] tcompleted;
     /** UD ({@link UdTransport}): the destination of sends (null otherwise), closed with this side. */
-    AddressHandle ah;
+    AddressHandle udAh;
     /** UD: the peer's QP number. */
-    int remoteQpn;
+    int udRemoteQpn;
     /** UD: where receives start in the receive half, and the bytes they add to the message (the GRH). */
-    long recvOffset;
-    int recvExtra;
+    long udRecvShift;
+    int udRecvExtra;
 
     PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int maxMessage, int cycleBuffer,
              int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos) {
@@ -168,7 +168,7 @@ final class PerfSide implements AutoCloseable {
 
     private void postOneReceive(int length) {
         recvLength = length;
-        qp.postRecv(rwr.clear().add(recvsPosted).sge(mr, base + slot + recvOffset, length + recvExtra));
+        qp.postRecv(rwr.clear().add(recvsPosted).sge(mr, base + slot + udRecvShift, length + udRecvExtra));
         recvsPosted++;
     }
 
@@ -248,8 +248,8 @@ final class PerfSide implements AutoCloseable {
 
     /** UD: gives the current request of {@code w} its destination (no-op on RC and UC). */
     void destination(SendWorkRequests w) {
-        if (ah != null) {
-            w.destination(ah, remoteQpn, UdTransport.QKEY);
+        if (udAh != null) {
+            w.destination(udAh, udRemoteQpn, UdTransport.QKEY);
         }
     }
 
@@ -268,8 +268,8 @@ final class PerfSide implements AutoCloseable {
         wcs.close();
         rwr.close();
         swr.close();
-        if (ah != null) {
-            ah.close();
+        if (udAh != null) {
+            udAh.close();
         }
         if (releaseQp != null) {
             releaseQp.run();

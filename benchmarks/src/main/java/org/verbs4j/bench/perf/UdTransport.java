@@ -130,12 +130,12 @@ final class UdTransport {
      */
     static void connect(PerfSide side, ProtectionDomain pd, int port, int gidIndex, KeyMessage peer, boolean sends,
                         int cacheLine) {
-        side.recvOffset = cacheLine - GRH;
-        side.recvExtra = GRH;
-        side.remoteQpn = peer.qpn();
+        side.udRecvShift = cacheLine - GRH;
+        side.udRecvExtra = GRH;
+        side.udRemoteQpn = peer.qpn();
         if (sends) {
             AddressHandle ah = pd.createAddressHandle(route(port, gidIndex, peer));
-            side.ah = ah;
+            side.udAh = ah;
         }
     }
 }
