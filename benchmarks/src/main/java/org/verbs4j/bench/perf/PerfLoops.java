@@ -97,7 +97,10 @@ final class PerfLoops {
                             switch (verb) {
                                 case WRITE -> w.write(wr, remote + off, rkey);
                                 case READ -> w.read(wr, remote + off, rkey);
-                                case SEND -> w.send(wr);
+                                case SEND -> {
+                                    w.send(wr);
+                                    s.destination(w);
+                                }
                                 case ATOMIC -> {
                                     if (cas) {
                                         w.compareAndSwap(wr, remote + off, rkey, 0, 1);
@@ -222,6 +225,7 @@ final class PerfLoops {
                 SendWorkRequests w = s.swr.clear();
                 if (send) {
                     w.send(scnt - 1);
+                    s.destination(w);
                 } else {
                     s.setSendByte(last, (byte) scnt);
                     w.write(scnt - 1, s.remoteAddr, s.remoteKey);

@@ -18,6 +18,7 @@ import picocli.CommandLine.Parameters;
             "RDMA micro-benchmarks on verbs4j, a peer of perftest: a verbs-perf client runs against an ib_* server",
             "of the same test and an ib_* client against a verbs-perf server (perftest's TCP exchange).",
             "No HOST: server; with HOST: client. Output: perftest's columns and units.",
+            "-c UD (send_bw, send_lat): perftest's Q_Key 0x11111111, messages up to the MTU (-s above it refused).",
             "Also: verbs-perf devices (every device, port, GID)."},
         footer = {"", "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat",
             "Exit status: 0 ok, 1 failure, 2 usage error. JVM: java --enable-native-access=ALL-UNNAMED",
@@ -70,14 +71,15 @@ public final class PerfOptions {
     int postList;
 
     @Option(names = {"-I", "--inline_size"}, paramLabel = "B", description = "max inline bytes (default as perftest: 0 on rxe "
-            + "and unknown devices, 220 write_lat / 236 send_lat on mlx)")
+            + "and unknown devices, 220 write_lat / 236 send_lat (UD: 188, at most 884) on mlx)")
     Integer inlineSize;
 
     @Option(names = {"-q", "--qp"}, paramLabel = "N", defaultValue = "1", description = "queue pairs per side (bandwidth tests; "
             + "-n per QP; default ${DEFAULT-VALUE})")
     int qps;
 
-    @Option(names = {"-c", "--connection"}, paramLabel = "RC|UC|UD", defaultValue = "RC", description = "transport (default ${DEFAULT-VALUE}; UC for write/send; UD not in this build)")
+    @Option(names = {"-c", "--connection"}, paramLabel = "RC|UC|UD", defaultValue = "RC", description = "transport (default ${DEFAULT-VALUE}; UC for write/send; UD for send_bw/send_lat, "
+            + "messages up to the MTU, not with -R)")
     String connection;
 
     @Option(names = {"-m", "--mtu"}, paramLabel = "B", description = "path MTU (256..4096; default the port's active MTU)")
@@ -165,6 +167,9 @@ public final class PerfOptions {
         if (connection.toUpperCase(Locale.ROOT).equals("UC")) {
             throw new IllegalArgumentException("-R: UC is not supported in librdmacm (perftest refuses it too)");
         }
+        if (connection.toUpperCase(Locale.ROOT).equals("UD")) {
+            UdTransport.check(test, true);
+        }
         if (!server() && host == null) {
             throw new IllegalArgumentException("-R: the client needs the server's IP address (of its RDMA interface)");
         }
@@ -186,7 +191,18 @@ public final class PerfOptions {
                     throw new IllegalArgumentException("UC has no RDMA READ or atomics (perftest refuses it too)");
                 }
             }
-            case "UD" -> throw new UnsupportedOperationException("-c UD is not available in this build");
+            case "UD" -> {
+                UdTransport.check(test, rdmaCm);
+                if (qps > 1) {
+                    throw new UnsupportedOperationException("-q " + qps + " with -c UD is not available in this build "
+                            + "(one UD QP per side); use -q 1");
+                }
+                if (bidirectional || duration != null) {
+                    // tried in the guest: an ib_send_bw -c UD -b -D 2 client's datagrams never reached a verbs-perf server
+                    throw new UnsupportedOperationException("-c UD with " + (bidirectional ? "-b" : "-D")
+                            + " is not available in this build (not proven against perftest); use -c UD with -n, one direction");
+                }
+            }
             default -> throw new IllegalArgumentException("-c must be RC, UC or UD: " + connection);
         }
         atomicType = atomicType.toUpperCase(Locale.ROOT);
@@ -229,10 +245,14 @@ public final class PerfOptions {
         if (rxDepth < 1 || rxDepth > 16384) {
             throw new IllegalArgumentException("-r must be 1 .. 16384: " + rxDepth);
         }
-        // perftest: CQ moderation 100, off (1) above 8 KiB unless asked for (not with -a),
+        boolean ud = connection.equals("UD");
+        if (ud || connection.equals("UC")) {
+            rxDepth = UdTransport.rxDepth(rxDepth, iterations); // perftest: no flow control, post them all
+        }
+        // perftest: CQ moderation 100, off (1) above 8 KiB unless asked for (not with -a, not on UD),
         // never above the tx depth; a post list signals its last request
         cq = cqMod != null ? cqMod : 100;
-        if (cqMod == null && !all && sizes[0] > 8192) {
+        if (cqMod == null && !all && !ud && sizes[0] > 8192) {
             cq = 1;
         }
         if (postList > 1 && cqMod == null) {
@@ -245,12 +265,15 @@ public final class PerfOptions {
             boolean known = deviceName != null && deviceName.startsWith("mlx");
             inline = !known || test.bandwidth() ? 0 : switch (test.verb()) {
                 case WRITE -> 220;
-                case SEND -> 236;
+                case SEND -> ud ? UdTransport.DEFAULT_INLINE_LAT : 236;
                 default -> 0;
             };
         }
         if (test.verb() == PerfTest.Verb.READ || atomic || useCuda != null) {
             inline = 0;
+        }
+        if (ud) {
+            inline = UdTransport.inline(inline, System.err);
         }
         if (inline < 0 || inline > 1024) {
             throw new IllegalArgumentException("-I must be 0 .. 1024: " + inline);

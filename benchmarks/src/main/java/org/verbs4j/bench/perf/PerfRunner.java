@@ -159,6 +159,10 @@ public final class PerfRunner {
         int cycle = Math.max(PAGE, theirs.cycleBuffer());
         int cacheLine = Math.max(CACHE_LINE, theirs.cacheLineSize());
         Mtu mtu = Mtu.min(localMtu, Mtu.of(Math.max(1, Math.min(5, theirs.mtuEnum()))));
+        boolean ud = o.connection.equals("UD");
+        if (ud) { // a datagram is at most the MTU (perftest's rule, once the MTU is negotiated)
+            o.sizes = UdTransport.fitToMtu(o.sizes, o.all, o.size != null, mtu.bytes(), System.err);
+        }
         boolean send = test.verb() == PerfTest.Verb.SEND;
         boolean rd = test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC;
         int recvDepth = send ? (int) (o.duration != null ? o.rxDepth : Math.min(o.rxDepth, o.iterations)) : 0;
@@ -166,7 +170,7 @@ public final class PerfRunner {
         long timeoutNanos = o.timeout().toNanos();
         int devOutReads = Math.max(1, Math.min(255, ctx.queryDevice().maxQpRdAtom())); // perftest: the device maximum
         int outReads = rd ? Math.min(devOutReads, o.outReads != null ? o.outReads : devOutReads) : 1;
-        QueuePairType type = o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
+        QueuePairType type = ud ? QueuePairType.UD : o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
         int psn = ThreadLocalRandom.current().nextInt(1 << 24);
         PerftestCmConnection cm = conn instanceof PerftestCmConnection c ? c : null;
         int nq = o.qps;
@@ -183,14 +187,17 @@ public final class PerfRunner {
             }
             return qs;
         };
-        try (PerfSide side = new PerfSide(pd, provider, type, nq, o.maxSize(), cycle, sendDepth, o.postList, recvDepth,
+        // UD: room for each receive's GRH in front of a cache-line-aligned payload (UdTransport)
+        int maxMessage = o.maxSize() + (ud ? cacheLine : 0);
+        try (PerfSide side = new PerfSide(pd, provider, type, nq, maxMessage, cycle, sendDepth, o.postList, recvDepth,
                 o.inline, timeoutNanos, qpSource, cm == null ? null : cm::closeData)) {
             KeyMessage[] mineAll = new KeyMessage[nq];
             KeyMessage[] peers = new KeyMessage[nq];
             QueuePairEndpoint[] locals = new QueuePairEndpoint[nq];
             for (int i = 0; i < nq; i++) {
                 int p = i == 0 ? psn : ThreadLocalRandom.current().nextInt(1 << 24);
-                locals[i] = cm == null ? side.init(i, o.ibPort, gid.index(), p, type == QueuePairType.UC)
+                locals[i] = ud ? UdTransport.activate(side, o.ibPort, gid.index(), p) // UD: one QP (PerfModes)
+                        : cm == null ? side.init(i, o.ibPort, gid.index(), p, type == QueuePairType.UC)
                         : side.qps[i].localEndpoint(gid.index(), p); // rdma_cm's QP is connected already
                 mineAll[i] = new KeyMessage(locals[i].lid(), outReads, side.qps[i].qpNumber(), locals[i].psn(),
                         side.mr.rkey(), side.localVaddr(i), locals[i].gid() != null ? locals[i].gid().toBytes() : null, 0);
@@ -211,7 +218,11 @@ public final class PerfRunner {
             }
             ConnectOptions co = (gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
                     .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
-            for (int i = 0; i < nq; i++) {
+            if (ud) { // every client sends, and both sides of send_lat
+                UdTransport.connect(side, pd, o.ibPort, gid.index(), peer, !server || !test.bandwidth(),
+                        cacheLine);
+            }
+            for (int i = 0; i < nq && !ud; i++) {
                 KeyMessage pi = i == 0 ? peer : peers[i];
                 if (cm == null) {
                     side.connect(i, locals[i], new QueuePairEndpoint(pi.qpn(), pi.psn(), pi.lid(),

@@ -6,6 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
 import java.util.EnumSet;
 import org.verbs4j.Access;
+import org.verbs4j.AddressHandle;
 import org.verbs4j.CompletionOpcode;
 import org.verbs4j.CompletionQueue;
 import org.verbs4j.ConnectOptions;
@@ -20,7 +21,7 @@ import org.verbs4j.SendWorkRequests;
 import org.verbs4j.WorkCompletions;
 
 /**
- * One side of a verbs-perf test: a CQ, one or more ({@code -q}) RC or UC QPs sharing it, and ONE
+ * One side of a verbs-perf test: a CQ, one or more ({@code -q}) RC, UC or UD QPs sharing it (UD: one), and ONE
  * buffer from the {@link BufferProvider}, registered once before any timing, laid out as perftest
  * lays out its own: per QP {@code i} a send half ({@code [2i slot, (2i+1) slot)}) and a receive
  * half ({@code [(2i+1) slot, (2i+2) slot)}) whose address is what the peer's QP {@code i} is told
@@ -76,6 +77,13 @@ final class PerfSide implements AutoCloseable {
     long lastRecvNanos;
     /** When set (bandwidth client), {@code tcompleted[done - 1]} is stamped at each send completion. */
     long[] tcompleted;
+    /** UD ({@link UdTransport}): the destination of sends (null otherwise), closed with this side. */
+    AddressHandle udAh;
+    /** UD: the peer's QP number. */
+    int udRemoteQpn;
+    /** UD: where receives start in the receive half, and the bytes they add to the message (the GRH). */
+    long udRecvShift;
+    int udRecvExtra;
 
     /** Where QPs come from when not from the protection domain (rdma_cm's connected QPs). */
     @FunctionalInterface
@@ -247,7 +255,9 @@ final class PerfSide implements AutoCloseable {
     private int recvLength;
 
     private void postOneReceive(int q) {
-        qps[q].postRecv(rwr.clear().add(wrId(q, qpRecvsPosted[q])).sge(mr, base + recvOffset(q), recvLength));
+        // UD: the GRH lands udRecvShift bytes in, so that the payload is cache-line aligned (UdTransport)
+        qps[q].postRecv(rwr.clear().add(wrId(q, qpRecvsPosted[q]))
+                .sge(mr, base + recvOffset(q) + udRecvShift, recvLength + udRecvExtra));
         qpRecvsPosted[q]++;
         recvsPosted++;
     }
@@ -337,6 +347,13 @@ final class PerfSide implements AutoCloseable {
         }
     }
 
+    /** UD: gives the current request of {@code w} its destination (no-op on RC and UC). */
+    void destination(SendWorkRequests w) {
+        if (udAh != null) {
+            w.destination(udAh, udRemoteQpn, UdTransport.QKEY);
+        }
+    }
+
     /** Sets a byte of the send half. */
     void setSendByte(long offset, byte value) {
         BYTE.setRelease(buffer, offset, value);
@@ -352,6 +369,9 @@ final class PerfSide implements AutoCloseable {
         wcs.close();
         rwr.close();
         swr.close();
+        if (udAh != null) {
+            udAh.close();
+        }
         if (releaseQp != null) {
             releaseQp.run();
         }

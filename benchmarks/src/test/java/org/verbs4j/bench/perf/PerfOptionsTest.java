@@ -72,6 +72,84 @@ class PerfOptionsTest {
     }
 
     @Test
+    void udIsForSendTestsOnlyWithPerftestsReason() {
+        for (String t : new String[] {"write_bw", "write_lat", "read_bw", "read_lat", "atomic_bw", "atomic_lat"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse(t, "-c", "UD")
+                    .resolve("rxe0"), t);
+            assertTrue(e.getMessage().contains("UD connection only possible in SEND verb"), e.getMessage());
+            // with -R the verb is refused first too (before any rdma_cm connection is tried)
+            assertThrows(IllegalArgumentException.class, () -> parse(t, "-R", "-c", "UD", "host").resolveRdmaCm(), t);
+        }
+        PerfOptions bw = parse("send_bw", "-c", "ud").resolve("rxe0");
+        assertEquals("UD", bw.connection);
+        assertEquals(5000, bw.rxDepth, "perftest: the default rx depth becomes the iteration count on UD");
+        assertEquals(100, bw.cq, "perftest keeps CQ moderation on UD even for a (default) 64 KiB size");
+        assertEquals(16000, parse("send_bw", "-c", "UD", "-n", "20000").resolve("rxe0").rxDepth, "at most 16000");
+        assertEquals(300, parse("send_bw", "-c", "UD", "-r", "300").resolve("rxe0").rxDepth, "a given depth stays");
+        assertEquals(512, parse("send_bw").resolve("rxe0").rxDepth, "RC keeps 512");
+        assertEquals(188, parse("send_lat", "-c", "UD").resolve("mlx5_0").inline, "perftest's UD inline default");
+        assertEquals(0, parse("send_lat", "-c", "UD").resolve("rxe0").inline);
+        assertEquals(884, parse("send_lat", "-c", "UD", "-I", "1000").resolve("rxe0").inline, "cut to perftest's UD maximum");
+        assertEquals(1000, parse("send_lat", "-I", "1000").resolve("rxe0").inline, "RC is not cut");
+        UnsupportedOperationException cm = assertThrows(UnsupportedOperationException.class,
+                () -> parse("send_bw", "-R", "-c", "UD", "host").resolveRdmaCm());
+        assertTrue(cm.getMessage().contains("drop -R"), cm.getMessage());
+        assertThrows(UnsupportedOperationException.class, () -> parse("send_lat", "-R", "-c", "UD", "host").resolve("rxe0"));
+        UnsupportedOperationException q = assertThrows(UnsupportedOperationException.class,
+                () -> parse("send_bw", "-c", "UD", "-q", "2").resolve("rxe0"));
+        assertTrue(q.getMessage().contains("-q 2 with -c UD"), q.getMessage());
+        UnsupportedOperationException b = assertThrows(UnsupportedOperationException.class,
+                () -> parse("send_bw", "-c", "UD", "-b").resolve("rxe0"));
+        assertTrue(b.getMessage().contains("-c UD with -b"), b.getMessage());
+        UnsupportedOperationException d = assertThrows(UnsupportedOperationException.class,
+                () -> parse("send_bw", "-c", "UD", "-D", "2").resolve("rxe0"));
+        assertTrue(d.getMessage().contains("-c UD with -D"), d.getMessage());
+        assertEquals(1, parse("send_bw", "-c", "UD", "-n", "100").resolve("rxe0").qps, "UD: one QP");
+    }
+
+    @Test
+    void udMessagesAreAtMostTheMtu() {
+        java.io.ByteArrayOutputStream buf = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream err = new java.io.PrintStream(buf, true, java.nio.charset.StandardCharsets.UTF_8);
+        assertArrayEquals(new int[] {1024}, UdTransport.fitToMtu(new int[] {1024}, false, true, 1024, err));
+        assertArrayEquals(new int[] {2}, UdTransport.fitToMtu(new int[] {2}, false, true, 1024, err));
+        assertEquals("", buf.toString(java.nio.charset.StandardCharsets.UTF_8));
+        // the default size (64 KiB in send_bw) is cut to the MTU, with perftest's note
+        assertArrayEquals(new int[] {1024}, UdTransport.fitToMtu(new int[] {65536}, false, false, 1024, err));
+        assertTrue(buf.toString(java.nio.charset.StandardCharsets.UTF_8).contains("Max msg size in UD is MTU 1024"));
+        // an explicit -s above it is refused, as perftest refuses it
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> UdTransport.fitToMtu(new int[] {2048}, false, true, 1024, err));
+        assertTrue(e.getMessage().contains("cannot be greater than MTU"), e.getMessage());
+        // -a: 2 .. MTU
+        int[] all = parse("send_bw", "-c", "UD", "-a").resolve("rxe0").sizes;
+        assertArrayEquals(new int[] {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096},
+                UdTransport.fitToMtu(all, true, false, 4096, err));
+        assertArrayEquals(new int[] {2, 4, 8, 16, 32, 64, 128, 256}, UdTransport.fitToMtu(all, true, false, 256, err));
+    }
+
+    @Test
+    void udRoutesByTheGidOrTheLid() {
+        byte[] gid = new byte[16];
+        gid[10] = (byte) 0xff;
+        gid[11] = (byte) 0xff;
+        gid[12] = 10;
+        gid[15] = 2;
+        KeyMessage peer = new KeyMessage(0x12, 0, 0x123, 7, 0, 0, gid, 0);
+        org.verbs4j.AddressVector g = UdTransport.route(1, 3, peer);
+        assertTrue(g.isGlobal());
+        assertArrayEquals(gid, g.dgid().toBytes());
+        assertEquals(3, g.sgidIndex());
+        assertEquals(255, g.hopLimit(), "perftest's hop limit");
+        org.verbs4j.AddressVector l = UdTransport.route(2, -1, peer);
+        assertEquals(0x12, l.dlid());
+        assertEquals(2, l.port());
+        assertTrue(!l.isGlobal());
+        assertThrows(IllegalStateException.class,
+                () -> UdTransport.route(1, 3, new KeyMessage(0x12, 0, 0x123, 7, 0, 0, null, 0)));
+    }
+
+    @Test
     void helpIsGeneratedFromTheOptions() {
         StringWriter sw = new StringWriter();
         new CommandLine(new PerfOptions()).usage(new PrintWriter(sw));
