@@ -197,11 +197,6 @@ public final class PerfOptions {
                     throw new UnsupportedOperationException("-q " + qps + " with -c UD is not available in this build "
                             + "(one UD QP per side); use -q 1");
                 }
-                if (bidirectional || duration != null) {
-                    // tried in the guest: an ib_send_bw -c UD -b -D 2 client's datagrams never reached a verbs-perf server
-                    throw new UnsupportedOperationException("-c UD with " + (bidirectional ? "-b" : "-D")
-                            + " is not available in this build (not proven against perftest); use -c UD with -n, one direction");
-                }
             }
             default -> throw new IllegalArgumentException("-c must be RC, UC or UD: " + connection);
         }
@@ -246,8 +241,9 @@ public final class PerfOptions {
             throw new IllegalArgumentException("-r must be 1 .. 16384: " + rxDepth);
         }
         boolean ud = connection.equals("UD");
-        if (ud || connection.equals("UC")) {
-            rxDepth = UdTransport.rxDepth(rxDepth, iterations); // perftest: no flow control, post them all
+        if ((ud || connection.equals("UC")) && duration == null) {
+            // perftest: no flow control, post them all (iterations mode only: with -D the depth stays)
+            rxDepth = UdTransport.rxDepth(rxDepth, iterations);
         }
         // perftest: CQ moderation 100, off (1) above 8 KiB unless asked for (not with -a, not on UD),
         // never above the tx depth; a post list signals its last request

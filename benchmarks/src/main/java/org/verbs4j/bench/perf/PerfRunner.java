@@ -218,8 +218,8 @@ public final class PerfRunner {
             }
             ConnectOptions co = (gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
                     .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
-            if (ud) { // every client sends, and both sides of send_lat
-                UdTransport.connect(side, pd, o.ibPort, gid.index(), peer, !server || !test.bandwidth(),
+            if (ud) { // every client sends, and both sides of send_lat and of -b
+                UdTransport.connect(side, pd, o.ibPort, gid.index(), peer, !server || !test.bandwidth() || o.bidirectional,
                         cacheLine);
             }
             for (int i = 0; i < nq && !ud; i++) {

@@ -98,13 +98,10 @@ class PerfOptionsTest {
         UnsupportedOperationException q = assertThrows(UnsupportedOperationException.class,
                 () -> parse("send_bw", "-c", "UD", "-q", "2").resolve("rxe0"));
         assertTrue(q.getMessage().contains("-q 2 with -c UD"), q.getMessage());
-        UnsupportedOperationException b = assertThrows(UnsupportedOperationException.class,
-                () -> parse("send_bw", "-c", "UD", "-b").resolve("rxe0"));
-        assertTrue(b.getMessage().contains("-c UD with -b"), b.getMessage());
-        UnsupportedOperationException d = assertThrows(UnsupportedOperationException.class,
-                () -> parse("send_bw", "-c", "UD", "-D", "2").resolve("rxe0"));
-        assertTrue(d.getMessage().contains("-c UD with -D"), d.getMessage());
-        assertEquals(1, parse("send_bw", "-c", "UD", "-n", "100").resolve("rxe0").qps, "UD: one QP");
+        assertEquals(512, parse("send_bw", "-c", "UD", "-D", "2").resolve("rxe0").rxDepth,
+                "duration mode: perftest keeps the default rx depth (no iteration count to post)");
+        assertEquals(512, parse("send_bw", "-c", "UC", "-D", "2").resolve("rxe0").rxDepth);
+        assertEquals(200, parse("send_bw", "-c", "UD", "-b", "-n", "200").resolve("rxe0").rxDepth, "-b: all posted");
     }
 
     @Test
