@@ -26,7 +26,8 @@
 # counts as listening once `rdma resource show cm_id` lists a LISTEN id on the port.
 # Environment: VERBS4J_PERF_DEV (device, default the first), VERBS4J_PERF_GID (-x, default 1 in
 # the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_GUEST_IP,
-# VERBS4J_PERF_PIN (auto|on|off: each verbs-perf JVM on one CPU; auto = in a multi-vCPU guest).
+# VERBS4J_PERF_PIN (auto|on|off: each client and server process, both tools, on one CPU; auto = in a
+# multi-vCPU guest).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -104,23 +105,26 @@ rm -f "$OUT"/*.out "$OUT"/*.json "$OUT"/*.log "$OUT"/*.batch "$OUT"/*.stdout "$O
 COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 [[ $RDMA_CM == 0 ]] || COMMON+=" -R"
 VP=(java --enable-native-access=ALL-UNNAMED ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
-# VERBS4J_PERF_PIN=auto|on|off: each verbs-perf JVM on one CPU (server: the last, client: the
-# first; perftest unpinned). auto = on in the guest when it has more than one vCPU: under
-# multi-threaded TCG a JVM patching compiled code that another vCPU is executing can die of
-# SIGILL (a CI run on 2026-11-30: C1 code of Gate.tryEnter); with all of a JVM's threads on one
-# vCPU, TCG sees each code write before the next instruction runs.
+# VERBS4J_PERF_PIN=auto|on|off: each server process on the last CPU and each client process on
+# the first, perftest's and verbs-perf's alike (equal terms). auto = on in the guest when it has
+# more than one vCPU: under multi-threaded TCG a JVM patching compiled code that another vCPU is
+# executing can die of SIGILL (a CI run on 2026-11-30: C1 code of Gate.tryEnter); with all of a
+# JVM's threads on one vCPU, TCG sees each code write before the next instruction runs. (The JVM
+# then shares its vCPU with its JIT compiler threads, which perftest does not need.)
 PIN=${VERBS4J_PERF_PIN:-auto}
 NCPU=$(nproc 2>/dev/null || echo 1)
 if [[ $PIN == auto ]]; then
     PIN=off
     if [[ "${VERBS4J_GUEST:-}" == 1 && $NCPU -gt 1 ]] && command -v taskset >/dev/null; then PIN=on; fi
 fi
-VP_SERVER=("${VP[@]}")
-VP_CLIENT=("${VP[@]}")
+PIN_SERVER=()
+PIN_CLIENT=()
 if [[ $PIN == on ]]; then
-    VP_SERVER=(taskset -c $((NCPU - 1)) "${VP[@]}")
-    VP_CLIENT=(taskset -c 0 "${VP[@]}")
+    PIN_SERVER=(taskset -c $((NCPU - 1)))
+    PIN_CLIENT=(taskset -c 0)
 fi
+VP_SERVER=("${PIN_SERVER[@]}" "${VP[@]}")
+VP_CLIENT=("${PIN_CLIENT[@]}" "${VP[@]}")
 T0=$SECONDS
 say() { echo "[perftest-compare +$((SECONDS - T0))s] $*" >&2; }
 
@@ -216,7 +220,7 @@ run_pair() {
                 read -r t s n <<<"$r"
                 # shellcheck disable=SC2046
                 # twice the bound: the first run also waits for the client JVM to start
-                retry timeout $((2 * TIMEOUT)) ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$pair.server.log" 2>&1 \
+                retry timeout $((2 * TIMEOUT)) "${PIN_SERVER[@]}" ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$pair.server.log" 2>&1 \
                     || echo "FAILED: $pair: ib_$t -s $s server (exit $?)" >>"$OUT/failures.log"
             done
         ) &
@@ -236,13 +240,13 @@ run_pair() {
                 ok=1
                 if [[ $server == pt ]]; then
                     # shellcheck disable=SC2086
-                    timeout "$TIMEOUT" ib_$t $o >>"$OUT/$pair.server.log" 2>&1 &
+                    timeout "$TIMEOUT" "${PIN_SERVER[@]}" ib_$t $o >>"$OUT/$pair.server.log" 2>&1 &
                     local ppid=$!
                 fi
                 if waitport; then
                     # the client's output of a failed attempt is kept apart
                     # shellcheck disable=SC2086
-                    timeout "$TIMEOUT" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1 || { ok=0; why="client exit $?"; }
+                    timeout "$TIMEOUT" "${PIN_CLIENT[@]}" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1 || { ok=0; why="client exit $?"; }
                     if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/${pair}__$t.out"
                     else cat "$OUT/$pair.attempt" >>"$OUT/$pair.failed-attempts.log"; fi
                 else
@@ -259,7 +263,7 @@ run_pair() {
     fi
 }
 
-say "device $DEV${GID:+, GID index $GID}, peer address $IP, pairs: $PAIRS, verbs-perf JVMs pinned to one CPU each: $PIN"
+say "device $DEV${GID:+, GID index $GID}, peer address $IP, pairs: $PAIRS, each process pinned to one CPU (server last, client first): $PIN"
 say "tests: $TESTS; bw sizes: $BW_SIZES (-n $BW_ITERS); lat sizes: $LAT_SIZES (-n $LAT_ITERS); extra options: ${EXTRA:-none}"
 for p in $PAIRS; do run_pair "$p"; done
 [[ ! -s "$OUT/failures.log" ]] || FAIL=1
