@@ -19,6 +19,11 @@ import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibRdmacm;
 import org.verbs4j.natives.NativeLibraries;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.verbs4j.Context;
 
 /**
  * A librdmacm event channel ({@code struct rdma_event_channel}): the queue on which the kernel
@@ -125,8 +130,8 @@ public final class CmEventChannel implements AutoCloseable {
         final ReentrantLock reader = new ReentrantLock();
         /** The listeners, connections and pending requests of this channel, by {@code struct rdma_cm_id} address. */
         final Map<Long, Entry> endpoints = new ConcurrentHashMap<>();
-        final java.util.concurrent.atomic.AtomicInteger liveIds = new java.util.concurrent.atomic.AtomicInteger();
-        private final MemorySegment eventSlot = Arena.ofAuto().allocate(java.lang.foreign.ValueLayout.ADDRESS);
+        final AtomicInteger liveIds = new AtomicInteger();
+        private final MemorySegment eventSlot = Arena.ofAuto().allocate(ValueLayout.ADDRESS);
         volatile Thread thread;
         /** No more events are dispatched, no more ids created. */
         volatile boolean closing;
@@ -323,7 +328,7 @@ public final class CmEventChannel implements AutoCloseable {
         NativeLibraries.rdmacm().orElseThrow(() -> new org.verbs4j.DeviceUnavailableException("rdma_create_event_channel",
                 Errno.ENOENT, NativeLibraries.rdmacmUnavailabilityCause().orElse("librdmacm is not available"), null));
         this.channel = LibRdmacm.createEventChannel().reinterpret(16);
-        int fd = channel.get(java.lang.foreign.ValueLayout.JAVA_INT, 0);
+        int fd = channel.get(ValueLayout.JAVA_INT, 0);
         int w;
         try {
             LibC.setNonBlocking("rdma_create_event_channel", fd);
@@ -410,7 +415,7 @@ public final class CmEventChannel implements AutoCloseable {
         lock.lock();
         try (Arena a = Arena.ofConfined()) {
             ensureOpen("rdma_create_id");
-            return new IdState(core, LibRdmacm.createId(channel, a.allocate(java.lang.foreign.ValueLayout.ADDRESS), portSpace));
+            return new IdState(core, LibRdmacm.createId(channel, a.allocate(ValueLayout.ADDRESS), portSpace));
         } finally {
             lock.unlock();
         }
@@ -422,7 +427,7 @@ public final class CmEventChannel implements AutoCloseable {
      * {@link ConnectionSetup}. The library keeps one context per device for the life of the JVM:
      * it is never closed by the caller.
      */
-    public org.verbs4j.Context deviceContext(java.net.InetAddress address) {
+    public Context deviceContext(InetAddress address) {
         lock.lock(); // held from the id's creation to its destruction: the channel cannot close in between
         IdState st;
         try {
@@ -433,7 +438,7 @@ public final class CmEventChannel implements AutoCloseable {
         }
         MemorySegment id = st.id;
         try (Arena a = Arena.ofConfined()) {
-            LibRdmacm.bindAddr(id, CmStructs.sockaddr(a, new java.net.InetSocketAddress(address, 0)));
+            LibRdmacm.bindAddr(id, CmStructs.sockaddr(a, new InetSocketAddress(address, 0)));
             MemorySegment verbs = CmStructs.verbs(id);
             if (verbs.address() == 0) {
                 throw VerbsException.create("rdma_bind_addr", Errno.ENODEV, address + " belongs to no RDMA device",

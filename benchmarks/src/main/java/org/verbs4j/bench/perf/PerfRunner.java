@@ -25,6 +25,8 @@ import org.verbs4j.QueuePairType;
 import org.verbs4j.Verbs;
 import org.verbs4j.cm.ConnectionSetup;
 import org.verbs4j.natives.InlineVerbs;
+import org.verbs4j.QueuePair;
+import org.verbs4j.cm.RdmaConnection;
 
 /**
  * Runs one perftest-compatible test: the device, the {@link PerfConnection} (perftest's TCP
@@ -175,13 +177,13 @@ public final class PerfRunner {
         PerftestCmConnection cm = conn instanceof PerftestCmConnection c ? c : null;
         int nq = o.qps;
         PerfSide.QpSource qpSource = cm == null ? null : (cq, init, count) -> {
-            org.verbs4j.cm.RdmaConnection[] cs = cm.connectData(new ConnectionSetup().protectionDomain(pd)
+            RdmaConnection[] cs = cm.connectData(new ConnectionSetup().protectionDomain(pd)
                     .completionQueues(cq, cq).maxSendWr(sendDepth).maxRecvWr(Math.max(1, recvDepth))
                     .maxInlineData(o.inline)
                     .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
                     .responderResources(outReads).initiatorDepth(outReads), count,
                     new KeyMessage(0, 0, 0, 0, 0, 0, null, 0));
-            org.verbs4j.QueuePair[] qs = new org.verbs4j.QueuePair[cs.length];
+            QueuePair[] qs = new QueuePair[cs.length];
             for (int i = 0; i < cs.length; i++) {
                 qs[i] = cs[i].queuePair();
             }

@@ -19,6 +19,7 @@ import org.verbs4j.QueuePairType;
 import org.verbs4j.ReceiveWorkRequests;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.WorkCompletions;
+import java.util.Arrays;
 
 /**
  * One side of a verbs-perf test: a CQ, one or more ({@code -q}) RC, UC or UD QPs sharing it (UD: one), and ONE
@@ -243,7 +244,7 @@ final class PerfSide implements AutoCloseable {
         firstRecvNanos = 0;
         lastRecvNanos = 0;
         recvLength = length;
-        java.util.Arrays.fill(qpRecvsPosted, 0);
+        Arrays.fill(qpRecvsPosted, 0);
         long now = Math.min(total, depth);
         for (int q = 0; q < qps.length; q++) {
             for (long i = 0; i < now; i++) {
@@ -265,8 +266,8 @@ final class PerfSide implements AutoCloseable {
     /** Counters of sends to zero (before a run): total and per QP. */
     void resetSends() {
         sendsDone = 0;
-        java.util.Arrays.fill(qpSendsDone, 0);
-        java.util.Arrays.fill(qpPosted, 0);
+        Arrays.fill(qpSendsDone, 0);
+        Arrays.fill(qpPosted, 0);
     }
 
     // ---- data path (allocation-free) -------------------------------------------------------
