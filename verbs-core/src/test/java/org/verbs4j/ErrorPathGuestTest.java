@@ -18,7 +18,8 @@ import org.verbs4j.testing.RdmaTest;
  * Guest tier: failures reported as completions on rxe0, each on a fresh loopback pair (an error
  * completion moves an RC queue pair to ERR): a wrong rkey, a write past the end of a region that
  * sits inside a larger allocation (the guard bytes around it stay untouched), and receives
- * flushed by a move to ERR, each with its own wr_id and libibverbs' status text.
+ * flushed by a move to ERR, each with its own wr_id and libibverbs' status text; a SEND that
+ * finds no receive (RNR retries exhausted by default, waited out with an unbounded RNR retry).
  */
 @RdmaTest
 class ErrorPathGuestTest {
@@ -71,6 +72,50 @@ class ErrorPathGuestTest {
                 assertAll(b, (byte) 0, "nothing was written by a flushed request");
             }
             pair.cqB.poll(wcs); // the responder side may or may not report anything; drain it
+        }
+    }
+
+    @Test
+    void aSendWithoutAReceiveFailsAfterBoundedRnrRetriesAndWaitsForOneWithRnrRetryForever() throws InterruptedException {
+        try (Arena arena = Arena.ofShared();
+             SendWorkRequests sends = new SendWorkRequests(2, 1);
+             ReceiveWorkRequests recvs = new ReceiveWorkRequests(2, 1);
+             WorkCompletions wcs = new WorkCompletions(4)) {
+            MemorySegment a = arena.allocate(4096, 4096);
+            MemorySegment b = arena.allocate(4096, 4096);
+            pattern(a, 5);
+            // the defaults: 6 RNR retries of the receiver's timer, then RNR_RETRY_EXC_ERR (13)
+            try (LoopbackPair pair = LoopbackPair.rc();
+                 MemoryRegion aMr = pair.pd.register(arena, a, Access.LOCAL_WRITE)) {
+                assertEquals(6, pair.a.query().rnrRetry());
+                pair.a.postSend(sends.clear().send(81).sge(aMr, 0, 64).signaled());
+                awaitAny(pair.cqA, wcs, 1);
+                assertEquals(81, wcs.wrId(0));
+                assertEquals(CompletionStatus.RNR_RETRY_EXC_ERR, wcs.status(0), wcs.statusText(0));
+                assertEquals(13, wcs.status(0));
+            }
+            // withRnrRetryForever (7, perftest's setting): the send waits for the receive, then completes.
+            // rxe keeps its ACK timer running meanwhile: the wait ends in RETRY_EXC_ERR after retryCount
+            // ACK timeouts (6 x 67 ms by default), so this pair waits 6 x 1.07 s (timeout 18)
+            try (LoopbackPair pair = LoopbackPair.open(QueuePairType.RC, java.util.EnumSet.noneOf(Access.class), i -> i,
+                    o -> o.withRnrRetryForever().withTimeout(18));
+                 MemoryRegion aMr = pair.pd.register(arena, a, Access.LOCAL_WRITE);
+                 MemoryRegion bMr = pair.pd.register(arena, b, Access.LOCAL_WRITE)) {
+                assertEquals(7, pair.a.query().rnrRetry());
+                assertEquals(6, pair.a.query().retryCount());
+                pair.a.postSend(sends.clear().send(82).sge(aMr, 0, 64).signaled());
+                // far longer than 6 retries of the 0.64 ms RNR timer (and than rxe's own timer slack)
+                assertEquals(0, pair.cqA.poll(wcs, 1, Duration.ofMillis(300)), "no completion while no receive is posted");
+                pair.b.postRecv(recvs.clear().add(83).sge(bMr, 0, 64));
+                awaitAny(pair.cqA, wcs, 1);
+                assertEquals(82, wcs.wrId(0));
+                assertEquals(CompletionStatus.SUCCESS, wcs.status(0), wcs.statusText(0));
+                awaitAny(pair.cqB, wcs, 1);
+                assertEquals(83, wcs.wrId(0));
+                assertEquals(CompletionStatus.SUCCESS, wcs.status(0), wcs.statusText(0));
+                assertEquals(64, wcs.byteLength(0));
+                assertEquals(-1, MemorySegment.mismatch(a, 0, 64, b, 0, 64), "the payload arrived");
+            }
         }
     }
 

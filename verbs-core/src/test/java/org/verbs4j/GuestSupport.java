@@ -70,7 +70,10 @@ final class GuestSupport {
 
     /** Connects two RC/UC queue pairs of one device to each other (RESET to RTS) through {@code gid}. */
     static void connect(QueuePair x, QueuePair y, GidEntry gid, Set<Access> remoteAccess) {
-        ConnectOptions o = ConnectOptions.roce(gid.index());
+        connect(x, y, gid, remoteAccess, ConnectOptions.roce(gid.index()));
+    }
+
+    static void connect(QueuePair x, QueuePair y, GidEntry gid, Set<Access> remoteAccess, ConnectOptions o) {
         x.toInit(1, remoteAccess);
         y.toInit(1, remoteAccess);
         QueuePairEndpoint ex = x.localEndpoint(gid.index(), 300);

@@ -111,10 +111,16 @@ class HostMisuseTest {
         InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> ok.withRetry(7, 6));
         assertTrue(e.getMessage().contains("retryCount"), e.getMessage());
         e = assertThrows(InvalidRequestException.class, () -> ok.withRetry(6, 7));
-        assertTrue(e.getMessage().contains("rnrRetry"), e.getMessage());
+        assertTrue(e.getMessage().contains("rnrRetry") && e.getMessage().contains("withRnrRetryForever"), e.getMessage());
         e = assertThrows(InvalidRequestException.class, () -> ok.withTimeout(0));
         assertTrue(e.getMessage().contains("timeout"), e.getMessage());
         assertDoesNotThrow(() -> ok.withRetry(0, 1).withTimeout(31));
+        // an unbounded RNR retry only when asked for by name, and the transport retry stays bounded
+        ConnectOptions rnr = ok.withRnrRetryForever();
+        assertEquals(7, rnr.rnrRetry());
+        assertEquals(6, rnr.retryCount());
+        e = assertThrows(InvalidRequestException.class, () -> new ConnectOptions(14, 6, 8, 12, 0, null, 1, 64, 0, 0));
+        assertTrue(e.getMessage().contains("rnrRetry"), e.getMessage());
     }
 
     @Test

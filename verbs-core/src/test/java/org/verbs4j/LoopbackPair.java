@@ -45,6 +45,13 @@ public final class LoopbackPair implements AutoCloseable {
     /** A pair of {@code type}, customised by {@code shape}. */
     public static LoopbackPair open(QueuePairType type, Set<Access> remoteAccess,
                                     java.util.function.UnaryOperator<QueuePairInit> shape) {
+        return open(type, remoteAccess, shape, o -> o);
+    }
+
+    /** A pair of {@code type}, customised by {@code shape}, connected with {@code options} applied to the defaults. */
+    public static LoopbackPair open(QueuePairType type, Set<Access> remoteAccess,
+                                    java.util.function.UnaryOperator<QueuePairInit> shape,
+                                    java.util.function.UnaryOperator<ConnectOptions> options) {
         Context ctx = openTestDevice();
         ProtectionDomain pd = null;
         CompletionQueue cqA = null;
@@ -59,8 +66,9 @@ public final class LoopbackPair implements AutoCloseable {
             b = pd.createQueuePair(shape.apply(QueuePairInit.of(type, cqB)));
             GidEntry gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow(
                     () -> new IllegalStateException("no RoCE v2 IPv4 GID on port 1 of " + ctx.deviceName()));
-            GuestSupport.connect(a, b, gid, remoteAccess);
-            return new LoopbackPair(ctx, pd, cqA, cqB, a, b, gid, ConnectOptions.roce(gid.index()));
+            ConnectOptions o = options.apply(ConnectOptions.roce(gid.index()));
+            GuestSupport.connect(a, b, gid, remoteAccess, o);
+            return new LoopbackPair(ctx, pd, cqA, cqB, a, b, gid, o);
         } catch (RuntimeException e) {
             for (AutoCloseable c : new AutoCloseable[] {b, a, cqB, cqA, pd, ctx}) {
                 if (c != null) {
