@@ -68,16 +68,23 @@ final class PerfLoops {
         if (timed && !waitFirstRx) {
             duration.start(start);
         }
+        // the clock is read when completions arrive and every 256 empty polls, not on every pass
+        // (perftest's loop reads none: its duration mode runs on SIGALRM; and in a Soft-RoCE guest
+        // System.nanoTime is a ~1 us system call)
+        long now = start;
+        boolean fresh = true;
+        int idle = 0;
         while (true) {
             long count = s.sendsDone + (receive ? s.recvsDone : 0);
             if (timed) {
-                long now = System.nanoTime();
-                if (!duration.started()) {
-                    if (s.recvsDone > 0) {
-                        duration.start(now);
+                if (fresh) { // a new clock reading since the last pass (else nothing can have changed)
+                    if (!duration.started()) {
+                        if (s.recvsDone > 0) {
+                            duration.start(now);
+                        }
+                    } else if (duration.ended(now, count)) {
+                        break;
                     }
-                } else if (duration.ended(now, count)) {
-                    break;
                 }
             } else if (s.sendsDone >= total && (!receive || s.recvsDone >= total)) {
                 break;
@@ -89,35 +96,8 @@ final class PerfLoops {
                     long local = s.base + s.sendOffset(q);
                     while (posted[q] < perQp && posted[q] - done[q] + postList <= tx) {
                         int k = (int) Math.min(postList, perQp - posted[q]);
-                        SendWorkRequests w = s.swr.clear();
-                        for (int j = 0; j < k; j++) {
-                            long id = posted[q] + j;
-                            long off = (id % slots) * inc;
-                            long wr = PerfSide.wrId(q, id);
-                            switch (verb) {
-                                case WRITE -> w.write(wr, remote + off, rkey);
-                                case READ -> w.read(wr, remote + off, rkey);
-                                case SEND -> {
-                                    w.send(wr);
-                                    s.destination(w);
-                                }
-                                case ATOMIC -> {
-                                    if (cas) {
-                                        w.compareAndSwap(wr, remote + off, rkey, 0, 1);
-                                    } else {
-                                        w.fetchAndAdd(wr, remote + off, rkey, 1);
-                                    }
-                                }
-                            }
-                            if (inlineSrc != null) {
-                                w.inline(inlineSrc);
-                            } else {
-                                w.sge(s.mr, local + off, size);
-                            }
-                            if ((id + 1) % cqMod == 0 || id + 1 == perQp) {
-                                w.signaled();
-                            }
-                        }
+                        SendWorkRequests w = chain(s, verb, cas, size, perQp, cqMod, inlineSrc, inc, slots, q, remote,
+                                rkey, local, posted[q], k);
                         if (!timed) {
                             tposted[(int) totalPosted] = System.nanoTime();
                         }
@@ -129,21 +109,70 @@ final class PerfLoops {
             }
             s.pollOnce();
             long after = s.sendsDone + s.recvsDone;
+            fresh = false;
             if (after != lastCount) {
                 lastCount = after;
-                long now = System.nanoTime();
+                now = System.nanoTime();
+                fresh = true;
+                idle = 0;
                 stalledSince = now;
                 if (!timed && now - lastProgress > PROGRESS_NANOS) {
                     lastProgress = now;
                     progress(label, s.sendsDone, total, now - start);
                 }
-            } else if (System.nanoTime() - stalledSince > timeoutNanos) {
-                throw new IllegalStateException("no completion within " + timeoutNanos / 1_000_000_000L + " s ("
-                        + s.sendsDone + " sends" + (timed ? "" : " of " + total) + " completed, " + s.recvsDone
-                        + " receives; check the peer, its options and the link)");
+            } else if ((++idle & 0xff) == 0) {
+                now = System.nanoTime();
+                fresh = true;
+                if (now - stalledSince > timeoutNanos) {
+                    throw new IllegalStateException("no completion within " + timeoutNanos / 1_000_000_000L + " s ("
+                            + s.sendsDone + " sends" + (timed ? "" : " of " + total) + " completed, " + s.recvsDone
+                            + " receives; check the peer, its options and the link)");
+                }
             }
         }
         s.tcompleted = null;
+    }
+
+    /**
+     * The chain of {@code k} requests of {@link #bandwidth} from request {@code first} of QP
+     * {@code q}, built in {@code s.swr}. A method of its own, called once per post, so that the JIT
+     * compiles it within the first thousands of posts of a JVM's first run, as it does
+     * {@code postSend} and {@code pollOnce}; the loop around it is compiled only by on-stack
+     * replacement, which under TCG can take longer than a run.
+     */
+    private static SendWorkRequests chain(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long perQp, int cqMod,
+                                          MemorySegment inlineSrc, long inc, long slots, int q, long remote, int rkey,
+                                          long local, long first, int k) {
+        SendWorkRequests w = s.swr.clear();
+        for (int j = 0; j < k; j++) {
+            long id = first + j;
+            long off = (id % slots) * inc;
+            long wr = PerfSide.wrId(q, id);
+            switch (verb) {
+                case WRITE -> w.write(wr, remote + off, rkey);
+                case READ -> w.read(wr, remote + off, rkey);
+                case SEND -> {
+                    w.send(wr);
+                    s.destination(w);
+                }
+                case ATOMIC -> {
+                    if (cas) {
+                        w.compareAndSwap(wr, remote + off, rkey, 0, 1);
+                    } else {
+                        w.fetchAndAdd(wr, remote + off, rkey, 1);
+                    }
+                }
+            }
+            if (inlineSrc != null) {
+                w.inline(inlineSrc);
+            } else {
+                w.sge(s.mr, local + off, size);
+            }
+            if ((id + 1) % cqMod == 0 || id + 1 == perQp) {
+                w.signaled();
+            }
+        }
+        return w;
     }
 
     /**
@@ -157,8 +186,12 @@ final class PerfLoops {
         long start = lastProgress;
         long lastDone = -1;
         long stalledSince = lastProgress;
+        int idle = 0;
         while (s.recvsDone < total) {
-            s.pollOnce();
+            // the clock only when receives arrived or every 256 empty polls (see bandwidth)
+            if (s.pollOnce() == 0 && (++idle & 0xff) != 0) {
+                continue;
+            }
             long now = System.nanoTime();
             if (duration != null) {
                 if (!duration.started()) {
@@ -219,30 +252,57 @@ final class PerfLoops {
                 }
             }
             if (scnt < n) {
-                long now = System.nanoTime();
+                long now = pingPongSend(s, send, size, last, scnt, inlineSrc);
                 tposted[(int) scnt] = now;
                 scnt++;
-                SendWorkRequests w = s.swr.clear();
-                if (send) {
-                    w.send(scnt - 1);
-                    s.destination(w);
-                } else {
-                    s.setSendByte(last, (byte) scnt);
-                    w.write(scnt - 1, s.remoteAddr, s.remoteKey);
-                }
-                if (inlineSrc != null) {
-                    w.inline(inlineSrc);
-                } else {
-                    w.sge(s.mr, s.base, size);
-                }
-                s.qp.postSend(w.signaled());
-                s.awaitSends(scnt);
                 if ((scnt & 1023) == 0 && now - lastProgress > PROGRESS_NANOS) {
                     lastProgress = now;
                     progress(label, scnt, n, now - start);
                 }
             }
         }
+    }
+
+    /**
+     * One message of {@link #pingPong}: stamps, posts message {@code i} and waits for its
+     * completion; returns the stamp. A method of its own so that the JIT compiles it after a few
+     * thousand calls: a loop that runs once per size, a few thousand passes, is not compiled
+     * (on-stack replacement waits for tens of thousands of passes).
+     */
+    private static long pingPongSend(PerfSide s, boolean send, int size, long last, long i, MemorySegment inlineSrc) {
+        long now = System.nanoTime();
+        SendWorkRequests w = s.swr.clear();
+        if (send) {
+            w.send(i);
+            s.destination(w);
+        } else {
+            s.setSendByte(last, (byte) (i + 1));
+            w.write(i, s.remoteAddr, s.remoteKey);
+        }
+        if (inlineSrc != null) {
+            w.inline(inlineSrc);
+        } else {
+            w.sge(s.mr, s.base, size);
+        }
+        s.qp.postSend(w.signaled());
+        s.awaitSends(i + 1);
+        return now;
+    }
+
+    /** One operation of {@link #readLatency}, posted and completed; returns its stamp (see pingPongSend). */
+    private static long readOne(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long i) {
+        long now = System.nanoTime();
+        SendWorkRequests w = s.swr.clear();
+        if (verb == PerfTest.Verb.READ) {
+            w.read(i, s.remoteAddr, s.remoteKey);
+        } else if (cas) {
+            w.compareAndSwap(i, s.remoteAddr, s.remoteKey, 0, 1);
+        } else {
+            w.fetchAndAdd(i, s.remoteAddr, s.remoteKey, 1);
+        }
+        s.qp.postSend(w.sge(s.mr, s.base, size).signaled());
+        s.awaitSends(i + 1);
+        return now;
     }
 
     /** RDMA READ or atomic latency as perftest's read_lat/atomic_lat: one operation at a time. */
@@ -252,18 +312,8 @@ final class PerfLoops {
         long lastProgress = System.nanoTime();
         long start = lastProgress;
         for (long i = 0; i < n; i++) {
-            long now = System.nanoTime();
+            long now = readOne(s, verb, cas, size, i);
             tposted[(int) i] = now;
-            SendWorkRequests w = s.swr.clear();
-            if (verb == PerfTest.Verb.READ) {
-                w.read(i, s.remoteAddr, s.remoteKey);
-            } else if (cas) {
-                w.compareAndSwap(i, s.remoteAddr, s.remoteKey, 0, 1);
-            } else {
-                w.fetchAndAdd(i, s.remoteAddr, s.remoteKey, 1);
-            }
-            s.qp.postSend(w.sge(s.mr, s.base, size).signaled());
-            s.awaitSends(i + 1);
             if ((i & 1023) == 0 && now - lastProgress > PROGRESS_NANOS) {
                 lastProgress = now;
                 progress(label, i, n, now - start);

@@ -317,21 +317,35 @@ final class PerfSide implements AutoCloseable {
 
     /** Busy-polls until {@link #sendsDone} reaches {@code target}; bounded by the timeout. */
     void awaitSends(long target) {
-        long deadline = System.nanoTime() + timeoutNanos;
+        long deadline = 0; // read the clock only once the wait is long (perftest reads none here)
         int spins = 0;
         while (sendsDone < target) {
-            if (pollOnce() == 0 && (++spins & 0xff) == 0 && System.nanoTime() - deadline > 0) {
+            if (pollOnce() == 0 && (++spins & 0xff) == 0 && (deadline = expired(deadline)) == 0) {
                 throw timeout("send completion #" + target + " (" + sendsDone + " completed)");
             }
         }
     }
 
+    /**
+     * The bound of a busy wait, started lazily: the first call (deadline 0) returns now + the
+     * timeout, later ones return the deadline, or 0 once it passed. A wait that ends within its
+     * first spins reads no clock: in a Soft-RoCE guest System.nanoTime is a ~1 µs system call
+     * (clocksource hpet), where perftest's loops read the cycle counter or nothing.
+     */
+    private long expired(long deadline) {
+        long now = System.nanoTime();
+        if (deadline == 0) {
+            return now + timeoutNanos | 1; // never 0
+        }
+        return now - deadline > 0 ? 0 : deadline;
+    }
+
     /** Busy-polls until {@link #recvsDone} reaches {@code target}; bounded. */
     void awaitRecvs(long target) {
-        long deadline = System.nanoTime() + timeoutNanos;
+        long deadline = 0;
         int spins = 0;
         while (recvsDone < target) {
-            if (pollOnce() == 0 && (++spins & 0xff) == 0 && System.nanoTime() - deadline > 0) {
+            if (pollOnce() == 0 && (++spins & 0xff) == 0 && (deadline = expired(deadline)) == 0) {
                 throw timeout("receive #" + target + " (" + recvsDone + " received)");
             }
         }
@@ -339,10 +353,10 @@ final class PerfSide implements AutoCloseable {
 
     /** Busy-waits until the peer's write put {@code marker} at {@code offset} of the receive half. */
     void awaitMarker(long offset, byte marker) {
-        long deadline = System.nanoTime() + timeoutNanos;
+        long deadline = 0;
         int spins = 0;
         while ((byte) BYTE.getAcquire(buffer, slot + offset) != marker) {
-            if ((++spins & 0xfff) == 0 && System.nanoTime() - deadline > 0) {
+            if ((++spins & 0xfff) == 0 && (deadline = expired(deadline)) == 0) {
                 throw timeout("RDMA WRITE of marker " + marker + " from the peer");
             }
         }
