@@ -12,6 +12,7 @@ import java.util.List;
 import org.verbs4j.bench.perf.PerfCompare;
 import org.verbs4j.bench.perf.PerfOptions;
 import org.verbs4j.bench.perf.PerfRunner;
+import org.verbs4j.bench.perf.JitSettle;
 import org.verbs4j.bench.perf.PerfDevicesCommand;
 import picocli.CommandLine;
 
@@ -20,8 +21,9 @@ import picocli.CommandLine;
  * (same tests, options, wire exchange and output columns). The command line is
  * {@link PerfOptions} (picocli); {@code verbs-perf devices} lists the devices; {@code verbs-perf gpu-info}
  * prints the GPUDirect capability report ({@link GpuInfoCommand});
- * {@code verbs-perf --batch FILE [--retries N]} runs one test per line of FILE in this JVM (one JVM start for
- * many runs; a line may end with {@code >> OUTFILE} to append that run's output there); {@code verbs-perf compare ...} is the side-by-side report ({@link PerfCompare}).
+ * {@code verbs-perf --batch FILE [--retries N] [--settle SEC]} runs one test per line of FILE in this JVM (one
+ * JVM start for many runs; a line may end with {@code >> OUTFILE} to append that run's output there; with
+ * {@code --settle}, each run waits first until the JIT compiler is idle, see {@link JitSettle}); {@code verbs-perf compare ...} is the side-by-side report ({@link PerfCompare}).
  * Exit status: 0 ok, 1 failure, 2 usage error or an option not available in this build.
  */
 public final class VerbsPerf {
@@ -47,8 +49,19 @@ public final class VerbsPerf {
             return PerfCompare.main(Arrays.copyOfRange(args, 1, args.length), OUT);
         }
         if (args.length >= 2 && args[0].equals("--batch")) {
-            int retries = args.length == 4 && args[2].equals("--retries") ? Integer.parseInt(args[3]) : 0;
-            return batch(Path.of(args[1]), retries);
+            int retries = 0;
+            int settle = 0;
+            for (int i = 2; i + 1 < args.length; i += 2) {
+                switch (args[i]) {
+                    case "--retries" -> retries = Integer.parseInt(args[i + 1]);
+                    case "--settle" -> settle = Integer.parseInt(args[i + 1]);
+                    default -> {
+                        System.err.println("verbs-perf: --batch FILE [--retries N] [--settle SEC]: unknown " + args[i]);
+                        return 2;
+                    }
+                }
+            }
+            return batch(Path.of(args[1]), retries, settle);
         }
         return runOne(args, OUT);
     }
@@ -56,9 +69,10 @@ public final class VerbsPerf {
     /**
      * One test per non-empty, non-comment line; a failed line is run again up to {@code retries}
      * times (perftest under TCG sometimes cannot calibrate its clock and quits; the script that
-     * drives the peer retries it as often); the worst exit status.
+     * drives the peer retries it as often); the worst exit status. With {@code settle} above 0,
+     * each line waits first until the JIT compiler is idle, at most that many seconds ({@link JitSettle}).
      */
-    static int batch(Path file, int retries) {
+    static int batch(Path file, int retries, int settle) {
         List<String> lines;
         try {
             lines = Files.readAllLines(file);
@@ -86,9 +100,19 @@ public final class VerbsPerf {
             }
             int rc = 1;
             for (int attempt = 0; attempt <= retries && rc != 0; attempt++) {
+                if (settle > 0) {
+                    try {
+                        System.err.println("=== " + JitSettle.await(java.time.Duration.ofSeconds(settle)));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return 1;
+                    }
+                }
                 System.err.println("=== verbs-perf " + l + (attempt > 0 ? "   (again: attempt " + (attempt + 1) + ")" : ""));
+                long jit = JitSettle.compilerTicks();
                 rc = runOne(words.toArray(String[]::new), to);
-                System.err.println("=== exit " + rc);
+                System.err.println("=== exit " + rc + " (the JIT compiler threads ran " + (JitSettle.compilerTicks() - jit) * 10
+                        + " ms of CPU during the run)");
             }
             if (to != OUT) {
                 to.close();

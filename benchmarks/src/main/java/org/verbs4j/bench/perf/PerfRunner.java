@@ -9,6 +9,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HexFormat;
 import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
@@ -218,7 +219,10 @@ public final class PerfRunner {
                 throw new IllegalStateException("the GID types differ (one IPv4-mapped, one not): use the same IP version "
                         + "on both sides (-x)");
             }
+            // perftest's RNR retry: 7, forever (a send_bw receiver reposting slowly, as under -D, then only
+            // slows the sender down); its transport retry count of 7 stays refused by verbs4j (6)
             ConnectOptions co = (gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
+                    .withRnrRetryForever()
                     .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
             if (ud) { // every client sends, and both sides of send_lat and of -b
                 UdTransport.connect(side, pd, o.ibPort, gid.index(), peer, !server || !test.bandwidth() || o.bidirectional,
@@ -247,6 +251,14 @@ public final class PerfRunner {
             }
             if (test.verb() != PerfTest.Verb.SEND) {
                 conn.sync(mine);
+            }
+            if (o.jitSettle > 0 && !server) { // the setup above made methods hot: their compilation ends before timing
+                try {
+                    System.err.println(" " + JitSettle.await(Duration.ofSeconds(o.jitSettle)) + " (--jit_settle, before the loop)");
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while waiting for the JIT", e);
+                }
             }
             PerfReporter rep = new PerfReporter(out);
             fillTestInfo(rep.testInfo(), ctx, pa, gid, mtu, outReads, recvDepth);

@@ -1,0 +1,48 @@
+package org.verbs4j.bench.perf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/** The JIT-idle wait of verbs-perf --batch --settle: its /proc parsing, and that it is bounded. */
+class JitSettleTest {
+
+    @Test
+    void cpuTicksAreUtimePlusStimeEvenWhenTheThreadNameHoldsSpacesAndParentheses() {
+        // fields: pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+        String stat = "4242 (C2 CompilerThre) S 1 4242 4242 0 -1 4194368 100 0 0 0 1234 56 0 0 20 0 30 0";
+        assertEquals(1290, JitSettle.cpuTicks(stat));
+        assertEquals(7, JitSettle.cpuTicks("7 (a (b) c) R 1 1 1 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0"));
+    }
+
+    @Test
+    void findsThisJvmsCompilerThreadsAndWaitsNoLongerThanItsBound() throws Exception {
+        Path tasks = Path.of("/proc/self/task");
+        if (!Files.isDirectory(tasks)) {
+            return; // not Linux: await says so and returns at once (checked below)
+        }
+        boolean compilers;
+        try (Stream<Path> s = Files.list(tasks)) {
+            compilers = s.anyMatch(t -> {
+                try {
+                    return Files.readString(t.resolve("comm")).startsWith("C2 CompilerThre")
+                            || Files.readString(t.resolve("comm")).startsWith("C1 CompilerThre");
+                } catch (java.io.IOException e) {
+                    return false;
+                }
+            });
+        }
+        assertTrue(compilers, "a JVM with the JIT on has C1/C2 compiler threads under /proc/self/task");
+        assertTrue(JitSettle.compilerTicks() >= 0);
+        long t0 = System.nanoTime();
+        String said = JitSettle.await(Duration.ZERO);
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(said.startsWith("JIT idle after") || said.startsWith("JIT still compiling after"), said);
+        assertTrue(ms < 5_000, "one window, then the bound: " + ms + " ms");
+    }
+}
