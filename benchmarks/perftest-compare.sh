@@ -8,6 +8,9 @@
 #   vp-vp  verbs-perf client, verbs-perf server   (the side-by-side comparison)
 #   vp-pt  verbs-perf client, perftest server     (wire compatibility, one way)
 #   pt-vp  perftest client, verbs-perf server     (wire compatibility, the other way)
+#   pt-pt.2, pt-pt.3, ...  perftest against itself again: with two or more, `compare` takes the
+#          band perftest's own runs span as its noise and says of each other row whether it lies
+#          in it (order the pairs so that the repeats bracket the others: "pt-pt vp-pt pt-vp pt-pt.2")
 # with the same options for both tools (sizes, iterations, tx depth, CQ moderation, inline and
 # warm-up are perftest's defaults unless --extra sets them, for both). Each verbs-perf side runs
 # all its runs in ONE JVM (verbs-perf --batch), so the JVM starts once per pair and role.
@@ -20,12 +23,19 @@
 #   benchmarks/perftest-compare.sh [--guest] [--pairs "pt-pt vp-vp vp-pt pt-vp"] [--tests "..."]
 #       [--bw-sizes "2 4096 65536"] [--lat-sizes "2 4096 65536"] [--bw-iters 5000] [--lat-iters 1000]
 #       [--extra "perftest options for both tools"] [--out DIR] [--png DIR] [--timeout SEC] [--rdma-cm]
+#       [--bw-extra "options for the bandwidth tests only"] [--lat-extra "... latency tests only"]
+#       [--warm-runs K] [--settle SEC]
+# --warm-runs K: each run is preceded by K identical runs (same options, same pair, same process
+# for verbs-perf, a fresh one for perftest) whose output is discarded (in OUT/warm/), for every
+# pair and so for both tools alike: under TCG the JVM's JIT takes seconds to compile the loops,
+# which a C program does not need; the measured run then starts with the code compiled.
 # --extra "-D SEC" (duration mode) drops -n (--bw-iters/--lat-iters) from both tools' options;
 # -q N and -b go through as given (with -b the server's report lands in PAIR.server.log).
 # --rdma-cm: both tools with -R (perftest's rdma_cm mode: QP and messages over rdma_cm); a server
 # counts as listening once `rdma resource show cm_id` lists a LISTEN id on the port.
 # Environment: VERBS4J_PERF_DEV (device, default the first), VERBS4J_PERF_GID (-x, default 1 in
-# the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_GUEST_IP,
+# the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_PERF_JIT_OPTS (default
+# -XX:PerMethodTrapLimit=0, below), VERBS4J_GUEST_IP,
 # VERBS4J_PERF_PIN (auto|on|off: each client and server process, both tools, on one CPU; auto = in a
 # multi-vCPU guest).
 set -euo pipefail
@@ -39,12 +49,16 @@ LAT_SIZES="2 4096 65536"
 BW_ITERS=5000
 LAT_ITERS=1000
 EXTRA=""
+BW_EXTRA=""
+LAT_EXTRA=""
 OUT=""
 PNG=""
 TIMEOUT=60
 GUEST=0
 GUEST_TIMEOUT=900
 RDMA_CM=0
+WARM=0
+SETTLE=30
 ARGS=("$@")
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -57,10 +71,14 @@ while [[ $# -gt 0 ]]; do
         --bw-iters) BW_ITERS=$2; shift ;;
         --lat-iters) LAT_ITERS=$2; shift ;;
         --extra) EXTRA=$2; shift ;;
+        --bw-extra) BW_EXTRA=$2; shift ;;
+        --lat-extra) LAT_EXTRA=$2; shift ;;
         --out) OUT=$2; shift ;;
         --png) PNG=$2; shift ;;
         --timeout) TIMEOUT=$2; shift ;;
         --rdma-cm) RDMA_CM=1 ;;
+        --warm-runs) WARM=$2; shift ;;
+        --settle) SETTLE=$2; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "perftest-compare: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -87,7 +105,9 @@ if [[ $GUEST == 1 ]]; then
     envs=""
     for v in ${!VERBS4J_PERF_@}; do envs+=" $v=$(printf '%q' "${!v}")"; done
     echo "perftest-compare: booting a Soft-RoCE guest (qemu; ~30 s under TCG), then the runs" >&2
-    exec "$ROOT/softroce/run-in-guest.sh" --timeout "$GUEST_TIMEOUT" --share "$ROOT" -- \
+    # the guest's clock from the cycle counter (tsc), not hpet: see docs/benchmarking.md
+    VERBS4J_GUEST_KERNEL_ARGS="${VERBS4J_GUEST_KERNEL_ARGS-tsc=reliable clocksource=tsc}" \
+        exec "$ROOT/softroce/run-in-guest.sh" --timeout "$GUEST_TIMEOUT" --share "$ROOT" -- \
         "cd $(printf '%q' "$ROOT") &&${envs:+ env$envs} benchmarks/perftest-compare.sh$quoted"
 fi
 
@@ -101,10 +121,19 @@ IP=${VERBS4J_GUEST_IP:-$(hostname -I 2>/dev/null | awk '{print $1}')}
 PORT=18515
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/perftest-compare.XXXXXX")}
 mkdir -p "$OUT"
-rm -f "$OUT"/*.out "$OUT"/*.json "$OUT"/*.log "$OUT"/*.batch "$OUT"/*.stdout "$OUT"/*.attempt
+rm -rf "$OUT"/*.out "$OUT"/*.json "$OUT"/*.log "$OUT"/*.batch "$OUT"/*.stdout "$OUT"/*.attempt "$OUT/warm" \
+    "$OUT/conditions.txt"
+mkdir -p "$OUT/warm"
 COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 [[ $RDMA_CM == 0 ]] || COMMON+=" -R"
-VP=(java --enable-native-access=ALL-UNNAMED ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
+# -XX:PerMethodTrapLimit=0 (VERBS4J_PERF_JIT_OPTS to change; empty: the JVM's defaults): C2 compiles
+# the branches it has not seen taken instead of trapping on them. The end of a run is such a branch,
+# taken once per run: with the default the trap there threw the compiled loop away at the end of
+# every run and the next run's sample overlapped its recompilation (verbs-perf write_bw client at
+# 4 KiB in the guest: 0.69 of perftest with the default, 0.90 with it).
+JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0}
+# shellcheck disable=SC2086
+VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
 # VERBS4J_PERF_PIN=auto|on|off: each server process on the last CPU and each client process on
 # the first, perftest's and verbs-perf's alike (equal terms). auto = on in the guest when it has
 # more than one vCPU: under multi-threaded TCG a JVM patching compiled code that another vCPU is
@@ -128,7 +157,7 @@ VP_CLIENT=("${PIN_CLIENT[@]}" "${VP[@]}")
 T0=$SECONDS
 say() { echo "[perftest-compare +$((SECONDS - T0))s] $*" >&2; }
 
-# the runs: "test size iterations"
+# the runs: "test size iterations dir" (dir: warm/ for a discarded warm run, else .)
 RUNS=()
 for t in $TESTS; do
     case $t in
@@ -138,7 +167,10 @@ for t in $TESTS; do
     esac
     iters=$LAT_ITERS
     [[ $t != *_bw ]] || iters=$BW_ITERS
-    for s in $sizes; do RUNS+=("$t $s $iters"); done
+    for s in $sizes; do
+        for ((w = 0; w < WARM; w++)); do RUNS+=("$t $s $iters warm"); done
+        RUNS+=("$t $s $iters .")
+    done
 done
 
 waitport() {
@@ -159,6 +191,10 @@ waitport() {
 # quits: every run is tried 1 + VERBS4J_PERF_RETRIES times (default 1), perftest's by this script,
 # verbs-perf's by --batch --retries (single-threaded TCG, as CI uses, fails the calibration more often)
 RETRIES="${VERBS4J_PERF_RETRIES:-1}"
+# --settle SEC (default 30; 0: off): each verbs-perf run waits first until its JVM's JIT compiler is
+# idle, at most SEC, and a verbs-perf client waits so again after the handshake, before its timed
+# loop (--jit_settle; JitSettle: no traffic meanwhile; in a TCG guest the JVM compiles for tens of
+# seconds after its start, on the vCPU its measured thread is pinned to)
 retry() { # command... (the last attempt's status)
     local a rc=0
     for ((a = 0; a <= RETRIES; a++)); do
@@ -170,17 +206,18 @@ retry() { # command... (the last attempt's status)
 }
 
 opts() { # test size iters -> the options both tools get (no -n with -D: duration mode)
-    local s="" n="-n $3"
+    local s="" n="-n $3" x="$EXTRA"
     [[ $1 == atomic_* ]] || s="-s $2"
-    [[ " $EXTRA " != *" -D "* && " $EXTRA " != *" --duration"* ]] || n=""
-    echo "$COMMON $s $n $EXTRA"
+    if [[ $1 == *_bw ]]; then x+="${BW_EXTRA:+ $BW_EXTRA}"; else x+="${LAT_EXTRA:+ $LAT_EXTRA}"; fi
+    [[ " $x " != *" -D "* && " $x " != *" --duration"* ]] || n=""
+    echo "$COMMON $s $n $x"
 }
 
 FAIL=0
 # a failure of perftest against itself (pt-pt) is perftest's, and reported as such; it does not fail the run
 note_fail() {
     case "$*" in
-        pt-pt:*) echo "BASELINE FAILED (perftest against itself): $*" | tee -a "$OUT/baseline-failures.log" >&2 ;;
+        pt-pt:* | pt-pt.[0-9]*:*) echo "BASELINE FAILED (perftest against itself): $*" | tee -a "$OUT/baseline-failures.log" >&2 ;;
         *) echo "FAILED: $*" | tee -a "$OUT/failures.log" >&2; FAIL=1 ;;
     esac
 }
@@ -192,24 +229,25 @@ stop_tree() { # pid: stops the process and its descendants, children first (a la
 }
 
 run_pair() {
-    local pair=$1 r t s n o
-    local client=${pair%-*} server=${pair#*-}
+    local pair=$1 r t s n o d
+    local roles=${pair%%.*}
+    local client=${roles%-*} server=${roles#*-}
     say "pair $pair ($client client, $server server): ${#RUNS[@]} runs"
     local sbatch="$OUT/$pair.server.batch" cbatch="$OUT/$pair.client.batch" spid=""
     : >"$sbatch"
     : >"$cbatch"
     for r in "${RUNS[@]}"; do
-        read -r t s n <<<"$r"
+        read -r t s n d <<<"$r"
         o=$(opts "$t" "$s" "$n")
         echo "$t $o --timeout $TIMEOUT >> $OUT/$pair.server.log" >>"$sbatch"
-        echo "$t $o --timeout $TIMEOUT --out_json --out_json_file $OUT/${pair}__${t}__$s.json $IP >> $OUT/${pair}__$t.out" >>"$cbatch"
+        echo "$t $o --timeout $TIMEOUT --jit_settle $SETTLE --out_json --out_json_file $OUT/$d/${pair}__${t}__$s.json $IP >> $OUT/$d/${pair}__$t.out" >>"$cbatch"
     done
     if [[ $server == vp ]]; then
-        timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP_SERVER[@]}" --batch "$sbatch" --retries $RETRIES >"$OUT/$pair.server.stdout" 2>&1 &
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_SERVER[@]}" --batch "$sbatch" --retries $RETRIES --settle "$SETTLE" >"$OUT/$pair.server.stdout" 2>&1 &
         spid=$!
     fi
     if [[ $client == vp && $server == vp ]]; then
-        if ! timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP_CLIENT[@]}" --batch "$cbatch" --retries $RETRIES 2>>"$OUT/$pair.client.log"; then
+        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_CLIENT[@]}" --batch "$cbatch" --retries $RETRIES --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
             note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
             stop_tree "$spid"
         fi
@@ -217,7 +255,7 @@ run_pair() {
         # perftest servers one after another; the verbs-perf client retries until each listens
         (
             for r in "${RUNS[@]}"; do
-                read -r t s n <<<"$r"
+                read -r t s n d <<<"$r"
                 # shellcheck disable=SC2046
                 # twice the bound: the first run also waits for the client JVM to start
                 retry timeout $((2 * TIMEOUT)) "${PIN_SERVER[@]}" ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$pair.server.log" 2>&1 \
@@ -225,14 +263,14 @@ run_pair() {
             done
         ) &
         spid=$!
-        if ! timeout $((TIMEOUT * (${#RUNS[@]} + 2))) "${VP_CLIENT[@]}" --batch "$cbatch" --retries $RETRIES 2>>"$OUT/$pair.client.log"; then
+        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_CLIENT[@]}" --batch "$cbatch" --retries $RETRIES --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
             note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
             # the perftest servers still waiting for this client would each wait out their bound
             stop_tree "$spid"
         fi
     else
         for r in "${RUNS[@]}"; do
-            read -r t s n <<<"$r"
+            read -r t s n d <<<"$r"
             o=$(opts "$t" "$s" "$n")
             local a ok=0 why=""
             for ((a = 0; a <= RETRIES && ok == 0; a++)); do
@@ -247,7 +285,7 @@ run_pair() {
                     # the client's output of a failed attempt is kept apart
                     # shellcheck disable=SC2086
                     timeout "$TIMEOUT" "${PIN_CLIENT[@]}" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1 || { ok=0; why="client exit $?"; }
-                    if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/${pair}__$t.out"
+                    if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/$d/${pair}__$t.out"
                     else cat "$OUT/$pair.attempt" >>"$OUT/$pair.failed-attempts.log"; fi
                 else
                     ok=0
@@ -264,7 +302,14 @@ run_pair() {
 }
 
 say "device $DEV${GID:+, GID index $GID}, peer address $IP, pairs: $PAIRS, each process pinned to one CPU (server last, client first): $PIN"
-say "tests: $TESTS; bw sizes: $BW_SIZES (-n $BW_ITERS); lat sizes: $LAT_SIZES (-n $LAT_ITERS); extra options: ${EXTRA:-none}"
+say "tests: $TESTS; bw sizes: $BW_SIZES (-n $BW_ITERS); lat sizes: $LAT_SIZES (-n $LAT_ITERS); extra options: ${EXTRA:-none}${BW_EXTRA:+ (bw: $BW_EXTRA)}${LAT_EXTRA:+ (lat: $LAT_EXTRA)}; warm runs before each: $WARM"
+{
+    echo "options of both tools: $COMMON <test's -s/-n> ${EXTRA:-(no extra options)}${BW_EXTRA:+; bandwidth tests: $BW_EXTRA}${LAT_EXTRA:+; latency tests: $LAT_EXTRA}"
+    echo "warm runs before each measured run: $WARM (identical, output discarded, every pair alike)"
+    echo "each verbs-perf run starts once its JVM's JIT compiler is idle, and a verbs-perf client's timed loop too (at most ${SETTLE} s; 0 = not waiting)"
+    echo "processes pinned (server last CPU, client first): $PIN ($NCPU CPUs)"
+    echo "verbs-perf's JVM options: ${JIT_OPTS:-(the JIT defaults)} ${VERBS4J_PERF_JAVA_OPTS:-}"
+} >"$OUT/conditions.txt"
 for p in $PAIRS; do run_pair "$p"; done
 [[ ! -s "$OUT/failures.log" ]] || FAIL=1
 say "runs done; results in $OUT"

@@ -40,7 +40,8 @@
 # 10.0.0.1), VERBS4J_GUEST_LOG, VERBS4J_GUEST_ACCEL (default
 # "tcg,thread=multi,tb-size=512"; e.g. "kvm" with VERBS4J_GUEST_CPU=host on a
 # runner with usable KVM), VERBS4J_GUEST_CPU (default max), VERBS4J_GUEST_MAC
-# (with --net; default 52:54:00:00:00:<last octet of VERBS4J_GUEST_IP>).
+# (with --net; default 52:54:00:00:00:<last octet of VERBS4J_GUEST_IP>), VERBS4J_GUEST_KERNEL_ARGS
+# (more kernel command-line arguments, e.g. "tsc=reliable clocksource=tsc").
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -137,7 +138,7 @@ QEMU=(
     -display none -no-reboot -monitor none "${NIC[@]}"
     -chardev "stdio,id=con0,signal=off" -serial chardev:con0
     -kernel "$KERNEL" -initrd "$CACHE/initramfs.cpio.gz"
-    -append "console=ttyS0 quiet panic=-1"
+    -append "console=ttyS0 quiet panic=-1${VERBS4J_GUEST_KERNEL_ARGS:+ $VERBS4J_GUEST_KERNEL_ARGS}"
     # The host's root, read-only: the guest's userland.
     -virtfs "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$(q "$MODULES"),mount_tag=modules,security_model=none,readonly=on"

@@ -34,7 +34,11 @@ import org.jfree.data.xy.XYSeriesCollection;
  * (verbs-perf client, perftest server) or {@code pt-vp}. It prints each test's parameters as
  * both tools printed them, then the ratio table of every other pair against the baseline
  * ({@code pt-pt}): BW average and MsgRate for bandwidth tests, t_typical and 99% for latency
- * tests, per test and size; with {@code --json} it also checks each verbs-perf JSON report
+ * tests, per test and size. When perftest ran against itself more than once ({@code pt-pt.2},
+ * {@code pt-pt.3}, ...), the base is the mean of those runs and each row says whether its BW
+ * average (t_typical) lies within perftest's own noise ({@link Noise}), with a count at the end.
+ * A {@code conditions.txt} in DIR (the script's warm runs, pinning) is printed with the
+ * parameters. With {@code --json} it also checks each verbs-perf JSON report
  * ({@code PAIR__TEST__SIZE.json}) against the printed rows; with {@code --png} it draws BW and
  * latency against message size for both tools (JFreeChart). Exit status 1 when a run other than
  * the baseline's has no rows, or a JSON report disagrees. Stateless; one thread.
@@ -83,7 +87,7 @@ public final class PerfCompare {
         int rc = 0;
         for (Run r : runs) {
             if (r.output().rows().isEmpty()) {
-                if (r.pair().equals(baseline)) {
+                if (isBaseline(r.pair(), baseline)) {
                     out.printf("BASELINE FAILED: %s %s printed no result rows (perftest against itself)%n", r.pair(), r.test());
                 } else {
                     out.printf("FAILED: %s %s printed no result rows%n", r.pair(), r.test());
@@ -111,6 +115,17 @@ public final class PerfCompare {
         }
         if (json) {
             rc = Math.max(rc, checkJson(dir, runs, out));
+        }
+        Path conditions = dir.resolve("conditions.txt");
+        if (Files.isRegularFile(conditions)) {
+            try {
+                out.println();
+                out.println("Conditions (as perftest-compare.sh ran both tools):");
+                Files.readAllLines(conditions).forEach(l -> out.println("  " + l));
+            } catch (IOException e) {
+                System.err.println("verbs-perf compare: cannot read " + conditions + ": " + e.getMessage());
+                rc = 1;
+            }
         }
         printParameters(runs, baseline, out);
         printRatios(runs, baseline, out);
@@ -199,7 +214,7 @@ public final class PerfCompare {
         for (var e : byTest.entrySet()) {
             StringBuilder sb = new StringBuilder();
             for (Run r : e.getValue()) {
-                sb.append(String.format(Locale.ROOT, "%n    %-6s", r.pair()));
+                sb.append(String.format(Locale.ROOT, "%n    %-8s", r.pair()));
                 for (String k : PARAM_KEYS) {
                     String v = r.output().params().get(k);
                     if (v != null) {
@@ -215,40 +230,115 @@ public final class PerfCompare {
         }
     }
 
+    /** The share of the baseline runs' mean that the noise band is widened by at least. */
+    static final double NOISE_FLOOR = 0.03;
+
+    /** Whether {@code pair} is the baseline or one of its repeats ({@code pt-pt.2}, ...). */
+    static boolean isBaseline(String pair, String baseline) {
+        return pair.equals(baseline) || pair.startsWith(baseline + ".");
+    }
+
+    /**
+     * Perftest's noise on one test and size: its own runs' values (BW average or t_typical), their
+     * mean, and the band {@code [min - w, max + w]} with {@code w = max(max - min, 3% of the mean)}:
+     * the range perftest spans against itself, widened by that range. Null with fewer than two runs.
+     */
+    record Noise(int runs, double mean, double lo, double hi) {
+        static Noise of(List<Double> values) {
+            List<Double> v = values.stream().filter(x -> Double.isFinite(x) && x > 0).toList();
+            if (v.size() < 2) {
+                return null;
+            }
+            double min = v.stream().mapToDouble(Double::doubleValue).min().orElseThrow();
+            double max = v.stream().mapToDouble(Double::doubleValue).max().orElseThrow();
+            double mean = v.stream().mapToDouble(Double::doubleValue).average().orElseThrow();
+            double w = Math.max(max - min, NOISE_FLOOR * mean);
+            return new Noise(v.size(), mean, min - w, max + w);
+        }
+
+        boolean contains(double x) {
+            return x >= lo && x <= hi;
+        }
+
+        String band() {
+            return String.format(Locale.ROOT, "%+.0f%%..%+.0f%%", 100 * (lo / mean - 1), 100 * (hi / mean - 1));
+        }
+    }
+
     static void printRatios(List<Run> runs, String baseline, PrintStream out) {
         out.println();
+        boolean repeats = runs.stream().anyMatch(r -> r.pair().startsWith(baseline + "."));
         out.printf("Ratio table: each pair / %s (bw: BW average and MsgRate, >1 = faster; lat: t_typical and 99%%, "
-                + "<1 = faster)%n", baseline);
-        out.printf(Locale.ROOT, "%-11s %-6s %8s %14s %14s %8s %14s %14s %8s%n", "test", "pair", "bytes", "base", "this",
-                "ratio", "base", "this", "ratio");
-        Map<String, PerfOutput> base = new TreeMap<>();
+                + "<1 = faster)%s%n", baseline, repeats ? "; base = the mean of perftest's own runs (" + baseline + ", "
+                + baseline + ".N), noise = the band they span widened by their range (at least "
+                + Math.round(100 * NOISE_FLOOR) + "% of their mean), in noise = this run's BW average / t_typical "
+                + "lies in that band" : "");
+        out.printf(Locale.ROOT, "%-11s %-8s %8s %14s %14s %8s %14s %14s %8s%s%n", "test", "pair", "bytes", "base", "this",
+                "ratio", "base", "this", "ratio", repeats ? String.format(Locale.ROOT, " %13s %8s", "noise", "in noise") : "");
+        Map<String, List<Run>> base = new TreeMap<>();
         for (Run r : runs) {
-            if (r.pair().equals(baseline)) {
-                base.put(r.test(), r.output());
+            if (isBaseline(r.pair(), baseline)) {
+                base.computeIfAbsent(r.test(), k -> new ArrayList<>()).add(r);
             }
         }
         TreeSet<String> tests = new TreeSet<>();
         runs.forEach(r -> tests.add(r.test()));
+        int judged = 0;
+        List<String> outside = new ArrayList<>();
         for (String test : tests) {
-            PerfOutput b = base.get(test);
+            List<Run> bs = base.getOrDefault(test, List.of());
             for (Run r : runs) {
                 if (!r.test().equals(test) || r.pair().equals(baseline)) {
                     continue;
                 }
+                boolean bw = r.output().bandwidth();
                 for (var row : r.output().rows().entrySet()) {
                     double[] t = row.getValue();
-                    double[] bb = b == null ? null : b.rows().get(row.getKey());
-                    boolean bw = r.output().bandwidth();
-                    double b1 = bb == null ? Double.NaN : bw ? PerfOutput.bwAverage(bb) : PerfOutput.tTypical(bb);
+                    List<Double> b1s = new ArrayList<>();
+                    List<Double> b2s = new ArrayList<>();
+                    for (Run b : bs) {
+                        double[] bb = b.output().rows().get(row.getKey());
+                        if (bb != null) {
+                            b1s.add(bw ? PerfOutput.bwAverage(bb) : PerfOutput.tTypical(bb));
+                            b2s.add(bw ? PerfOutput.msgRate(bb) : PerfOutput.p99(bb));
+                        }
+                    }
+                    double b1 = mean(b1s);
+                    double b2 = mean(b2s);
                     double t1 = bw ? PerfOutput.bwAverage(t) : PerfOutput.tTypical(t);
-                    double b2 = bb == null ? Double.NaN : bw ? PerfOutput.msgRate(bb) : PerfOutput.p99(bb);
                     double t2 = bw ? PerfOutput.msgRate(t) : PerfOutput.p99(t);
-                    out.printf(Locale.ROOT, "%-11s %-6s %8d %14s %14s %8s %14s %14s %8s%n", test, r.pair(), row.getKey(),
+                    String verdict = "";
+                    if (repeats) {
+                        Noise n = Noise.of(b1s);
+                        String in;
+                        if (isBaseline(r.pair(), baseline)) {
+                            in = "(base)";
+                        } else if (n == null || !Double.isFinite(t1)) {
+                            in = "?";
+                        } else {
+                            judged++;
+                            in = n.contains(t1) ? "yes" : t1 < n.lo() ? "no, below" : "no, above";
+                            if (!n.contains(t1)) {
+                                outside.add(String.format(Locale.ROOT, "%s %s %d (%s)", test, r.pair(), row.getKey(),
+                                        ratio(t1, b1)));
+                            }
+                        }
+                        verdict = String.format(Locale.ROOT, " %13s %8s", n == null ? "?" : n.band(), in);
+                    }
+                    out.printf(Locale.ROOT, "%-11s %-8s %8d %14s %14s %8s %14s %14s %8s%s%n", test, r.pair(), row.getKey(),
                             fmt(b1, bw ? " MB/s" : " us"), fmt(t1, bw ? " MB/s" : " us"), ratio(t1, b1),
-                            fmt(b2, bw ? " Mpps" : " us"), fmt(t2, bw ? " Mpps" : " us"), ratio(t2, b2));
+                            fmt(b2, bw ? " Mpps" : " us"), fmt(t2, bw ? " Mpps" : " us"), ratio(t2, b2), verdict);
                 }
             }
         }
+        if (repeats) {
+            out.printf(Locale.ROOT, "Within perftest's own noise: %d of %d rows%s%n", judged - outside.size(), judged,
+                    outside.isEmpty() ? "" : "; outside: " + String.join(", ", outside));
+        }
+    }
+
+    private static double mean(List<Double> v) {
+        return v.isEmpty() ? Double.NaN : v.stream().mapToDouble(Double::doubleValue).average().orElseThrow();
     }
 
     private static String fmt(double v, String unit) {
@@ -317,7 +407,7 @@ public final class PerfCompare {
             case "vp-vp" -> "verbs-perf";
             case "vp-pt" -> "verbs-perf client / perftest server";
             case "pt-vp" -> "perftest client / verbs-perf server";
-            default -> pair;
+            default -> pair.startsWith("pt-pt.") ? "perftest, run " + pair.substring(6) : pair;
         };
     }
 }

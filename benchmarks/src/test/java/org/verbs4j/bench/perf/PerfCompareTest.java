@@ -53,4 +53,48 @@ class PerfCompareTest {
                 new PrintStream(again, true, StandardCharsets.UTF_8)));
         assertTrue(again.toString(StandardCharsets.UTF_8).contains("FAILED"));
     }
+
+    @Test
+    void perftestRepeatsGiveTheNoiseBandAndEachRowIsJudgedAgainstIt(@TempDir Path dir) throws Exception {
+        // perftest against itself twice: 100 and 104 MB/s at 4 KiB -> mean 102, band [96, 108]
+        write(dir, "pt-pt", new BwReport(4096, 5000, 110, 100, 0.0256), new BwReport(65536, 5000, 220, 200, 0.0032));
+        write(dir, "pt-pt.2", new BwReport(4096, 5000, 110, 104, 0.0266), new BwReport(65536, 5000, 220, 200, 0.0032));
+        // 97 is inside; at 64 KiB the runs agree, so the band is the 3% floor: [194, 206], and 190 is below
+        write(dir, "vp-pt", new BwReport(4096, 5000, 110, 97, 0.0248), new BwReport(65536, 5000, 220, 190, 0.00304));
+        // 109 is above the band
+        write(dir, "pt-vp", new BwReport(4096, 5000, 110, 109, 0.0279), new BwReport(65536, 5000, 220, 201, 0.00322));
+        Files.writeString(dir.resolve("conditions.txt"), "warm runs before each measured run: 1\n");
+        ByteArrayOutputStream report = new ByteArrayOutputStream();
+        int rc = PerfCompare.main(new String[] {dir.toString()}, new PrintStream(report, true, StandardCharsets.UTF_8));
+        String text = report.toString(StandardCharsets.UTF_8);
+        assertEquals(0, rc, text);
+        assertTrue(text.contains("warm runs before each measured run: 1"), text);
+        assertTrue(text.matches("(?s).*write_bw\\s+vp-pt\\s+4096\\s+102\\.0 MB/s\\s+97\\.000 MB/s\\s+0\\.95"
+                + "\\s+\\S+ Mpps\\s+\\S+ Mpps\\s+\\S+\\s+-6%\\.\\.\\+6%\\s+yes\\n.*"), text);
+        assertTrue(text.matches("(?s).*write_bw\\s+vp-pt\\s+65536\\s+.*-3%\\.\\.\\+3%\\s+no, below\\n.*"), text);
+        assertTrue(text.matches("(?s).*write_bw\\s+pt-vp\\s+4096\\s+.*\\s+no, above\\n.*"), text);
+        assertTrue(text.matches("(?s).*write_bw\\s+pt-vp\\s+65536\\s+.*\\s+yes\\n.*"), text);
+        assertTrue(text.matches("(?s).*write_bw\\s+pt-pt\\.2\\s+4096\\s+.*\\(base\\)\\n.*"), text);
+        assertTrue(text.contains("Within perftest's own noise: 2 of 4 rows; outside: write_bw pt-vp 4096 (1.07), "
+                + "write_bw vp-pt 65536 (0.95)"), text);
+    }
+
+    @Test
+    void noiseBandNeedsTwoRunsAndIsAtLeastTheFloor() {
+        assertEquals(null, PerfCompare.Noise.of(java.util.List.of(100.0)));
+        assertEquals(null, PerfCompare.Noise.of(java.util.List.of(100.0, Double.NaN)));
+        PerfCompare.Noise same = PerfCompare.Noise.of(java.util.List.of(100.0, 100.0));
+        assertEquals(97.0, same.lo(), 1e-9);
+        assertEquals(103.0, same.hi(), 1e-9);
+        PerfCompare.Noise wide = PerfCompare.Noise.of(java.util.List.of(90.0, 110.0, 100.0));
+        assertEquals(70.0, wide.lo(), 1e-9);
+        assertEquals(130.0, wide.hi(), 1e-9);
+        assertTrue(wide.contains(70.0) && !wide.contains(69.9) && !wide.contains(130.1));
+    }
+
+    private static void write(Path dir, String pair, BwReport... rows) throws Exception {
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        PerfReporter rep = new PerfReporter(new PrintStream(buf, true, StandardCharsets.UTF_8));
+        Files.writeString(dir.resolve(pair + "__write_bw.out"), " TX depth        : 128\n" + run(rep, buf, rows));
+    }
 }
