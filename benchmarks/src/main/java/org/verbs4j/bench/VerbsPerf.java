@@ -109,9 +109,9 @@ public final class VerbsPerf {
                     }
                 }
                 System.err.println("=== verbs-perf " + l + (attempt > 0 ? "   (again: attempt " + (attempt + 1) + ")" : ""));
-                long jit = JitSettle.compilerTicks();
+                long jit = JitSettle.compilerMillis();
                 rc = runOne(words.toArray(String[]::new), to);
-                System.err.println("=== exit " + rc + " (the JIT compiler threads ran " + (JitSettle.compilerTicks() - jit) * 10
+                System.err.println("=== exit " + rc + " (the JIT compiler threads ran " + (JitSettle.compilerMillis() - jit)
                         + " ms of CPU during the run)");
             }
             if (to != OUT) {

@@ -20,6 +20,8 @@ import java.util.stream.Stream;
 public final class JitSettle {
     private static final Path TASKS = Path.of("/proc/self/task");
     private static final long WINDOW_MS = 500;
+    /** USER_HZ: the unit of utime/stime in /proc, 100 on Linux. */
+    private static final long MS_PER_TICK = 10;
 
     private JitSettle() {
     }
@@ -29,16 +31,15 @@ public final class JitSettle {
         if (!Files.isDirectory(TASKS)) {
             return "no /proc/self/task: not waiting for the JIT";
         }
-        long hz = 100; // USER_HZ, the unit of utime/stime on Linux
         long start = System.nanoTime();
         long deadline = start + max.toNanos();
-        long before = compilerTicks();
+        long before = compilerMillis();
         while (true) {
             Thread.sleep(WINDOW_MS);
             long now = System.nanoTime();
-            long after = compilerTicks();
+            long after = compilerMillis();
             // at most 2% of the window (10 ms of 500, one tick)
-            if ((after - before) * 1000 / hz <= WINDOW_MS / 50) {
+            if (after - before <= WINDOW_MS / 50) {
                 return String.format(java.util.Locale.ROOT, "JIT idle after %.1f s", (now - start) / 1e9);
             }
             if (now - deadline > 0) {
@@ -49,8 +50,8 @@ public final class JitSettle {
         }
     }
 
-    /** The user + system CPU time of the JIT compiler threads, in clock ticks. */
-    public static long compilerTicks() {
+    /** The user + system CPU time of the JIT compiler threads, in milliseconds (10 ms steps). */
+    public static long compilerMillis() {
         long sum = 0;
         try (Stream<Path> tasks = Files.list(TASKS)) {
             for (Path t : tasks.toList()) {
@@ -67,7 +68,7 @@ public final class JitSettle {
         } catch (IOException e) {
             return 0;
         }
-        return sum;
+        return sum * MS_PER_TICK;
     }
 
     /** utime + stime (fields 14 and 15) of a {@code /proc/.../stat} line; the name may hold spaces. */
