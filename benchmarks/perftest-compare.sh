@@ -36,7 +36,7 @@
 # counts as listening once `rdma resource show cm_id` lists a LISTEN id on the port.
 # Environment: VERBS4J_PERF_DEV (device, default the first), VERBS4J_PERF_GID (-x, default 1 in
 # the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_PERF_JIT_OPTS (default
-# -XX:PerMethodTrapLimit=0, below), VERBS4J_GUEST_IP,
+# -XX:PerMethodTrapLimit=0 -XX:-TieredCompilation, below), VERBS4J_GUEST_IP,
 # VERBS4J_PERF_PIN (auto|on|off: each client and server process, both tools, on one CPU; auto = in a
 # multi-vCPU guest).
 set -euo pipefail
@@ -131,8 +131,11 @@ COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 # the branches it has not seen taken instead of trapping on them. The end of a run is such a branch,
 # taken once per run: with the default the trap there threw the compiled loop away at the end of
 # every run and the next run's sample overlapped its recompilation (verbs-perf write_bw client at
-# 4 KiB in the guest: 0.69 of perftest with the default, 0.90 with it).
-JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0}
+# 4 KiB in the guest: 0.69 of perftest with the default, 0.90 with it). -XX:-TieredCompilation: the
+# hot methods are compiled once, by C2, instead of by C1 (twice) and then C2: under TCG the JVM's
+# first run saw 7.7 s of compiler CPU instead of 10.6 s and the measured runs 60-330 ms instead of
+# 210-720 ms (one boot each; verbs-perf write_bw client at 4 KiB 0.95 against 0.86 of perftest).
+JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0 -XX:-TieredCompilation}
 # shellcheck disable=SC2086
 VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
 # VERBS4J_PERF_PIN=auto|on|off: each server process on the last CPU and each client process on
@@ -201,9 +204,10 @@ waitport() {
 # verbs-perf's by --batch --retries (single-threaded TCG, as CI uses, fails the calibration more often)
 RETRIES="${VERBS4J_PERF_RETRIES:-1}"
 # --settle SEC (default 30; 0: off): each verbs-perf run waits first until its JVM's JIT compiler is
-# idle, at most SEC, and a verbs-perf client waits so again after the handshake, before its timed
-# loop (--jit_settle; JitSettle: no traffic meanwhile; in a TCG guest the JVM compiles for tens of
-# seconds after its start, on the vCPU its measured thread is pinned to)
+# idle, at most SEC, and waits so again before timing (--jit_settle): a client after the handshake,
+# before its loop; a server with a timed loop (write_lat, send_lat, send_bw) before the last barrier,
+# where its peer waits untimed (JitSettle: no traffic meanwhile; in a TCG guest the JVM compiles for
+# tens of seconds after its start, on the vCPU its measured thread is pinned to)
 retry() { # command... (the last attempt's status)
     local a rc=0
     for ((a = 0; a <= RETRIES; a++)); do
@@ -248,7 +252,7 @@ run_pair() {
     for r in "${RUNS[@]}"; do
         read -r t s n d <<<"$r"
         o=$(opts "$t" "$s" "$n")
-        echo "$t $o --timeout $TIMEOUT >> $OUT/$pair.server.log" >>"$sbatch"
+        echo "$t $o --timeout $TIMEOUT --jit_settle $SETTLE >> $OUT/$pair.server.log" >>"$sbatch"
         echo "$t $o --timeout $TIMEOUT --jit_settle $SETTLE --out_json --out_json_file $OUT/$d/${pair}__${t}__$s.json $IP >> $OUT/$d/${pair}__$t.out" >>"$cbatch"
     done
     if [[ $server == vp ]]; then

@@ -116,9 +116,11 @@ public final class PerfOptions {
     @Option(names = "--perform_warm_up", description = "an untimed round of tx-depth operations before timing (perftest's warm-up)")
     boolean warmUp;
 
-    @Option(names = "--jit_settle", paramLabel = "SEC", description = "verbs-perf only, client side: after the handshake and "
-            + "before the timed loop, wait (no traffic) until this JVM's JIT compiler is idle, at most SEC seconds; 0 (default): "
-            + "do not wait. perftest-compare.sh gives it to verbs-perf clients (a C peer has no compiler running)")
+    @Option(names = "--jit_settle", paramLabel = "SEC", description = "verbs-perf only: wait (no traffic) until this JVM's "
+            + "JIT compiler is idle, at most SEC seconds, before timing: a client after the handshake, before its loop; a server "
+            + "whose loop is timed (write_lat, send_lat, the send_bw receiver) before the last barrier, where its peer waits "
+            + "untimed; 0 (default): do not wait. perftest-compare.sh gives it to verbs-perf clients and servers (a C peer has "
+            + "no compiler running)")
     int jitSettle;
 
     @Option(names = "--use_cuda", paramLabel = "GPU", description = "the buffers in the memory of CUDA GPU N, registered through nvidia-peermem (bandwidth tests; needs a CUDA driver)")

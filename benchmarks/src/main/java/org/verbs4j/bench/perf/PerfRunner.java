@@ -250,15 +250,13 @@ public final class PerfRunner {
                 out.printf(" remote address: %s%n", nq == 1 ? peer : again);
             }
             if (test.verb() != PerfTest.Verb.SEND) {
+                if (server && test == PerfTest.WRITE_LAT) {
+                    settleJit(); // before the barrier: the peer waits in it, untimed
+                }
                 conn.sync(mine);
             }
-            if (o.jitSettle > 0 && !server) { // the setup above made methods hot: their compilation ends before timing
-                try {
-                    System.err.println(" " + JitSettle.await(Duration.ofSeconds(o.jitSettle)) + " (--jit_settle, before the loop)");
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted while waiting for the JIT", e);
-                }
+            if (!server) {
+                settleJit(); // the setup above made methods hot: their compilation ends before timing
             }
             PerfReporter rep = new PerfReporter(out);
             fillTestInfo(rep.testInfo(), ctx, pa, gid, mtu, outReads, recvDepth);
@@ -290,6 +288,9 @@ public final class PerfRunner {
                     for (int size : o.sizes) {
                         long[] tposted = new long[(int) o.iterations];
                         side.startReceives(o.iterations, recvDepth, size);
+                        if (server) {
+                            settleJit();
+                        }
                         conn.sync(mine);
                         PerfLoops.pingPong(side, true, !server, size, o.iterations, inlineSource(side, size), tposted,
                                 label(size));
@@ -348,6 +349,24 @@ public final class PerfRunner {
         conn.finish(mine);
     }
 
+    /**
+     * {@code --jit_settle}: waits (no traffic) until this JVM's compiler threads are idle. A client waits after the
+     * last barrier, before its timed loop; a server whose loop is timed (write_lat, send_lat, the send_bw receiver)
+     * waits just before that barrier, where its peer waits untimed.
+     */
+    private void settleJit() {
+        if (o.jitSettle <= 0) {
+            return;
+        }
+        try {
+            System.err.println(" " + JitSettle.await(Duration.ofSeconds(o.jitSettle)) + " (--jit_settle, before the "
+                    + (o.server() ? "barrier before the loop)" : "loop)"));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the JIT", e);
+        }
+    }
+
     private void sendBandwidth(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle,
                                int cacheLine) {
         rep.header(true, o.reportGbits);
@@ -361,6 +380,9 @@ public final class PerfRunner {
         for (int size : o.sizes) {
             if (o.server() || duplex) {
                 side.startReceives(timed ? Long.MAX_VALUE : n, timed ? o.rxDepth : Math.min(o.rxDepth, n), size);
+            }
+            if (o.server() && !duplex) {
+                settleJit(); // the receiver's loop is timed too: settle before the barrier, where the sender waits untimed
             }
             conn.sync(mine);
             PerfDuration d = PerfModes.duration(o);
