@@ -36,7 +36,7 @@
 # counts as listening once `rdma resource show cm_id` lists a LISTEN id on the port.
 # Environment: VERBS4J_PERF_DEV (device, default the first), VERBS4J_PERF_GID (-x, default 1 in
 # the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_PERF_JIT_OPTS (default
-# -XX:PerMethodTrapLimit=0 -XX:-TieredCompilation, below), VERBS4J_GUEST_IP,
+# -XX:PerMethodTrapLimit=0, below), VERBS4J_GUEST_IP,
 # VERBS4J_PERF_PIN (auto|on|off: each client and server process, both tools, on one CPU; auto = in a
 # multi-vCPU guest).
 set -euo pipefail
@@ -131,11 +131,11 @@ COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 # the branches it has not seen taken instead of trapping on them. The end of a run is such a branch,
 # taken once per run: with the default the trap there threw the compiled loop away at the end of
 # every run and the next run's sample overlapped its recompilation (verbs-perf write_bw client at
-# 4 KiB in the guest: 0.69 of perftest with the default, 0.90 with it). -XX:-TieredCompilation: the
-# hot methods are compiled once, by C2, instead of by C1 (twice) and then C2: under TCG the JVM's
-# first run saw 7.7 s of compiler CPU instead of 10.6 s and the measured runs 60-330 ms instead of
-# 210-720 ms (one boot each; verbs-perf write_bw client at 4 KiB 0.95 against 0.86 of perftest).
-JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0 -XX:-TieredCompilation}
+# 4 KiB in the guest: 0.69 of perftest with the default, 0.90 with it). Not -XX:-TieredCompilation:
+# it compiles less, but each run's loop (one call per run) then runs in the interpreter until the
+# on-stack-replacement counter overflows again (~14,000 passes) instead of entering the compiled loop
+# within 1,024: in CI the 2-byte write_lat rows went from 1.14-1.45 to 1.89-1.94 of perftest.
+JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0}
 # shellcheck disable=SC2086
 VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
 # VERBS4J_PERF_PIN=auto|on|off: each server process on the last CPU and each client process on
