@@ -132,9 +132,9 @@ COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 # taken once per run: with the default the trap there threw the compiled loop away at the end of
 # every run and the next run's sample overlapped its recompilation (verbs-perf write_bw client at
 # 4 KiB in the guest: 0.69 of perftest with the default, 0.90 with it). Not -XX:-TieredCompilation:
-# it compiles less, but each run's loop (one call per run) then runs in the interpreter until the
-# on-stack-replacement counter overflows again (~14,000 passes) instead of entering the compiled loop
-# within 1,024: in CI the 2-byte write_lat rows went from 1.14-1.45 to 1.89-1.94 of perftest.
+# it compiles less, but in CI the 2-byte write_lat rows went from 1.14-1.45 to 1.89-1.94 of perftest
+# (unverified guess: without tiers a run's loop, one call per run, enters its compiled OSR version
+# only after ~14,000 interpreted passes instead of within 1,024).
 JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0}
 # shellcheck disable=SC2086
 VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
@@ -319,7 +319,7 @@ say "tests: $TESTS; bw sizes: $BW_SIZES (-n $BW_ITERS); lat sizes: $LAT_SIZES (-
 {
     echo "options of both tools: $COMMON <test's -s/-n> ${EXTRA:-(no extra options)}${BW_EXTRA:+; bandwidth tests: $BW_EXTRA}${LAT_EXTRA:+; latency tests: $LAT_EXTRA}"
     echo "warm runs before each measured run: $WARM (identical, output discarded, every pair alike)$([[ $WARM == 0 ]] || echo "; the first test once more in full before all, discarded")"
-    echo "each verbs-perf run starts once its JVM's JIT compiler is idle, and a verbs-perf client's timed loop too (at most ${SETTLE} s; 0 = not waiting)"
+    echo "each verbs-perf run starts once its JVM's JIT compiler is idle, and again before timing: a client's loop, a server's timed loop at its last barrier (at most ${SETTLE} s; 0 = not waiting)"
     echo "processes pinned (server last CPU, client first): $PIN ($NCPU CPUs)"
     echo "verbs-perf's JVM options: ${JIT_OPTS:-(the JIT defaults)} ${VERBS4J_PERF_JAVA_OPTS:-}"
 } >"$OUT/conditions.txt"
