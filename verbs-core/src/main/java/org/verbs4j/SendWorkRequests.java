@@ -57,6 +57,7 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     private final int inlineStride;          // staging bytes per request
     private MemorySegment staging;           // capacity x inlineStride, allocated on first inline()
+    private MemorySegment stagingOwned;      // the same memory as a segment of the chain's automatic arena
     private long stagingAddress;
     private final AddressHandle[] destinations;
 
@@ -517,10 +518,45 @@ public final class SendWorkRequests extends WorkRequestChain {
                     "create it with new SendWorkRequests(capacity, maxSge, maxInlinePerRequest)");
         }
         // one allocation on the first inline request, none after; freed with the chain (see WorkRequestChain)
-        staging = globalView(memory.allocate((long) capacity * inlineStride, 64));
+        stagingOwned = memory.allocate((long) capacity * inlineStride, 64);
+        staging = globalView(stagingOwned);
         stagingAddress = staging.address();
     }
 
+
+    /**
+     * The inline staging of request {@code request} of this chain: the bytes its {@link #inline}
+     * calls copied, from offset 0 in the order they were added (the rest of the slice, up to the
+     * chain's inline capacity per request, is not sent). The provider copies them into the work
+     * queue entry at each post, so writing here changes what the next {@link QueuePair#postSend}
+     * of this chain sends: a request built once can be posted again with a new payload, as a C
+     * program re-posts one {@code ibv_send_wr} whose inline SGE points at a buffer it rewrites
+     * (perftest's write_lat writes its iteration count there before every post).
+     *
+     * <p>Lifetime: the slice keeps the chain's native memory alive while it is reachable, so it
+     * stays safe to use after {@link #close()} (writes then reach no adapter). Rebuilding the
+     * chain ({@link #clear()} and new requests) reuses the same bytes. The thread that builds and
+     * posts the chain writes here; a write racing a post on another thread changes only the payload.
+     *
+     * @throws InvalidRequestException {@code request} is not a request of the chain, or it
+     *                                 carries no inline data
+     * @throws ResourceClosedException the chain is closed
+     */
+    public MemorySegment inlineData(int request) {
+        if (closed) {
+            throw new ResourceClosedException("ibv_post_send", "the SendWorkRequests is closed", "create a new one");
+        }
+        if (request < 0 || request >= count) {
+            throw new InvalidRequestException("ibv_post_send", "request " + request + " is not in this chain of " + count,
+                    "pass the index of a request the chain holds (0 for the first)");
+        }
+        if (staging == null || inlineOwner < request
+                || (wrs.get(JAVA_INT, SEND_WR_SIZE * request + SEND_FLAGS) & FLAG_INLINE) == 0) {
+            throw new InvalidRequestException("ibv_post_send", "request " + request + " carries no inline data",
+                    "add its payload with inline(...) first");
+        }
+        return stagingOwned.asSlice((long) request * inlineStride, inlineStride);
+    }
 
     private int flag(int f) {
         ensureCurrent();

@@ -177,6 +177,22 @@ class DataPathGuestTest {
         assertSameBytes(small, bBuf.asSlice(1024, 48), "inline RDMA WRITE");
     }
 
+    @Test
+    void aPrebuiltInlineWriteRepostedWithANewPayload() {
+        // perftest's write_lat: one request built once, its inline byte rewritten before each post
+        pair.a.postSend(sends.clear().write(74, remote(2048), bMr.rkey()).inline(MemorySegment.ofArray(new byte[] {0, 0}))
+                .signaled());
+        awaitSuccess(pair.cqA, wcs, 1);
+        MemorySegment payload = sends.inlineData(0);
+        for (int i = 1; i <= 3; i++) {
+            payload.set(JAVA_BYTE, 1, (byte) (10 * i));
+            pair.a.postSend(sends);
+            awaitSuccess(pair.cqA, wcs, 1);
+            assertEquals(74, wcs.wrId(0), "the same request, posted again");
+            assertEquals((byte) (10 * i), bBuf.get(JAVA_BYTE, 2049), "post " + i + " sent the byte written before it");
+        }
+    }
+
     // ---- one-sided ------------------------------------------------------------------------
 
     @Test

@@ -175,6 +175,35 @@ class MisuseCatalogueTest {
         }
 
         @Test
+        void inlineDataOfARequestWithoutInlineBytesIsRefused() {
+            try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
+                wrs.write(1, 0x1000, 5).sge(mr, 0, 8);
+                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> wrs.inlineData(0), "no inline data");
+                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> wrs.inlineData(1), "not in this chain");
+            }
+        }
+
+        @Test
+        void inlineDataRewrittenAfterTheChainClosesReachesNoAdapter() {
+            SendWorkRequests wrs = new SendWorkRequests(2, 1);
+            wrs.send(1).inline(MemorySegment.ofArray(new byte[] {1, 2})).signaled();
+            MemorySegment payload = wrs.inlineData(0);
+            payload.set(JAVA_BYTE, 1, (byte) 9); // the re-post sends the rewritten byte
+            qp.postSend(wrs);
+            StandInProvider.Wqe w = p.wqe(0);
+            assertEquals(9, MemorySegment.ofAddress(w.addr()).reinterpret(2).get(JAVA_BYTE, 1));
+            wrs.close();
+            wrs = null;
+            System.gc(); // the view alone keeps the staging memory: writing it cannot touch freed memory
+            payload.set(JAVA_BYTE, 0, (byte) 5);
+            assertEquals(5, payload.get(JAVA_BYTE, 0));
+            SendWorkRequests closed = new SendWorkRequests(1, 1);
+            closed.send(2).inline(MemorySegment.ofArray(new byte[1]));
+            closed.close();
+            refused(ResourceClosedException.class, "ibv_post_send", Errno.EBADF, () -> closed.inlineData(0), "closed");
+        }
+
+        @Test
         void anSgeOfAClosedRegionIsRefusedWhenAdded() {
             MemoryRegion r = region(256, Access.LOCAL_WRITE);
             r.close();

@@ -288,6 +288,29 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
     }
 
     @Test
+    void inlineDataIsTheStagingTheNextPostSends() {
+        SendWorkRequests wrs = new SendWorkRequests(3, 2, 32);
+        assertThrows(InvalidRequestException.class, () -> wrs.inlineData(0), "no request yet");
+        wrs.send(1).inline(MemorySegment.ofArray(new byte[] {1, 2, 3})).inline(MemorySegment.ofArray(new byte[] {4}));
+        wrs.write(2, 0x1000, 5);
+        MemorySegment view = wrs.inlineData(0);
+        assertEquals(32, view.byteSize(), "the request's inline stride");
+        assertArrayEquals(new byte[] {1, 2, 3, 4}, view.asSlice(0, 4).toArray(JAVA_BYTE), "the bytes inline() copied, in order");
+        view.set(JAVA_BYTE, 3, (byte) 42);
+        MemorySegment sge1 = sge(ibv_send_wr.sg_list(sendWr(wrs, 0)), 1);
+        assertEquals(42, MemorySegment.ofAddress(ibv_sge.addr(sge1)).reinterpret(1).get(JAVA_BYTE, 0),
+                "the SGE the provider copies from at post time sees the write");
+        assertThrows(InvalidRequestException.class, () -> wrs.inlineData(1), "a request without inline data");
+        assertThrows(InvalidRequestException.class, () -> wrs.inlineData(2), "not a request of the chain");
+        assertThrows(InvalidRequestException.class, () -> wrs.inlineData(-1), "not a request of the chain");
+        assertThrows(IndexOutOfBoundsException.class, () -> view.get(JAVA_BYTE, 32), "bounded by the stride");
+        wrs.close();
+        view.set(JAVA_BYTE, 0, (byte) 7); // the view keeps the memory alive after close: no crash, nothing posted
+        assertEquals(7, view.get(JAVA_BYTE, 0));
+        assertThrows(ResourceClosedException.class, () -> wrs.inlineData(0), "a closed chain");
+    }
+
+    @Test
     void theRawViewDiesWithTheChain() {
         SendWorkRequests wrs = new SendWorkRequests(2, 1);
         MemorySegment view = wrs.segment();
