@@ -50,7 +50,7 @@ final class PerfLoops {
     static void bandwidth(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, int tx, int cqMod, int postList,
                           MemorySegment inlineSrc, int cycle, int cacheLine, long[] tposted, long[] tcompleted,
                           String label, long timeoutNanos, PerfDuration duration, boolean receive, boolean waitFirstRx) {
-        s.resetSends();
+        s.resetSends(false);
         boolean timed = duration != null;
         s.tcompleted = timed ? null : tcompleted;
         int nq = s.qps.length;
@@ -235,8 +235,25 @@ final class PerfLoops {
      */
     static void pingPong(PerfSide s, boolean send, boolean first, int size, long n, MemorySegment inlineSrc,
                          long[] tposted, String label) {
-        s.resetSends();
+        s.resetSends(true);
         s.tcompleted = null;
+        // one request, built once and posted n times, as perftest posts its one ibv_send_wr
+        SendWorkRequests w = s.swr.clear();
+        if (send) {
+            w.send(0);
+            s.destination(w);
+        } else {
+            w.write(0, s.remoteAddr, s.remoteKey);
+        }
+        MemorySegment payload;
+        if (inlineSrc != null) {
+            w.inline(inlineSrc);
+            payload = w.inlineData(0); // what each post sends (the marker goes here)
+        } else {
+            w.sge(s.mr, s.base, size);
+            payload = s.buffer; // the adapter reads the send half at each post
+        }
+        w.signaled();
         long scnt = 0;
         long rcnt = 0;
         long last = size - 1L;
@@ -252,7 +269,7 @@ final class PerfLoops {
                 }
             }
             if (scnt < n) {
-                long now = pingPongSend(s, send, size, last, scnt, inlineSrc);
+                long now = pingPongSend(s, w, send ? null : payload, last, scnt);
                 tposted[(int) scnt] = now;
                 scnt++;
                 if ((scnt & 1023) == 0 && now - lastProgress > PROGRESS_NANOS) {
@@ -264,55 +281,50 @@ final class PerfLoops {
     }
 
     /**
-     * One message of {@link #pingPong}: stamps, posts message {@code i} and waits for its
-     * completion; returns the stamp. A method of its own so that the JIT compiles it after a few
-     * thousand calls: a loop that runs once per size, a few thousand passes, is not compiled
-     * (on-stack replacement waits for tens of thousands of passes).
+     * One message of {@link #pingPong}: stamps, writes the marker of message {@code i} into
+     * {@code marker} (write_lat; null for send_lat), posts the prebuilt request {@code w} and
+     * waits for its completion; returns the stamp. A method of its own so that the JIT compiles
+     * it after a few thousand calls: a loop that runs once per size, a few thousand passes, is not
+     * compiled (on-stack replacement waits for tens of thousands of passes).
      */
-    private static long pingPongSend(PerfSide s, boolean send, int size, long last, long i, MemorySegment inlineSrc) {
+    private static long pingPongSend(PerfSide s, SendWorkRequests w, MemorySegment marker, long last, long i) {
         long now = System.nanoTime();
-        SendWorkRequests w = s.swr.clear();
-        if (send) {
-            w.send(i);
-            s.destination(w);
-        } else {
-            s.setSendByte(last, (byte) (i + 1));
-            w.write(i, s.remoteAddr, s.remoteKey);
+        if (marker != null) {
+            PerfSide.BYTE.setRelease(marker, last, (byte) (i + 1));
         }
-        if (inlineSrc != null) {
-            w.inline(inlineSrc);
-        } else {
-            w.sge(s.mr, s.base, size);
-        }
-        s.qp.postSend(w.signaled());
+        s.qp.postSend(w);
         s.awaitSends(i + 1);
         return now;
     }
 
-    /** One operation of {@link #readLatency}, posted and completed; returns its stamp (see pingPongSend). */
-    private static long readOne(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long i) {
+    /** One operation of {@link #readLatency}: posts the prebuilt request and waits for it; returns its stamp. */
+    private static long readOne(PerfSide s, SendWorkRequests w, long i) {
         long now = System.nanoTime();
+        s.qp.postSend(w);
+        s.awaitSends(i + 1);
+        return now;
+    }
+
+    /**
+     * RDMA READ or atomic latency as perftest's read_lat/atomic_lat: one operation at a time, the
+     * request built once per size and posted {@code n} times (perftest's one ibv_send_wr).
+     */
+    static void readLatency(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, long[] tposted, String label) {
+        s.resetSends(true);
+        s.tcompleted = null;
         SendWorkRequests w = s.swr.clear();
         if (verb == PerfTest.Verb.READ) {
-            w.read(i, s.remoteAddr, s.remoteKey);
+            w.read(0, s.remoteAddr, s.remoteKey);
         } else if (cas) {
-            w.compareAndSwap(i, s.remoteAddr, s.remoteKey, 0, 1);
+            w.compareAndSwap(0, s.remoteAddr, s.remoteKey, 0, 1);
         } else {
-            w.fetchAndAdd(i, s.remoteAddr, s.remoteKey, 1);
+            w.fetchAndAdd(0, s.remoteAddr, s.remoteKey, 1);
         }
-        s.qp.postSend(w.sge(s.mr, s.base, size).signaled());
-        s.awaitSends(i + 1);
-        return now;
-    }
-
-    /** RDMA READ or atomic latency as perftest's read_lat/atomic_lat: one operation at a time. */
-    static void readLatency(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, long[] tposted, String label) {
-        s.resetSends();
-        s.tcompleted = null;
+        w.sge(s.mr, s.base, size).signaled();
         long lastProgress = System.nanoTime();
         long start = lastProgress;
         for (long i = 0; i < n; i++) {
-            long now = readOne(s, verb, cas, size, i);
+            long now = readOne(s, w, i);
             tposted[(int) i] = now;
             if ((i & 1023) == 0 && now - lastProgress > PROGRESS_NANOS) {
                 lastProgress = now;

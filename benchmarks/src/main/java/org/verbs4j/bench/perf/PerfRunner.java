@@ -287,7 +287,7 @@ public final class PerfRunner {
                     rep.header(false, false);
                     for (int size : o.sizes) {
                         long[] tposted = new long[(int) o.iterations];
-                        side.startReceives(o.iterations, recvDepth, size);
+                        side.startReceives(o.iterations, recvDepth, size, false);
                         if (server) {
                             settleJit();
                         }
@@ -379,7 +379,7 @@ public final class PerfRunner {
         long[] tcompleted = sender && !timed ? new long[total] : null;
         for (int size : o.sizes) {
             if (o.server() || duplex) {
-                side.startReceives(timed ? Long.MAX_VALUE : n, timed ? o.rxDepth : Math.min(o.rxDepth, n), size);
+                side.startReceives(timed ? Long.MAX_VALUE : n, timed ? o.rxDepth : Math.min(o.rxDepth, n), size, !sender);
             }
             if (o.server() && !duplex) {
                 settleJit(); // the receiver's loop is timed too: settle before the barrier, where the sender waits untimed

@@ -73,9 +73,15 @@ final class PerfSide implements AutoCloseable {
     long recvLimit;
     /** Per QP: send WRs posted (the bandwidth loop's). */
     final long[] qpPosted;
-    /** Nanos of the first and last receive completion of a size. */
+    /**
+     * Nanos of the first and last receive completion of a size, stamped only while
+     * {@link #stampRecvs} is set (the send_bw receiver's report needs them; a latency loop does not).
+     */
     long firstRecvNanos;
     long lastRecvNanos;
+    boolean stampRecvs;
+    /** Whether each send completion counts one (see {@link #resetSends}). */
+    private boolean countEachSend;
     /** When set (bandwidth client), {@code tcompleted[done - 1]} is stamped at each send completion. */
     long[] tcompleted;
     /** UD ({@link UdTransport}): the destination of sends (null otherwise), closed with this side. */
@@ -235,10 +241,12 @@ final class PerfSide implements AutoCloseable {
 
     /**
      * Starts a size: counters to zero, {@code total} receives to post per QP in all (unbounded in
-     * duration mode: {@link Long#MAX_VALUE}), the first {@code depth} per QP now.
+     * duration mode: {@link Long#MAX_VALUE}), the first {@code depth} per QP now; {@code stamp}:
+     * whether {@link #pollOnce} stamps receive completions ({@link #firstRecvNanos}).
      */
-    void startReceives(long total, int depth, int length) {
+    void startReceives(long total, int depth, int length, boolean stamp) {
         recvsDone = 0;
+        stampRecvs = stamp;
         recvsPosted = 0;
         recvLimit = total;
         firstRecvNanos = 0;
@@ -263,8 +271,13 @@ final class PerfSide implements AutoCloseable {
         recvsPosted++;
     }
 
-    /** Counters of sends to zero (before a run): total and per QP. */
-    void resetSends() {
+    /**
+     * Counters of sends to zero (before a run): total and per QP. {@code oneAtATime}: the latency
+     * loops, which post one signaled request at a time and reuse its wr_id, so that each send
+     * completion counts one; otherwise a completion counts up to its wr_id's index (cq_mod).
+     */
+    void resetSends(boolean oneAtATime) {
+        countEachSend = oneAtATime;
         sendsDone = 0;
         Arrays.fill(qpSendsDone, 0);
         Arrays.fill(qpPosted, 0);
@@ -282,7 +295,10 @@ final class PerfSide implements AutoCloseable {
         if (n == 0) {
             return 0;
         }
-        long now = System.nanoTime();
+        // the clock only where a report needs it (bandwidth: each completion, as perftest); a
+        // latency loop stamps its posts alone, as perftest's, and a read of the guest's clock
+        // costs 170-320 ns under TCG (docs/benchmarking.md)
+        long now = tcompleted != null || stampRecvs ? System.nanoTime() : 0;
         for (int i = 0; i < n; i++) {
             if (!wcs.isSuccess(i)) {
                 throw new IllegalStateException("completion of wr_id " + wcs.wrId(i) + " failed: "
@@ -301,8 +317,8 @@ final class PerfSide implements AutoCloseable {
                     postOneReceive(q);
                 }
             } else {
-                long done = (id & INDEX_MASK) + 1;
                 long before = qpSendsDone[q];
+                long done = countEachSend ? before + 1 : (id & INDEX_MASK) + 1;
                 if (done > before) {
                     qpSendsDone[q] = done;
                     sendsDone += done - before;
@@ -367,11 +383,6 @@ final class PerfSide implements AutoCloseable {
         if (udAh != null) {
             w.destination(udAh, udRemoteQpn, UdTransport.QKEY);
         }
-    }
-
-    /** Sets a byte of the send half. */
-    void setSendByte(long offset, byte value) {
-        BYTE.setRelease(buffer, offset, value);
     }
 
     private IllegalStateException timeout(String what) {
