@@ -56,8 +56,7 @@ public final class SendWorkRequests extends WorkRequestChain {
     public static final int DEFAULT_INLINE_BYTES = 256;
 
     private final int inlineStride;          // staging bytes per request
-    private MemorySegment staging;           // capacity x inlineStride, allocated on first inline()
-    private MemorySegment stagingOwned;      // the same memory as a segment of the chain's automatic arena
+    private MemorySegment staging;           // capacity x inlineStride of the chain's automatic arena, allocated on first inline()
     private long stagingAddress;
     private final AddressHandle[] destinations;
 
@@ -518,8 +517,7 @@ public final class SendWorkRequests extends WorkRequestChain {
                     "create it with new SendWorkRequests(capacity, maxSge, maxInlinePerRequest)");
         }
         // one allocation on the first inline request, none after; freed with the chain (see WorkRequestChain)
-        stagingOwned = memory.allocate((long) capacity * inlineStride, 64);
-        staging = globalView(stagingOwned);
+        staging = memory.allocate((long) capacity * inlineStride, 64);
         stagingAddress = staging.address();
     }
 
@@ -550,12 +548,11 @@ public final class SendWorkRequests extends WorkRequestChain {
             throw new InvalidRequestException("ibv_post_send", "request " + request + " is not in this chain of " + count,
                     "pass the index of a request the chain holds (0 for the first)");
         }
-        if (staging == null || inlineOwner < request
-                || (wrs.get(JAVA_INT, SEND_WR_SIZE * request + SEND_FLAGS) & FLAG_INLINE) == 0) {
+        if ((wrs.get(JAVA_INT, SEND_WR_SIZE * request + SEND_FLAGS) & FLAG_INLINE) == 0) { // only inline() sets it
             throw new InvalidRequestException("ibv_post_send", "request " + request + " carries no inline data",
                     "add its payload with inline(...) first");
         }
-        return stagingOwned.asSlice((long) request * inlineStride, inlineStride);
+        return staging.asSlice((long) request * inlineStride, inlineStride);
     }
 
     private int flag(int f) {

@@ -245,14 +245,13 @@ final class PerfLoops {
         } else {
             w.write(0, s.remoteAddr, s.remoteKey);
         }
-        MemorySegment payload;
         if (inlineSrc != null) {
             w.inline(inlineSrc);
-            payload = w.inlineData(0); // what each post sends (the marker goes here)
         } else {
             w.sge(s.mr, s.base, size);
-            payload = s.buffer; // the adapter reads the send half at each post
         }
+        // write_lat's marker goes where each post reads its payload: the inline bytes or the send half
+        MemorySegment marker = send ? null : inlineSrc != null ? w.inlineData(0) : s.buffer;
         w.signaled();
         long scnt = 0;
         long rcnt = 0;
@@ -269,7 +268,7 @@ final class PerfLoops {
                 }
             }
             if (scnt < n) {
-                long now = pingPongSend(s, w, send ? null : payload, last, scnt);
+                long now = postAndWait(s, w, marker, last, scnt);
                 tposted[(int) scnt] = now;
                 scnt++;
                 if ((scnt & 1023) == 0 && now - lastProgress > PROGRESS_NANOS) {
@@ -281,25 +280,17 @@ final class PerfLoops {
     }
 
     /**
-     * One message of {@link #pingPong}: stamps, writes the marker of message {@code i} into
-     * {@code marker} (write_lat; null for send_lat), posts the prebuilt request {@code w} and
-     * waits for its completion; returns the stamp. A method of its own so that the JIT compiles
-     * it after a few thousand calls: a loop that runs once per size, a few thousand passes, is not
-     * compiled (on-stack replacement waits for tens of thousands of passes).
+     * One operation of {@link #pingPong} and {@link #readLatency}: stamps, writes the marker of
+     * message {@code i} at {@code last} of {@code marker} (write_lat; null otherwise), posts the
+     * prebuilt request {@code w} and waits for its completion; returns the stamp. A method of its
+     * own so that the JIT compiles it after a few thousand calls: a loop that runs once per size, a
+     * few thousand passes, is not compiled (on-stack replacement waits for tens of thousands of passes).
      */
-    private static long pingPongSend(PerfSide s, SendWorkRequests w, MemorySegment marker, long last, long i) {
+    private static long postAndWait(PerfSide s, SendWorkRequests w, MemorySegment marker, long last, long i) {
         long now = System.nanoTime();
         if (marker != null) {
             PerfSide.BYTE.setRelease(marker, last, (byte) (i + 1));
         }
-        s.qp.postSend(w);
-        s.awaitSends(i + 1);
-        return now;
-    }
-
-    /** One operation of {@link #readLatency}: posts the prebuilt request and waits for it; returns its stamp. */
-    private static long readOne(PerfSide s, SendWorkRequests w, long i) {
-        long now = System.nanoTime();
         s.qp.postSend(w);
         s.awaitSends(i + 1);
         return now;
@@ -324,7 +315,7 @@ final class PerfLoops {
         long lastProgress = System.nanoTime();
         long start = lastProgress;
         for (long i = 0; i < n; i++) {
-            long now = readOne(s, w, i);
+            long now = postAndWait(s, w, null, 0, i);
             tposted[(int) i] = now;
             if ((i & 1023) == 0 && now - lastProgress > PROGRESS_NANOS) {
                 lastProgress = now;
