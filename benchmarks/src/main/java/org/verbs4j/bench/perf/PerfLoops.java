@@ -62,30 +62,77 @@ final class PerfLoops {
                           MemorySegment inlineSrc, int cycle, int cacheLine, long[] tposted, long[] tcompleted,
                           String label, long timeoutNanos, PerfDuration duration, boolean receive, boolean waitFirstRx) {
         s.resetSends(false);
-        boolean timed = duration != null;
-        s.tcompleted = timed ? null : tcompleted;
-        int nq = s.qps.length;
-        long total = timed ? Long.MAX_VALUE : n * nq;
-        long perQp = timed ? Long.MAX_VALUE : n;
-        long inc = step(size, cacheLine);
-        long slots = postList == 1 && size <= cycle / 2 ? Math.max(1, cycle / inc) : 1;
-        long[] posted = s.qpPosted;
-        long[] done = s.qpSendsDone;
-        long totalPosted = 0;
-        long lastProgress = System.nanoTime();
-        long start = lastProgress;
-        long lastCount = 0;
-        long stalledSince = lastProgress;
-        if (timed && !waitFirstRx) {
-            duration.start(start);
+        s.tcompleted = duration != null ? null : tcompleted;
+        BandwidthPasses loop = new BandwidthPasses(s, verb, cas, size, n, tx, cqMod, postList, inlineSrc, cycle, cacheLine,
+                tposted, label, timeoutNanos, duration, receive, waitFirstRx);
+        while (loop.pass()) {
+            // each pass is a call: see BandwidthPasses
         }
+        s.tcompleted = null;
+    }
+
+    /**
+     * One run of {@link #bandwidth}, one pass of its loop per {@link #pass} call. The loop ran
+     * inside {@code bandwidth}, called once per run and size, which the JIT compiles only by
+     * on-stack replacement: in the guest (-Xlog:jit+compilation, write_bw -D 4 with one warm run)
+     * its C2 version came in the middle of the measured run, the JVM's fourth, and the compile
+     * shared the vCPU the loop is pinned to. As a method called once per pass, {@code pass} is
+     * compiled within the first run. The fields are the loop's variables; allocated before timing.
+     */
+    private static final class BandwidthPasses {
+        private final PerfSide s;
+        private final PerfTest.Verb verb;
+        private final boolean cas, timed, receive, waitFirstRx;
+        private final int size, tx, cqMod, postList, nq;
+        private final MemorySegment inlineSrc;
+        private final long[] tposted, posted, done;
+        private final String label;
+        private final long timeoutNanos, total, perQp, inc, slots, start;
+        private final PerfDuration duration;
+        private long totalPosted, lastProgress, lastCount, stalledSince;
         // the clock is read when completions arrive and every 256 empty polls, not on every pass
         // (perftest's loop reads none: its duration mode runs on SIGALRM; and in a Soft-RoCE guest
         // System.nanoTime is a ~1 us system call)
-        long now = start;
-        boolean fresh = true;
-        int idle = 0;
-        while (true) {
+        private long now;
+        private boolean fresh = true;
+        private int idle;
+
+        BandwidthPasses(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, int tx, int cqMod, int postList,
+                        MemorySegment inlineSrc, int cycle, int cacheLine, long[] tposted, String label,
+                        long timeoutNanos, PerfDuration duration, boolean receive, boolean waitFirstRx) {
+            this.s = s;
+            this.verb = verb;
+            this.cas = cas;
+            this.size = size;
+            this.tx = tx;
+            this.cqMod = cqMod;
+            this.postList = postList;
+            this.inlineSrc = inlineSrc;
+            this.tposted = tposted;
+            this.label = label;
+            this.timeoutNanos = timeoutNanos;
+            this.duration = duration;
+            this.receive = receive;
+            this.waitFirstRx = waitFirstRx;
+            this.timed = duration != null;
+            this.nq = s.qps.length;
+            this.total = timed ? Long.MAX_VALUE : n * nq;
+            this.perQp = timed ? Long.MAX_VALUE : n;
+            this.inc = step(size, cacheLine);
+            this.slots = postList == 1 && size <= cycle / 2 ? Math.max(1, cycle / inc) : 1;
+            this.posted = s.qpPosted;
+            this.done = s.qpSendsDone;
+            this.start = System.nanoTime();
+            this.lastProgress = start;
+            this.stalledSince = start;
+            this.now = start;
+            if (timed && !waitFirstRx) {
+                duration.start(start);
+            }
+        }
+
+        /** One pass: checks the end, posts while there is room, polls once; false once the run is over. */
+        boolean pass() {
             long count = s.sendsDone + (receive ? s.recvsDone : 0);
             if (timed) {
                 if (fresh) { // a new clock reading since the last pass (else nothing can have changed)
@@ -94,11 +141,11 @@ final class PerfLoops {
                             duration.start(now);
                         }
                     } else if (duration.ended(now, count)) {
-                        break;
+                        return false;
                     }
                 }
             } else if (s.sendsDone >= total && (!receive || s.recvsDone >= total)) {
-                break;
+                return false;
             }
             if (!waitFirstRx || s.recvsDone > 0) {
                 for (int q = 0; q < nq; q++) {
@@ -140,16 +187,15 @@ final class PerfLoops {
                             + " receives; check the peer, its options and the link)");
                 }
             }
+            return true;
         }
-        s.tcompleted = null;
     }
 
     /**
      * The chain of {@code k} requests of {@link #bandwidth} from request {@code first} of QP
      * {@code q}, built in {@code s.swr}. A method of its own, called once per post, so that the JIT
      * compiles it within the first thousands of posts of a JVM's first run, as it does
-     * {@code postSend} and {@code pollOnce}; the loop around it is compiled only by on-stack
-     * replacement, which under TCG can take longer than a run.
+     * {@code postSend}, {@code pollOnce} and {@link BandwidthPasses#pass}.
      */
     private static SendWorkRequests chain(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long perQp, int cqMod,
                                           MemorySegment inlineSrc, long inc, long slots, int q, long remote, int rkey,
