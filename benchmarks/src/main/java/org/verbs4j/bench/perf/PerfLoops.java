@@ -17,17 +17,6 @@ final class PerfLoops {
     private PerfLoops() {
     }
 
-    /**
-     * Passes of a latency loop per call of its step method ({@code pingPongSteps}, {@code readSteps}).
-     * A loop that runs once per size stays interpreted until its method was called a few hundred
-     * times or looped ~60,000 times (on-stack replacement, then again for C2): a 20,000-pass run
-     * and its discarded warm run ran the whole measured run in the interpreter, on the critical
-     * path of every round trip (-Xlog:jit+compilation in the guest: pingPong's first compile came
-     * in the fourth 20,000-pass run). Called every 8 passes, the step method reaches C2 after
-     * ~15,000 passes, inside the warm run; the loop around it, interpreted, runs once per 8 passes.
-     */
-    static final int STEPS = 8;
-
     /** perftest's address step: the message rounded up to a cache line. */
     static long step(int size, int cacheLine) {
         return size > cacheLine ? ((size + (long) cacheLine - 1) / cacheLine) * cacheLine : cacheLine;
@@ -310,52 +299,38 @@ final class PerfLoops {
         // write_lat's marker goes where each post reads its payload: the inline bytes or the send half
         MemorySegment marker = send ? null : inlineSrc != null ? w.inlineData(0) : s.buffer;
         w.signaled();
+        long scnt = 0;
+        long rcnt = 0;
         long last = size - 1L;
         long lastProgress = System.nanoTime();
         long start = lastProgress;
-        for (long from = 0; from < n; ) {
-            long to = Math.min(n, from + STEPS);
-            pingPongSteps(s, w, marker, send, first, last, from, to, tposted);
-            from = to;
-            if ((from & 1023) == 0 && tposted[(int) from - 1] - lastProgress > PROGRESS_NANOS) {
-                lastProgress = tposted[(int) from - 1];
-                progress(label, from, n, lastProgress - start);
+        while (scnt < n || rcnt < n) {
+            if (rcnt < n && !(scnt < 1 && first)) {
+                rcnt++;
+                if (send) {
+                    s.awaitRecvs(rcnt);
+                } else {
+                    s.awaitMarker(last, (byte) rcnt);
+                }
             }
-        }
-        if (first) {
-            await(s, send, last, n); // the peer's last message
-        }
-    }
-
-    /**
-     * Passes {@code [from, to)} of {@link #pingPong}: pass k waits for the peer's message (the
-     * side that goes first skips that at pass 0 and waits for message k, the other side for
-     * message k + 1), then posts message k + 1 and waits for its completion. Called every
-     * {@link #STEPS} passes, so that the JIT compiles it as a method within the discarded warm run.
-     */
-    private static void pingPongSteps(PerfSide s, SendWorkRequests w, MemorySegment marker, boolean send,
-                                      boolean first, long last, long from, long to, long[] tposted) {
-        for (long k = from; k < to; k++) {
-            if (k > 0 || !first) {
-                await(s, send, last, first ? k : k + 1);
+            if (scnt < n) {
+                long now = postAndWait(s, w, marker, last, scnt);
+                tposted[(int) scnt] = now;
+                scnt++;
+                if ((scnt & 1023) == 0 && now - lastProgress > PROGRESS_NANOS) {
+                    lastProgress = now;
+                    progress(label, scnt, n, now - start);
+                }
             }
-            tposted[(int) k] = postAndWait(s, w, marker, last, k);
-        }
-    }
-
-    /** Waits for the peer's message {@code r}: its receive completion (send_lat) or its marker (write_lat). */
-    private static void await(PerfSide s, boolean send, long last, long r) {
-        if (send) {
-            s.awaitRecvs(r);
-        } else {
-            s.awaitMarker(last, (byte) r);
         }
     }
 
     /**
      * One operation of {@link #pingPong} and {@link #readLatency}: stamps, writes the marker of
      * message {@code i} at {@code last} of {@code marker} (write_lat; null otherwise), posts the
-     * prebuilt request {@code w} and waits for its completion; returns the stamp.
+     * prebuilt request {@code w} and waits for its completion; returns the stamp. A method of its
+     * own so that the JIT compiles it after a few thousand calls: a loop that runs once per size, a
+     * few thousand passes, is not compiled (on-stack replacement waits for tens of thousands of passes).
      */
     private static long postAndWait(PerfSide s, SendWorkRequests w, MemorySegment marker, long last, long i) {
         long now = System.nanoTime();
@@ -385,21 +360,13 @@ final class PerfLoops {
         w.sge(s.mr, s.base, size).signaled();
         long lastProgress = System.nanoTime();
         long start = lastProgress;
-        for (long from = 0; from < n; ) {
-            long to = Math.min(n, from + STEPS);
-            readSteps(s, w, from, to, tposted);
-            from = to;
-            if ((from & 1023) == 0 && tposted[(int) from - 1] - lastProgress > PROGRESS_NANOS) {
-                lastProgress = tposted[(int) from - 1];
-                progress(label, from, n, lastProgress - start);
+        for (long i = 0; i < n; i++) {
+            long now = postAndWait(s, w, null, 0, i);
+            tposted[(int) i] = now;
+            if ((i & 1023) == 0 && now - lastProgress > PROGRESS_NANOS) {
+                lastProgress = now;
+                progress(label, i, n, now - start);
             }
-        }
-    }
-
-    /** Operations {@code [from, to)} of {@link #readLatency} (a method of its own: see {@link #STEPS}). */
-    private static void readSteps(PerfSide s, SendWorkRequests w, long from, long to, long[] tposted) {
-        for (long i = from; i < to; i++) {
-            tposted[(int) i] = postAndWait(s, w, null, 0, i);
         }
     }
 }
