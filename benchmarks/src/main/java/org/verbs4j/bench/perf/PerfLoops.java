@@ -64,7 +64,7 @@ final class PerfLoops {
      * One run of {@link #bandwidth}, one pass of its loop per {@link #pass} call. The loop ran
      * inside {@code bandwidth}, called once per run and size, which the JIT compiles only by
      * on-stack replacement: in the guest (-Xlog:jit+compilation, write_bw -D 4 with one warm run)
-     * its C2 version came in the middle of the measured run, the JVM's fourth, and the compile
+     * its C2 version came in the middle of the measured run, the JVM's sixth, and the compile
      * shared the vCPU the loop is pinned to. As a method called once per pass, {@code pass} is
      * compiled within the first run. The fields are the loop's variables; allocated before timing.
      */
