@@ -24,12 +24,19 @@
 #       [--bw-sizes "2 4096 65536"] [--lat-sizes "2 4096 65536"] [--bw-iters 5000] [--lat-iters 1000]
 #       [--extra "perftest options for both tools"] [--out DIR] [--png DIR] [--timeout SEC] [--rdma-cm]
 #       [--bw-extra "options for the bandwidth tests only"] [--lat-extra "... latency tests only"]
-#       [--warm-runs K] [--settle SEC]
+#       [--warm-runs K] [--repeats R] [--settle SEC]
 # --warm-runs K: each run is preceded by K identical runs (same options, same pair, same process
 # for verbs-perf, a fresh one for perftest) whose output is discarded (in OUT/warm/), for every
 # pair and so for both tools alike: under TCG the JVM's JIT takes seconds to compile the loops,
 # which a C program does not need; the measured run then starts with the code compiled. With
 # K > 0 the first test also runs once more in full (its warm and measured runs) before all, discarded.
+# --repeats R: after the pass over all tests and sizes (with its warm runs), R - 1 more passes of
+# the measured runs alone, for every pair alike (a fresh perftest process per run, as always; the
+# same JVM for verbs-perf); `compare` then takes each pair's best run of each test and size (the
+# highest BW average, the lowest t_typical) for both tools. In the TCG guest both tools' runs
+# fall now and then into a slower spell of the machine that lasts seconds (perftest's own 2 B
+# write_lat: 10.8-11.5 us in most runs, 16-21 us in some): one run per tool and row makes the
+# ratio table a draw of those spells; passes minutes apart make a row's R runs land in different ones.
 # --extra "-D SEC" (duration mode) drops -n (--bw-iters/--lat-iters) from both tools' options;
 # -q N and -b go through as given (with -b the server's report lands in PAIR.server.log).
 # --rdma-cm: both tools with -R (perftest's rdma_cm mode: QP and messages over rdma_cm); a server
@@ -59,6 +66,7 @@ GUEST=0
 GUEST_TIMEOUT=900
 RDMA_CM=0
 WARM=0
+REPEATS=1
 SETTLE=30
 ARGS=("$@")
 while [[ $# -gt 0 ]]; do
@@ -79,6 +87,7 @@ while [[ $# -gt 0 ]]; do
         --timeout) TIMEOUT=$2; shift ;;
         --rdma-cm) RDMA_CM=1 ;;
         --warm-runs) WARM=$2; shift ;;
+        --repeats) REPEATS=$2; shift ;;
         --settle) SETTLE=$2; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "perftest-compare: unknown argument $1" >&2; exit 2 ;;
@@ -183,6 +192,11 @@ for t in $TESTS; do
         fi
     done
 done
+MEASURED=()
+for r in "${RUNS[@]}"; do [[ $r != *" warm" ]] && MEASURED+=("$r"); done
+for ((p = 2; p <= REPEATS; p++)); do
+    for r in "${MEASURED[@]}"; do RUNS+=("$r r$p"); done
+done
 RUNS=("${FIRST_PASS[@]}" "${RUNS[@]}")
 
 waitport() {
@@ -250,10 +264,10 @@ run_pair() {
     : >"$sbatch"
     : >"$cbatch"
     for r in "${RUNS[@]}"; do
-        read -r t s n d <<<"$r"
+        read -r t s n d k <<<"$r"
         o=$(opts "$t" "$s" "$n")
         echo "$t $o --timeout $TIMEOUT --jit_settle $SETTLE >> $OUT/$pair.server.log" >>"$sbatch"
-        echo "$t $o --timeout $TIMEOUT --jit_settle $SETTLE --out_json --out_json_file $OUT/$d/${pair}__${t}__$s.json $IP >> $OUT/$d/${pair}__$t.out" >>"$cbatch"
+        echo "$t $o --timeout $TIMEOUT --jit_settle $SETTLE --out_json --out_json_file $OUT/$d/${pair}__${t}__$s${k:+.$k}.json $IP >> $OUT/$d/${pair}__$t.out" >>"$cbatch"
     done
     if [[ $server == vp ]]; then
         timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_SERVER[@]}" --batch "$sbatch" --retries $RETRIES --settle "$SETTLE" >"$OUT/$pair.server.stdout" 2>&1 &
@@ -268,7 +282,7 @@ run_pair() {
         # perftest servers one after another; the verbs-perf client retries until each listens
         (
             for r in "${RUNS[@]}"; do
-                read -r t s n d <<<"$r"
+                read -r t s n d _ <<<"$r"
                 # shellcheck disable=SC2046
                 # twice the bound: the first run also waits for the client JVM to start
                 retry timeout $((2 * TIMEOUT)) "${PIN_SERVER[@]}" ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$pair.server.log" 2>&1 \
@@ -283,7 +297,7 @@ run_pair() {
         fi
     else
         for r in "${RUNS[@]}"; do
-            read -r t s n d <<<"$r"
+            read -r t s n d _ <<<"$r"
             o=$(opts "$t" "$s" "$n")
             local a ok=0 why=""
             for ((a = 0; a <= RETRIES && ok == 0; a++)); do
@@ -315,10 +329,11 @@ run_pair() {
 }
 
 say "device $DEV${GID:+, GID index $GID}, peer address $IP, pairs: $PAIRS, each process pinned to one CPU (server last, client first): $PIN"
-say "tests: $TESTS; bw sizes: $BW_SIZES (-n $BW_ITERS); lat sizes: $LAT_SIZES (-n $LAT_ITERS); extra options: ${EXTRA:-none}${BW_EXTRA:+ (bw: $BW_EXTRA)}${LAT_EXTRA:+ (lat: $LAT_EXTRA)}; warm runs before each: $WARM"
+say "tests: $TESTS; bw sizes: $BW_SIZES (-n $BW_ITERS); lat sizes: $LAT_SIZES (-n $LAT_ITERS); extra options: ${EXTRA:-none}${BW_EXTRA:+ (bw: $BW_EXTRA)}${LAT_EXTRA:+ (lat: $LAT_EXTRA)}; warm runs before each: $WARM; repeats: $REPEATS"
 {
     echo "options of both tools: $COMMON <test's -s/-n> ${EXTRA:-(no extra options)}${BW_EXTRA:+; bandwidth tests: $BW_EXTRA}${LAT_EXTRA:+; latency tests: $LAT_EXTRA}"
     echo "warm runs before each measured run: $WARM (identical, output discarded, every pair alike)$([[ $WARM == 0 ]] || echo "; the first test once more in full before all, discarded")"
+    [[ $REPEATS -le 1 ]] || echo "repeats: every measured run $REPEATS times, in $REPEATS passes over all tests and sizes (the later passes without warm runs), every pair alike; a row is the pair's best run"
     echo "each verbs-perf run starts once its JVM's JIT compiler is idle, and again before timing: a client's loop, a server's timed loop at its last barrier (at most ${SETTLE} s; 0 = not waiting)"
     echo "processes pinned (server last CPU, client first): $PIN ($NCPU CPUs)"
     echo "verbs-perf's JVM options: ${JIT_OPTS:-(the JIT defaults)} ${VERBS4J_PERF_JAVA_OPTS:-}"

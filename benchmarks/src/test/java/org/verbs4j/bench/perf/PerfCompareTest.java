@@ -80,6 +80,44 @@ class PerfCompareTest {
     }
 
     @Test
+    void repeatedRunsGiveEachPairItsBestRowAndEveryJsonReportMatchesOneOfThem(@TempDir Path dir) throws Exception {
+        // --repeats 2: each file holds two runs per size, appended; perftest's runs alike
+        write(dir, "pt-pt", new BwReport(4096, 5000, 110, 100, 0.0256), new BwReport(4096, 5000, 90, 80, 0.0205));
+        write(dir, "pt-pt.2", new BwReport(4096, 5000, 110, 70, 0.0179), new BwReport(4096, 5000, 110, 104, 0.0266));
+        ByteArrayOutputStream vp = new ByteArrayOutputStream();
+        PerfReporter vpRep = new PerfReporter(new PrintStream(vp, true, StandardCharsets.UTF_8));
+        vpRep.testInfo().put("test", "RDMA_Write_BW_Test");
+        Files.writeString(dir.resolve("vp-pt__write_bw.out"), " TX depth        : 128\n" + run(vpRep, vp,
+                new BwReport(4096, 5000, 80, 60, 0.0154), new BwReport(4096, 5000, 110, 99, 0.0253)));
+        vpRep.writeJson(dir.resolve("vp-pt__write_bw__4096.r2.json")); // holds both rows; each must match one
+        PerfOutput parsed = PerfOutput.parse(Files.readString(dir.resolve("vp-pt__write_bw.out")));
+        assertEquals(2, parsed.repeats());
+        assertEquals(2, parsed.all().get(4096L).size());
+        assertEquals(99.0, PerfOutput.bwAverage(parsed.rows().get(4096L)), 1e-9);
+        ByteArrayOutputStream report = new ByteArrayOutputStream();
+        int rc = PerfCompare.main(new String[] {dir.toString(), "--json"}, new PrintStream(report, true, StandardCharsets.UTF_8));
+        String text = report.toString(StandardCharsets.UTF_8);
+        assertEquals(0, rc, text);
+        assertTrue(text.contains("2 results parsed back, all match"), text);
+        assertTrue(text.contains("up to 2 times"), text);
+        // base: perftest's bests 100 and 104 -> mean 102, band [96, 108] (widened by the range 4)
+        assertTrue(text.matches("(?s).*write_bw\\s+vp-pt\\s+4096\\s+102\\.0 MB/s\\s+99\\.000 MB/s\\s+0\\.97"
+                + "\\s+\\S+ Mpps\\s+\\S+ Mpps\\s+\\S+\\s+-6%\\.\\.\\+6%\\s+yes\\n.*"), text);
+
+        // a latency run keeps its lowest t_typical; a run perftest could not report (inf) is never the best
+        PerfOutput lat = PerfOutput.parse("""
+                 #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]
+                 2       200          9.0          90.0      inf  12.0  1.0  30.0  40.0
+                 2       200          9.0          90.0      11.5  12.0  1.0  31.0  40.0
+                 2       200          9.0          90.0      17.5  18.0  1.0  32.0  40.0
+                ---------------------------------------------------------------------------------------
+                """);
+        assertEquals(3, lat.repeats());
+        assertEquals(11.5, PerfOutput.tTypical(lat.rows().get(2L)), 1e-9);
+        assertEquals(31.0, PerfOutput.p99(lat.rows().get(2L)), 1e-9);
+    }
+
+    @Test
     void noiseBandNeedsTwoRunsAndIsAtLeastTheFloor() {
         assertEquals(null, PerfCompare.Noise.of(java.util.List.of(100.0)));
         assertEquals(null, PerfCompare.Noise.of(java.util.List.of(100.0, Double.NaN)));
