@@ -193,7 +193,9 @@ for t in $TESTS; do
     done
 done
 MEASURED=()
-for r in "${RUNS[@]}"; do [[ $r != *" warm" ]] && MEASURED+=("$r"); done
+for r in "${RUNS[@]}"; do
+    if [[ $r != *" warm" ]]; then MEASURED+=("$r"); fi
+done
 for ((p = 2; p <= REPEATS; p++)); do
     for r in "${MEASURED[@]}"; do RUNS+=("$r r$p"); done
 done

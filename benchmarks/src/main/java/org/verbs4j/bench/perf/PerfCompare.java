@@ -96,21 +96,21 @@ public final class PerfCompare {
             }
         }
         for (Run r : runs) {
-            for (var row : r.output().all().entrySet().stream()
-                    .flatMap(e -> e.getValue().stream().map(v -> Map.entry(e.getKey(), v))).toList()) {
-                double[] v = row.getValue();
-                boolean bw = r.output().bandwidth();
-                double a = bw ? PerfOutput.bwAverage(v) : PerfOutput.tTypical(v);
-                double b = bw ? PerfOutput.msgRate(v) : PerfOutput.p99(v);
-                if (Double.isFinite(a) && Double.isFinite(b)) {
-                    continue;
-                }
-                if (r.pair().startsWith("pt-")) { // the numbers are the perftest client's
-                    out.printf("NOTE: %s %s %d: perftest printed %s (it could not calibrate its cycle counter; "
-                            + "happens under TCG); the run itself succeeded%n", r.pair(), r.test(), row.getKey(), a);
-                } else {
-                    out.printf("FAILED: %s %s %d: verbs-perf printed %s%n", r.pair(), r.test(), row.getKey(), a);
-                    rc = 1;
+            boolean bw = r.output().bandwidth();
+            for (var size : r.output().all().entrySet()) {
+                for (double[] v : size.getValue()) {
+                    double a = bw ? PerfOutput.bwAverage(v) : PerfOutput.tTypical(v);
+                    double b = bw ? PerfOutput.msgRate(v) : PerfOutput.p99(v);
+                    if (Double.isFinite(a) && Double.isFinite(b)) {
+                        continue;
+                    }
+                    if (r.pair().startsWith("pt-")) { // the numbers are the perftest client's
+                        out.printf("NOTE: %s %s %d: perftest printed %s (it could not calibrate its cycle counter; "
+                                + "happens under TCG); the run itself succeeded%n", r.pair(), r.test(), size.getKey(), a);
+                    } else {
+                        out.printf("FAILED: %s %s %d: verbs-perf printed %s%n", r.pair(), r.test(), size.getKey(), a);
+                        rc = 1;
+                    }
                 }
             }
         }
