@@ -303,9 +303,8 @@ public final class QueuePair extends NativeResource {
             // completion before post_send has even returned
             account.posted(wrs, n);
         }
-        wrs.terminate(n);
+        wrs.endAt(n);
         int rc = InlineVerbs.postSend(postSendFn, address, wrs.address, badWrAddress);
-        wrs.relink(n);
         if (rc != 0) {
             int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
             if (CHECKED) {

@@ -45,15 +45,13 @@ public final class ReceiveWorkRequests extends WorkRequestChain {
     /**
      * The one receive posting path, for a queue pair ({@code ibv_post_recv}) and a shared receive
      * queue ({@code ibv_post_srq_recv}): ends the chain after {@code n} requests, hands it to the
-     * provider's op {@code fn} for {@code target}, and restores the links. Returns the provider's
+     * provider's op {@code fn} for {@code target} (see {@link #endAt}). Returns the provider's
      * return code; on failure {@code *badWr} names the first request not posted.
      */
     int postTo(MemorySegment fn, long target, long badWrAddress, boolean srq, int n) {
-        terminate(n);
-        int rc = srq ? InlineVerbs.postSrqRecv(fn, target, address, badWrAddress)
+        endAt(n);
+        return srq ? InlineVerbs.postSrqRecv(fn, target, address, badWrAddress)
                 : InlineVerbs.postRecv(fn, target, address, badWrAddress);
-        relink(n);
-        return rc;
     }
 
     /** Starts a receive request. */

@@ -76,6 +76,8 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     int count;
     int maxSges;          // the most SGEs of any request (checked mode validates a post in O(1))
     boolean closed;
+    /** The request whose {@code next} is NULL for the provider's walk (see {@link #endAt}); -1: only the last slot's. */
+    private int end = -1;
 
     WorkRequestChain(String kind, long wrSize, int capacity, int maxSgePerRequest) {
         if (capacity <= 0 || maxSgePerRequest <= 0 || (long) capacity * maxSgePerRequest > 1 << 26) {
@@ -97,7 +99,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         long sgeBase = sges.address();
         for (int i = 0; i < capacity; i++) {
             long o = wrSize * i;
-            // next is pre-linked; a post terminates the chain at count for the call (terminate/relink)
+            // next is pre-linked; a post ends the list at count (endAt), where the end then stays
             wrs.set(JAVA_LONG, o + NEXT, i + 1 < capacity ? address + wrSize * (i + 1) : 0L);
             wrs.set(JAVA_LONG, o + SG_LIST, sgeBase + sgeStride * i);
         }
@@ -219,17 +221,22 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     }
 
     /**
-     * Ends the chain after {@code n} requests for one post (restored by {@link #relink}); {@code n}
-     * is the poster's snapshot of the count, so a close racing the post cannot move it.
+     * Makes request {@code n - 1} end the list the provider walks, before a post of {@code n}
+     * requests ({@code n} is the poster's snapshot of the count, so a close racing the post cannot
+     * move it): its {@code next} becomes NULL and the request that ended the list before, if
+     * another, is linked again (after, so the list never runs past {@code n}). The end stays where
+     * it is after the post: a chain posted again with the same count, prebuilt or rebuilt, writes
+     * nothing here. Requests appended beyond the end are not reachable until a post moves it.
      */
-    final void terminate(int n) {
-        wrs.set(JAVA_LONG, wrSize * (n - 1) + NEXT, 0L);
-    }
-
-    final void relink(int n) {
+    final void endAt(int n) {
         int last = n - 1;
-        if (last + 1 < capacity) {
-            wrs.set(JAVA_LONG, wrSize * last + NEXT, address + wrSize * (last + 1));
+        int e = end;
+        if (e != last) {
+            wrs.set(JAVA_LONG, wrSize * last + NEXT, 0L);
+            if (e >= 0 && e + 1 < capacity) {
+                wrs.set(JAVA_LONG, wrSize * e + NEXT, address + wrSize * (e + 1));
+            }
+            end = last;
         }
     }
 

@@ -62,18 +62,26 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
     }
 
     @Test
-    void terminateEndsTheListAfterNRequestsAndRelinkRestoresIt() {
+    void endAtEndsTheListAfterNRequestsAndMovesTheEndWhenTheCountChanges() {
         try (SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
             long base = wrs.segment().address();
-            wrs.terminate(2);
+            long size = ibv_send_wr.sizeof();
+            wrs.endAt(2);
             assertEquals(0L, ibv_send_wr.next(sendWr(wrs, 1)).address(), "#1 ends the list for the post");
-            assertEquals(base + ibv_send_wr.sizeof(), ibv_send_wr.next(sendWr(wrs, 0)).address(), "#0 untouched");
-            assertEquals(base + 3 * ibv_send_wr.sizeof(), ibv_send_wr.next(sendWr(wrs, 2)).address(), "#2 untouched");
-            wrs.relink(2);
-            assertEquals(base + 2 * ibv_send_wr.sizeof(), ibv_send_wr.next(sendWr(wrs, 1)).address());
-            wrs.terminate(4);
-            wrs.relink(4);
+            assertEquals(base + size, ibv_send_wr.next(sendWr(wrs, 0)).address(), "#0 untouched");
+            assertEquals(base + 3 * size, ibv_send_wr.next(sendWr(wrs, 2)).address(), "#2 untouched");
+            wrs.endAt(2);
+            assertEquals(0L, ibv_send_wr.next(sendWr(wrs, 1)).address(), "the same count: the end stays");
+            wrs.endAt(4);
+            assertEquals(base + 2 * size, ibv_send_wr.next(sendWr(wrs, 1)).address(), "the old end linked again");
             assertEquals(0L, ibv_send_wr.next(sendWr(wrs, 3)).address(), "the last request always ends the list");
+            wrs.endAt(1);
+            assertEquals(0L, ibv_send_wr.next(sendWr(wrs, 0)).address());
+            assertEquals(0L, ibv_send_wr.next(sendWr(wrs, 3)).address(), "the last slot is never linked");
+            wrs.endAt(3);
+            assertEquals(base + size, ibv_send_wr.next(sendWr(wrs, 0)).address());
+            assertEquals(base + 2 * size, ibv_send_wr.next(sendWr(wrs, 1)).address());
+            assertEquals(0L, ibv_send_wr.next(sendWr(wrs, 2)).address());
         }
     }
 
@@ -87,15 +95,28 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
             assertEquals(wrs.segment().address(), p.lastWr());
             assertEquals(3, p.wqeCount(), "the provider's walk of next stopped after the third request");
             for (int i = 0; i < 7; i++) {
-                assertEquals(wrs.segment().address() + ibv_send_wr.sizeof() * (i + 1),
-                        ibv_send_wr.next(sendWr(wrs, i)).address(), "relinked after the post: #" + i);
+                assertEquals(i == 2 ? 0L : wrs.segment().address() + ibv_send_wr.sizeof() * (i + 1),
+                        ibv_send_wr.next(sendWr(wrs, i)).address(), "after the post: #" + i + " (the end stays at #2)");
             }
-            // a failed post reports the request the provider refused, and relinks as well
+            // a failed post reports the request the provider refused
             p.failPostAt(1, Errno.ENOMEM);
             VerbsException e = assertThrows(VerbsException.class, () -> qp.postSend(wrs));
             assertEquals(Errno.ENOMEM, e.errno());
             assertTrue(e.getMessage().contains("#1"), e.getMessage());
+            assertEquals(0L, ibv_send_wr.next(sendWr(wrs, 2)).address());
+            // a longer chain: the end moves to its last request, and the provider walks all of them
+            p.failPostAt(-1, 0);
+            long before = p.wqeCount();
+            wrs.write(103, 0x3000L, 7).sge(mr, 192, 64);
+            qp.postSend(wrs);
+            assertEquals(before + 4, p.wqeCount(), "the fourth request was reached through #2's restored link");
             assertEquals(wrs.segment().address() + ibv_send_wr.sizeof() * 3, ibv_send_wr.next(sendWr(wrs, 2)).address());
+            assertEquals(0L, ibv_send_wr.next(sendWr(wrs, 3)).address());
+            // a shorter one: the provider stops at its last request though later slots hold requests
+            wrs.clear().write(104, 0x4000L, 7).sge(mr, 0, 64);
+            before = p.wqeCount();
+            qp.postSend(wrs);
+            assertEquals(before + 1, p.wqeCount(), "the provider saw exactly the one request of the chain");
         } finally {
             p.failPostAt(-1, 0);
         }
