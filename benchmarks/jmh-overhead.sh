@@ -2,7 +2,8 @@
 # The binding-overhead set of issue 11 in ONE JMH run (one `java -jar`, one fork per benchmark
 # class and parameter), then a ratio table: Java public API / C loop per chain length (checked
 # and unchecked; the chain built per request and with the bulk SendWorkRequests.writes), one WR /
-# the raw two-downcall floor, the build/post ablation, completion
+# the raw two-downcall floor, the build/post ablation, the default CQ against one confined to the
+# benchmark thread (its poll passes no gate), completion
 # decoding of 32, and the gc profiler's B/op for every row.
 #
 #   benchmarks/jmh-overhead.sh            # build the jar if missing, run, print the tables
@@ -98,6 +99,20 @@ for c in chains:
     ck, ckp, un, unp = g(CK, "javaPublicApi", c), g(CK, "javaPostPrebuilt", c), g(UN, "javaPublicApi", c), g(UN, "javaPostPrebuilt", c)
     d = lambda a, b: f"{val(a) - val(b):.2f}" if a and b else "-"
     print(f"| {c} | {d(fl, rp)} | {fmt(rp)} | {fmt(ckp)} | {d(ck, ckp)} | {fmt(unp)} | {d(un, unp)} |")
+FC, FU = "PostPollConfinedBenchmark", "PostPollConfinedUncheckedBenchmark"
+if any(k[0] in (FC, FU) for k in res):
+    print()
+    print("A completion queue confined to the benchmark thread (createConfinedCompletionQueue: the poll checks the")
+    print("thread instead of entering a gate), against the default CQ, ns, " + WHAT + "; ÷ floor = ÷ the raw two-downcall floor")
+    print()
+    print("| chain | mode | public API, default CQ | confined CQ | ÷ floor, default / confined | prebuilt post+poll, default CQ | confined CQ |")
+    print("|---|---|---|---|---|---|---|")
+    for c in chains:
+        fl = g(CK, "rawCritical", c)
+        for mode, base, conf in (("checked", CK, FC), ("unchecked", UN, FU)):
+            a, b = g(base, "javaPublicApi", c), g(conf, "javaPublicApi", c)
+            print(f"| {c} | {mode} | {fmt(a)} | {fmt(b)} | {ratio(a, fl)} / {ratio(b, fl)} "
+                  f"| {fmt(g(base, 'javaPostPrebuilt', c))} | {fmt(g(conf, 'javaPostPrebuilt', c))} |")
 DC, DU = "CompletionDecodeBenchmark", "CompletionDecodeUncheckedBenchmark"
 if any(k[0] in (DC, DU) for k in res):
     print()
@@ -160,6 +175,7 @@ fi
 java -Djmh.ignoreLock=true -jar "$JAR" \
     'PostPollBenchmark\.(cLoop|rawCritical|rawPostPrebuilt|javaPublicApi|javaBulkApi|javaPostPrebuilt)$' \
     'PostPollUncheckedBenchmark\.(javaPublicApi|javaBulkApi|javaPostPrebuilt)$' \
+    'PostPollConfined(Unchecked)?Benchmark\.(javaPublicApi|javaPostPrebuilt)$' \
     'CompletionDecode(Unchecked)?Benchmark\.' \
     -p chain=1,8,32 -f 1 -wi "$WI" -i "$I" -w "$W" -r "$R" -prof gc -prof org.verbs4j.bench.CpuTimeProfiler -rf json -rff "$OUT" "$@"
 echo

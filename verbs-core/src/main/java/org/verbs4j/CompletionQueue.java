@@ -19,7 +19,15 @@ import org.verbs4j.natives.ObjectLayout;
  * <p>Owned by its {@link Context}; refuses to close while queue pairs use it. Polling and
  * {@link #requestNotify} are single-threaded: one thread polls a CQ at a time (as in C). A second
  * thread polling at the same moment gets a {@link ResourceBusyException}, and a {@link #close()}
- * racing a poll waits for it to leave the provider (see {@link Gate}).
+ * racing a poll waits for it to leave the provider (see {@link Gate}): each poll enters and
+ * leaves a gate, one uncontended compare-and-set.
+ *
+ * <p>A <em>confined</em> CQ ({@link Context#createConfinedCompletionQueue}) belongs to the thread
+ * that created it, as a confined {@link java.lang.foreign.Arena} does: only that thread may poll
+ * it, arm it and close it, so a poll needs no gate (a thread check and a plain read instead of the
+ * compare-and-set). Another thread's poll gets a {@link ResourceBusyException}; another thread's
+ * {@link #close()} too, until the owner thread has ended (then no poll can be inside the provider,
+ * and any thread may close it).
  *
  * <p>In checked mode each poll also credits the completions to the queue pairs (and shared
  * receive queues) they belong to, which is how a post knows how much room is left; and if the
@@ -40,6 +48,8 @@ public final class CompletionQueue extends NativeResource {
     private volatile AsyncEvent asyncFailure;
     private static final boolean CHECKED = Verbs.CHECKED;
     final Gate pollGate = new Gate();
+    /** The only thread that may poll, arm and close this CQ, or null (any thread, one at a time, through the gate). */
+    private final Thread confinedTo;
     private final Gate[] gates = {pollGate};
     /** The queue pairs whose completions come here, by QP number (copy-on-write). */
     private volatile QpTable table = QpTable.EMPTY;
@@ -51,6 +61,10 @@ public final class CompletionQueue extends NativeResource {
     }
 
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, Destroyer destroy) {
+        this(context, cq, channel, destroy, null);
+    }
+
+    CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, Destroyer destroy, Thread confinedTo) {
         super(context, new NativeResource[] {channel}, "completion queue", "ibv_destroy_cq",
                 cq.reinterpret(ObjectLayout.CQ_SIZE), destroy, null);
         this.address = cq.address();
@@ -59,6 +73,7 @@ public final class CompletionQueue extends NativeResource {
         this.notifyFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_REQ_NOTIFY_CQ);
         this.capacity = handle.get(JAVA_INT, ObjectLayout.CQ_CQE);
         this.channel = channel;
+        this.confinedTo = confinedTo;
         if (channel != null) {
             channel.attach(this);
         }
@@ -81,6 +96,48 @@ public final class CompletionQueue extends NativeResource {
     @Override
     Gate[] gates() {
         return gates;
+    }
+
+    /** True when only {@link #ownerThread()} may poll, arm and close it (no gate on its poll). */
+    public boolean isConfined() {
+        return confinedTo != null;
+    }
+
+    /** The thread a confined CQ belongs to (the one that created it), or null when it is not confined. */
+    public Thread ownerThread() {
+        return confinedTo;
+    }
+
+    /**
+     * Enters the data path of a confined CQ for {@code verb}: only its owner thread, only while
+     * open. Program order on the one thread that polls and closes it is all the ordering needed.
+     */
+    private void enterConfined(String verb, Thread owner) {
+        if (Thread.currentThread() != owner || pollGate.isClosed()) {
+            throw confinedRefusal(verb, owner);
+        }
+    }
+
+    private VerbsException confinedRefusal(String verb, Thread owner) {
+        if (pollGate.isClosed()) {
+            return closedException(verb);
+        }
+        return new ResourceBusyException(verb, "this completion queue is confined to thread \"" + owner.getName()
+                + "\" and was used from thread \"" + Thread.currentThread().getName() + "\"",
+                "poll, arm and close a confined completion queue on the thread that created it; create it with "
+                        + "Context.createCompletionQueue to poll it from any thread (one at a time)");
+    }
+
+    @Override
+    VerbsException closeRefusal() {
+        Thread owner = confinedTo;
+        if (owner == null || owner == Thread.currentThread() || !owner.isAlive()) {
+            return null; // a thread that has ended is not inside a poll (its end happens-before isAlive's false)
+        }
+        return new ResourceBusyException("ibv_destroy_cq", "this completion queue is confined to thread \""
+                + owner.getName() + "\", which is still running, and was closed from thread \""
+                + Thread.currentThread().getName() + "\"", "close a confined completion queue on its own thread, "
+                + "or from another thread after it has ended (join it first)");
     }
 
     /** True when the queues that complete here could together hold more work than its capacity. */
@@ -154,7 +211,10 @@ public final class CompletionQueue extends NativeResource {
      */
     public int poll(WorkCompletions wcs) {
         Gate g = pollGate;
-        if (!g.tryEnter()) {
+        Thread owner = confinedTo;
+        if (owner != null) {
+            enterConfined("ibv_poll_cq", owner);
+        } else if (!g.tryEnter()) {
             throw g.refusal("ibv_poll_cq", this, "polling");
         }
         try {
@@ -172,7 +232,9 @@ public final class CompletionQueue extends NativeResource {
             }
             return n;
         } finally {
-            g.exit();
+            if (owner == null) {
+                g.exit();
+            }
             java.lang.ref.Reference.reachabilityFence(wcs);
         }
     }
@@ -236,9 +298,12 @@ public final class CompletionQueue extends NativeResource {
         long deadline = System.nanoTime() + timeout.toNanos();
         int have = 0;
         wcs.count = 0;
+        Thread owner = confinedTo;
         while (have < min) {
             Gate g = pollGate;
-            if (!g.tryEnter()) {
+            if (owner != null) {
+                enterConfined("ibv_poll_cq", owner);
+            } else if (!g.tryEnter()) {
                 throw g.refusal("ibv_poll_cq", this, "polling");
             }
             int n;
@@ -257,7 +322,9 @@ public final class CompletionQueue extends NativeResource {
                     credit(wcs, have, have + n);
                 }
             } finally {
-                g.exit();
+                if (owner == null) {
+                    g.exit();
+                }
                 java.lang.ref.Reference.reachabilityFence(wcs);
             }
             have += n;
@@ -277,6 +344,12 @@ public final class CompletionQueue extends NativeResource {
      * raises an event on its completion channel.
      */
     public void requestNotify(boolean solicitedOnly) {
+        Thread owner = confinedTo;
+        if (owner != null) {
+            enterConfined("ibv_req_notify_cq", owner);
+            requestNotifyNow(solicitedOnly);
+            return;
+        }
         Gate g = pollGate;
         if (!g.tryEnter()) {
             throw g.refusal("ibv_req_notify_cq", this, "polling");
@@ -334,6 +407,7 @@ public final class CompletionQueue extends NativeResource {
 
     @Override
     String describe() {
-        return "CompletionQueue on " + device() + ", capacity " + capacity + (channel != null ? ", with a completion channel" : "");
+        return "CompletionQueue on " + device() + ", capacity " + capacity + (channel != null ? ", with a completion channel" : "")
+                + (confinedTo != null ? ", confined to thread \"" + confinedTo.getName() + "\"" : "");
     }
 }

@@ -193,6 +193,35 @@ public final class Context extends NativeResource {
      * @param compVector   the completion vector, {@code 0 <= compVector < numCompVectors()}
      */
     public CompletionQueue createCompletionQueue(int minEntries, CompletionChannel channel, int compVector) {
+        return createCq(minEntries, channel, compVector, null);
+    }
+
+    /**
+     * {@code ibv_create_cq} of a completion queue <em>confined</em> to the calling thread, as a
+     * confined {@link java.lang.foreign.Arena} is: only this thread may poll it, arm it and close
+     * it (another thread may close it once this one has ended), so its polls skip the gate that
+     * lets any thread poll a shared CQ (one compare-and-set per poll). For a CQ that one thread
+     * creates and polls, as in a latency loop or a per-thread transport; see
+     * {@link CompletionQueue}.
+     *
+     * @param minEntries the least number of entries (the provider may round up)
+     */
+    public CompletionQueue createConfinedCompletionQueue(int minEntries) {
+        return createConfinedCompletionQueue(minEntries, null, 0);
+    }
+
+    /**
+     * {@link #createConfinedCompletionQueue(int)} with a completion channel.
+     *
+     * @param minEntries   the least number of entries (the provider may round up)
+     * @param channel      the completion channel that receives its events, or null
+     * @param compVector   the completion vector, {@code 0 <= compVector < numCompVectors()}
+     */
+    public CompletionQueue createConfinedCompletionQueue(int minEntries, CompletionChannel channel, int compVector) {
+        return createCq(minEntries, channel, compVector, Thread.currentThread());
+    }
+
+    private CompletionQueue createCq(int minEntries, CompletionChannel channel, int compVector, Thread confinedTo) {
         ensureOpen("ibv_create_cq");
         if (minEntries <= 0) {
             throw VerbsException.create("ibv_create_cq", Errno.EINVAL, "minEntries must be positive, not " + minEntries, null);
@@ -202,7 +231,7 @@ public final class Context extends NativeResource {
         }
         MemorySegment cq = LibIbverbs.createCq(handle, minEntries, channel == null ? MemorySegment.NULL : channel.handle,
                 compVector);
-        return new CompletionQueue(this, cq, channel);
+        return new CompletionQueue(this, cq, channel, LibIbverbs::destroyCq, confinedTo);
     }
 
     /**

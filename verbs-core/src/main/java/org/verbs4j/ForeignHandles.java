@@ -45,6 +45,15 @@ public final class ForeignHandles {
     }
 
     /**
+     * Wraps a {@code struct ibv_cq *} of {@code context} (no completion channel) as a completion
+     * queue confined to the calling thread (see {@link Context#createConfinedCompletionQueue(int)}).
+     */
+    public static CompletionQueue confinedCompletionQueue(Context context, MemorySegment ibvCq) {
+        Restricted.check("ForeignHandles.confinedCompletionQueue");
+        return new CompletionQueue(context, ibvCq.reinterpret(ObjectLayout.CQ_SIZE), null, BORROWED, Thread.currentThread());
+    }
+
+    /**
      * Wraps a {@code struct ibv_qp *} created with {@code init}'s shape and capacities, in
      * {@code state} (what checked mode assumes until the next transition or query).
      */

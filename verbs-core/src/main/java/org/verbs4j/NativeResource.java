@@ -210,6 +210,14 @@ abstract sealed class NativeResource implements AutoCloseable
         }
     }
 
+    /**
+     * Why {@link #close()} may not go ahead on the calling thread, or null (the default): a
+     * subclass whose data path is confined to one thread refuses a close from another.
+     */
+    VerbsException closeRefusal() {
+        return null;
+    }
+
     /** Called once, before the handle is released; a subclass frees what it allocated itself. */
     void beforeRelease() {
     }
@@ -234,6 +242,11 @@ abstract sealed class NativeResource implements AutoCloseable
             throw VerbsException.create(destroyVerb, Errno.EBUSY, "the " + kind + " still has " + children
                     + " open object(s) created from it or using it, or a call on another thread is using it", "close what was created from it first "
                     + "(memory regions, queue pairs, queues, address handles), e.g. with nested try-with-resources");
+        }
+        VerbsException refused = closeRefusal();
+        if (refused != null) {
+            state = OPEN;
+            throw refused;
         }
         Gate[] gates = gates();
         for (int i = 0; i < gates.length; i++) {

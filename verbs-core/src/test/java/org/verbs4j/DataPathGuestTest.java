@@ -195,6 +195,73 @@ class DataPathGuestTest {
 
     // ---- one-sided ------------------------------------------------------------------------
 
+    /**
+     * A completion queue confined to one thread, on rxe: the thread that created it posts and
+     * polls through it (chains of 3, then 1, then 2 signaled writes from one chain object, so the
+     * end of the list moves both ways: each post lands exactly its own requests); another thread's
+     * poll is refused while the owner runs, and after the owner ended any thread may close it.
+     */
+    @Test
+    void aConfinedCompletionQueueWorksOnItsThreadAndRefusesOthers() throws Exception {
+        java.util.concurrent.CountDownLatch polledElsewhere = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch ownerMayEnd = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicReference<CompletionQueue> made = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread owner = Thread.ofPlatform().name("cq-owner").start(() -> {
+            try (SendWorkRequests w = new SendWorkRequests(4, 1); WorkCompletions got = new WorkCompletions(8)) {
+                CompletionQueue cq = pair.context.createConfinedCompletionQueue(512);
+                made.set(cq);
+                assertTrue(cq.isConfined());
+                try (QueuePair x = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq));
+                     QueuePair y = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq))) {
+                    GuestSupport.connect(x, y, pair.gid, EnumSet.of(Access.REMOTE_WRITE), pair.options);
+                    pattern(aBuf.asSlice(0, 4096), 9);
+                    int[] lengths = {3, 1, 2};
+                    long id = 500;
+                    for (int round = 0; round < lengths.length; round++) {
+                        bBuf.fill((byte) 0);
+                        w.clear();
+                        for (int k = 0; k < lengths[round]; k++) {
+                            w.write(id + k, remote(1024L * k), bMr.rkey()).sge(aMr, 1024L * k, 1000).signaled();
+                        }
+                        x.postSend(w);
+                        awaitSuccess(cq, got, lengths[round]);
+                        for (int k = 0; k < lengths[round]; k++) {
+                            assertEquals(id + k, got.wrId(k));
+                            assertSameBytes(aBuf.asSlice(1024L * k, 1000), bBuf.asSlice(1024L * k, 1000), "round " + round + " #" + k);
+                        }
+                        assertAll(bBuf.asSlice(1024L * lengths[round], 4096), (byte) 0, "round " + round
+                                + ": no request beyond the chain's count was posted");
+                        assertEquals(0, cq.poll(got), "round " + round + ": no stray completion");
+                        id += lengths[round];
+                    }
+                    polledElsewhere.countDown();
+                    ownerMayEnd.await();
+                }
+            } catch (Throwable t) {
+                failed.set(t);
+                polledElsewhere.countDown();
+            }
+        });
+        polledElsewhere.await();
+        CompletionQueue cq = made.get();
+        if (failed.get() == null) {
+            try (WorkCompletions other = new WorkCompletions(4)) {
+                ResourceBusyException e = assertThrows(ResourceBusyException.class, () -> cq.poll(other));
+                assertTrue(e.getMessage().contains("confined to thread \"cq-owner\""), e.getMessage());
+                assertThrows(ResourceBusyException.class, cq::close, "the owner is still running");
+            }
+        }
+        ownerMayEnd.countDown();
+        owner.join(30_000);
+        assertFalse(owner.isAlive());
+        if (failed.get() != null) {
+            throw new AssertionError("on the owner thread", failed.get());
+        }
+        cq.close(); // the owner has ended
+        assertFalse(cq.isOpen());
+    }
+
     @Test
     void rdmaWrite() {
         pattern(aBuf.asSlice(0, 1000), 4);

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -736,6 +737,140 @@ class MisuseCatalogueTest {
             };
             assertEquals(List.of(), race(2, poster, closer));
             assertEquals(0, postedAfterClose.get(), "no post named the region once its close had returned");
+        }
+
+        private static void rethrow(Throwable t) throws Throwable {
+            if (t != null) {
+                throw t;
+            }
+        }
+
+        /** Runs {@code body} on a new platform thread and returns what it threw, or null. */
+        private Throwable onAnotherThread(ThrowingRunnable body) throws InterruptedException {
+            java.util.concurrent.atomic.AtomicReference<Throwable> thrown = new java.util.concurrent.atomic.AtomicReference<>();
+            Thread t = Thread.ofPlatform().name("not-the-owner").start(() -> {
+                try {
+                    body.run();
+                } catch (Throwable e) {
+                    thrown.set(e);
+                }
+            });
+            t.join(10_000);
+            assertFalse(t.isAlive(), "the other thread hung");
+            return thrown.get();
+        }
+
+        @Test
+        void aConfinedQueuePolledFromAnotherThreadIsRefused() throws InterruptedException {
+            qp.close();
+            CompletionQueue confined = ForeignHandles.confinedCompletionQueue(ctx, p.makeCq(p.context(), 64));
+            extra.add(confined);
+            assertTrue(confined.isConfined());
+            assertEquals(Thread.currentThread(), confined.ownerThread());
+            p.queueCompletion(7, 0, CompletionOpcode.RDMA_WRITE, 0, 0x7777);
+            long pollsBefore = p.calls(StandInProvider.Op.POLL_CQ);
+            try (WorkCompletions wcs = new WorkCompletions(4)) {
+                refused(ResourceBusyException.class, "ibv_poll_cq", Errno.EBUSY, () -> rethrow(onAnotherThread(() -> confined.poll(wcs))),
+                        "confined to thread");
+                Throwable poll = onAnotherThread(() -> confined.poll(wcs));
+                Throwable pollMin = onAnotherThread(() -> confined.poll(wcs, 1, java.time.Duration.ofMillis(50)));
+                Throwable arm = onAnotherThread(() -> confined.requestNotify(false));
+                assertEquals(pollsBefore, p.calls(StandInProvider.Op.POLL_CQ), "no refused call reached the provider");
+                for (Throwable t : new Throwable[] {poll, pollMin, arm}) {
+                    ResourceBusyException e = assertInstanceOf(ResourceBusyException.class, t);
+                    assertEquals(Errno.EBUSY, e.errno());
+                    assertTrue(e.getMessage().contains("confined to thread \"" + Thread.currentThread().getName() + "\""), e.getMessage());
+                    assertTrue(e.getMessage().contains("used from thread \"not-the-owner\""), e.getMessage());
+                }
+                assertEquals("ibv_poll_cq", ((VerbsException) poll).verb());
+                assertEquals("ibv_req_notify_cq", ((VerbsException) arm).verb());
+                assertEquals(1, confined.poll(wcs), "its owner still polls it");
+                assertEquals(7, wcs.wrId(0));
+            }
+        }
+
+        @Test
+        void aConfinedQueueClosedFromAnotherThreadWhileItsOwnerRunsIsRefused() throws InterruptedException {
+            qp.close();
+            CompletionQueue confined = ForeignHandles.confinedCompletionQueue(ctx, p.makeCq(p.context(), 64));
+            extra.add(confined);
+            refused(ResourceBusyException.class, "ibv_destroy_cq", Errno.EBUSY, () -> rethrow(onAnotherThread(confined::close)),
+                    "which is still running", "after it has ended");
+            assertTrue(confined.isOpen(), "a refused close leaves it open");
+            try (WorkCompletions wcs = new WorkCompletions(4)) {
+                p.queueCompletion(8, 0, CompletionOpcode.RDMA_WRITE, 0, 0x7777);
+                assertEquals(1, confined.poll(wcs));
+                confined.close(); // its owner may
+                refused(ResourceClosedException.class, "ibv_poll_cq", Errno.EBADF, () -> confined.poll(wcs), "is closed");
+                assertInstanceOf(ResourceClosedException.class, onAnotherThread(() -> confined.poll(wcs)),
+                        "closed wins over the wrong thread");
+            }
+        }
+
+        @Test
+        void aConfinedQueueClosedFromAnotherThreadAfterItsOwnerEndedRefusesLaterPolls() throws InterruptedException {
+            qp.close();
+            java.util.concurrent.atomic.AtomicReference<CompletionQueue> made = new java.util.concurrent.atomic.AtomicReference<>();
+            p.queueCompletion(9, 0, CompletionOpcode.RDMA_WRITE, 0, 0x7777);
+            assertNull(onAnotherThread(() -> {
+                CompletionQueue c = ForeignHandles.confinedCompletionQueue(ctx, p.makeCq(p.context(), 64));
+                made.set(c);
+                try (WorkCompletions wcs = new WorkCompletions(4)) {
+                    if (c.poll(wcs) != 1 || wcs.wrId(0) != 9) {
+                        throw new AssertionError("the owner thread did not reap its completion");
+                    }
+                }
+            }));
+            CompletionQueue confined = made.get();
+            extra.add(confined);
+            assertFalse(confined.ownerThread().isAlive());
+            assertDoesNotThrow(confined::close, "the owner has ended: no poll can be inside the provider");
+            assertFalse(confined.isOpen());
+            try (WorkCompletions wcs = new WorkCompletions(4)) {
+                refused(ResourceClosedException.class, "ibv_poll_cq", Errno.EBADF, () -> confined.poll(wcs), "is closed");
+            }
+        }
+
+        @Test
+        void aCloseFromAnotherThreadRacingTheOwnersPollsIsRefused() throws InterruptedException {
+            qp.close();
+            CompletionQueue confined = ForeignHandles.confinedCompletionQueue(ctx, p.makeCq(p.context(), 64));
+            extra.add(confined);
+            int n = 3000;
+            for (int i = 0; i < n; i++) {
+                p.queueCompletion(i, 0, CompletionOpcode.RDMA_WRITE, 0, 0x7777);
+            }
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicLong refusedCloses = new AtomicLong();
+            ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
+            Thread closer = Thread.ofPlatform().start(() -> {
+                while (!stop.get()) {
+                    try {
+                        confined.close();
+                        unexpected.add(new AssertionError("a close from another thread went through"));
+                        return;
+                    } catch (ResourceBusyException e) {
+                        refusedCloses.incrementAndGet();
+                    } catch (Throwable t) {
+                        unexpected.add(t);
+                        return;
+                    }
+                }
+            });
+            long reaped = 0;
+            try (WorkCompletions wcs = new WorkCompletions(3)) {
+                long end = System.nanoTime() + 5_000_000_000L;
+                while ((reaped < n || refusedCloses.get() < 100) && System.nanoTime() < end) {
+                    reaped += confined.poll(wcs); // polls on (reaping nothing) until the closer has been refused a while
+                }
+            } finally {
+                stop.set(true);
+                closer.join(10_000);
+            }
+            assertEquals(List.of(), List.copyOf(unexpected));
+            assertEquals(n, reaped, "every completion reaped exactly once by the owner");
+            assertTrue(refusedCloses.get() >= 100, "closes refused while the owner polled: " + refusedCloses.get());
+            assertTrue(confined.isOpen());
         }
 
         @Test

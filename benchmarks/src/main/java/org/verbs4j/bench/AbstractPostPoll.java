@@ -50,7 +50,7 @@ public abstract class AbstractPostPoll {
 
     @Setup(Level.Trial)
     public void setUp() {
-        f = new StandInFixture();
+        f = new StandInFixture(confinedCq());
         wrs = new SendWorkRequests(StandInFixture.MAX_CHAIN, 1);
         wcs = new WorkCompletions(16);
         remoteAddr = f.buffer.address();
@@ -83,6 +83,11 @@ public abstract class AbstractPostPoll {
             throw new IllegalStateException("the prebuilt chain did not complete its last WR");
         }
         afterSetUp();
+    }
+
+    /** Whether the fixture's CQ is confined to the benchmark thread (its polls skip the gate). */
+    boolean confinedCq() {
+        return false;
     }
 
     /** More setup of a subclass, after the fixture exists. */

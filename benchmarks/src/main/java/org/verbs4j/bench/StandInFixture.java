@@ -50,13 +50,23 @@ final class StandInFixture implements AutoCloseable {
     final MemoryRegion mr;
 
     StandInFixture() {
+        this(false);
+    }
+
+    /**
+     * @param confinedCq whether the CQ is confined to the calling thread (its polls skip the
+     *                   gate; {@code Context.createConfinedCompletionQueue}); the benchmark thread
+     *                   must then be the one that creates the fixture (JMH runs a trial's setup on it)
+     */
+    StandInFixture(boolean confinedCq) {
         provider = StandInProvider.open();
         buffer = arena.allocate(4096, 4096);
         MemorySegment fakePd = arena.allocate(16, 8);
         fakePd.set(ADDRESS, 0, provider.context());
         context = ForeignHandles.context(provider.context(), "standin0");
         pd = ForeignHandles.protectionDomain(context, fakePd);
-        cq = ForeignHandles.completionQueue(context, provider.cq());
+        cq = confinedCq ? ForeignHandles.confinedCompletionQueue(context, provider.cq())
+                : ForeignHandles.completionQueue(context, provider.cq());
         qp = ForeignHandles.queuePair(pd, provider.qp(),
                 QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(SEND_QUEUE).maxRecvWr(CQE - SEND_QUEUE).maxSendSge(1), QueuePairState.RTS);
         if (cq.isOvercommitted()) {
