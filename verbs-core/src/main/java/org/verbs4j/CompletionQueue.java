@@ -109,12 +109,24 @@ public final class CompletionQueue extends NativeResource {
     }
 
     /**
-     * Enters the data path of a confined CQ for {@code verb}: only its owner thread, only while
-     * open. Program order on the one thread that polls and closes it is all the ordering needed.
+     * Enters the poll side for {@code verb} (poll, arm): through the gate, or for a confined CQ
+     * only on its owner thread and only while open (program order on the one thread that polls
+     * and closes it is all the ordering needed). Pair with {@link #leavePoll} in a finally block.
      */
-    private void enterConfined(String verb, Thread owner) {
-        if (Thread.currentThread() != owner || pollGate.isClosed()) {
-            throw confinedRefusal(verb, owner);
+    private void enterPoll(String verb) {
+        Thread owner = confinedTo;
+        if (owner != null) {
+            if (Thread.currentThread() != owner || pollGate.isClosed()) {
+                throw confinedRefusal(verb, owner);
+            }
+        } else if (!pollGate.tryEnter()) {
+            throw pollGate.refusal(verb, this, "polling");
+        }
+    }
+
+    private void leavePoll() {
+        if (confinedTo == null) {
+            pollGate.exit();
         }
     }
 
@@ -210,13 +222,7 @@ public final class CompletionQueue extends NativeResource {
      * (overwriting what it held) and returns how many. Allocation-free.
      */
     public int poll(WorkCompletions wcs) {
-        Gate g = pollGate;
-        Thread owner = confinedTo;
-        if (owner != null) {
-            enterConfined("ibv_poll_cq", owner);
-        } else if (!g.tryEnter()) {
-            throw g.refusal("ibv_poll_cq", this, "polling");
-        }
+        enterPoll("ibv_poll_cq");
         try {
             if (asyncFailure != null) {
                 throw AsyncEventDispatcher.failure("ibv_poll_cq", asyncFailure);
@@ -232,9 +238,7 @@ public final class CompletionQueue extends NativeResource {
             }
             return n;
         } finally {
-            if (owner == null) {
-                g.exit();
-            }
+            leavePoll();
             java.lang.ref.Reference.reachabilityFence(wcs);
         }
     }
@@ -298,14 +302,8 @@ public final class CompletionQueue extends NativeResource {
         long deadline = System.nanoTime() + timeout.toNanos();
         int have = 0;
         wcs.count = 0;
-        Thread owner = confinedTo;
         while (have < min) {
-            Gate g = pollGate;
-            if (owner != null) {
-                enterConfined("ibv_poll_cq", owner);
-            } else if (!g.tryEnter()) {
-                throw g.refusal("ibv_poll_cq", this, "polling");
-            }
+            enterPoll("ibv_poll_cq");
             int n;
             try {
                 if (asyncFailure != null) {
@@ -322,9 +320,7 @@ public final class CompletionQueue extends NativeResource {
                     credit(wcs, have, have + n);
                 }
             } finally {
-                if (owner == null) {
-                    g.exit();
-                }
+                leavePoll();
                 java.lang.ref.Reference.reachabilityFence(wcs);
             }
             have += n;
@@ -344,20 +340,11 @@ public final class CompletionQueue extends NativeResource {
      * raises an event on its completion channel.
      */
     public void requestNotify(boolean solicitedOnly) {
-        Thread owner = confinedTo;
-        if (owner != null) {
-            enterConfined("ibv_req_notify_cq", owner);
-            requestNotifyNow(solicitedOnly);
-            return;
-        }
-        Gate g = pollGate;
-        if (!g.tryEnter()) {
-            throw g.refusal("ibv_req_notify_cq", this, "polling");
-        }
+        enterPoll("ibv_req_notify_cq");
         try {
             requestNotifyNow(solicitedOnly);
         } finally {
-            g.exit();
+            leavePoll();
         }
     }
 
