@@ -24,7 +24,7 @@
 #       [--bw-sizes "2 4096 65536"] [--lat-sizes "2 4096 65536"] [--bw-iters 5000] [--lat-iters 1000]
 #       [--extra "perftest options for both tools"] [--out DIR] [--png DIR] [--timeout SEC] [--rdma-cm]
 #       [--bw-extra "options for the bandwidth tests only"] [--lat-extra "... latency tests only"]
-#       [--warm-runs K] [--repeats R] [--settle SEC]
+#       [--warm-runs K] [--repeats R] [--settle SEC] [--interleave]
 # --warm-runs K: each run is preceded by K identical runs (same options, same pair, same process
 # for verbs-perf, a fresh one for perftest) whose output is discarded (in OUT/warm/), for every
 # pair and so for both tools alike: under TCG the JVM's JIT takes seconds to compile the loops,
@@ -37,6 +37,15 @@
 # fall now and then into a slower spell of the machine that lasts seconds (perftest's own 2 B
 # write_lat: 10.8-11.5 us in most runs, 16-21 us in some): one run per tool and row makes the
 # ratio table a draw of those spells; passes minutes apart make a row's R runs land in different ones.
+# --interleave: run by run instead of pair by pair: every run (warm ones included) is done by each
+# pair in turn, in --pairs order, before the next run starts ("pt-pt vp-pt pt-vp pt-pt.2": each
+# verbs-perf row then lies between two runs of perftest against itself of the same test and size,
+# seconds apart instead of a whole pass apart, so the machine's drift over minutes widens neither
+# perftest's band nor the comparison). Each verbs-perf role still runs all its runs in one JVM: it
+# reads its batch from a named pipe that this script feeds one run at a time, waiting for the
+# run's "=== done" line; with --settle the JVM's JIT is idle after each run too, and between its
+# runs the JVM is stopped (SIGSTOP, SIGCONT before its next run), so that no idle JVM's threads
+# share a vCPU with another pair's run, as when the pairs run one after another.
 # --extra "-D SEC" (duration mode) drops -n (--bw-iters/--lat-iters) from both tools' options;
 # -q N and -b go through as given (with -b the server's report lands in PAIR.server.log).
 # --rdma-cm: both tools with -R (perftest's rdma_cm mode: QP and messages over rdma_cm); a server
@@ -68,6 +77,7 @@ RDMA_CM=0
 WARM=0
 REPEATS=1
 SETTLE=30
+INTERLEAVE=0
 ARGS=("$@")
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -89,6 +99,7 @@ while [[ $# -gt 0 ]]; do
         --warm-runs) WARM=$2; shift ;;
         --repeats) REPEATS=$2; shift ;;
         --settle) SETTLE=$2; shift ;;
+        --interleave) INTERLEAVE=1 ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "perftest-compare: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -257,6 +268,166 @@ stop_tree() { # pid: stops the process and its descendants, children first (a la
     kill "$1" 2>/dev/null || true
 }
 
+# one run with perftest's client: pair server "test size iters dir [repeat]" (a perftest server is
+# started here; a verbs-perf server is already serving this run)
+pt_client_run() {
+    local pair=$1 server=$2 t s n d o a ok=0 why="" ppid=""
+    read -r t s n d _ <<<"$3"
+    o=$(opts "$t" "$s" "$n")
+    for ((a = 0; a <= RETRIES && ok == 0; a++)); do
+        [[ $a == 0 ]] || echo "perftest-compare: $pair $t -s $s failed ($why): again" >&2
+        ok=1
+        if [[ $server == pt ]]; then
+            # shellcheck disable=SC2086
+            timeout "$TIMEOUT" "${PIN_SERVER[@]}" ib_$t $o >>"$OUT/$pair.server.log" 2>&1 &
+            ppid=$!
+        fi
+        if waitport; then
+            # the client's output of a failed attempt is kept apart
+            # shellcheck disable=SC2086
+            timeout "$TIMEOUT" "${PIN_CLIENT[@]}" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1 || { ok=0; why="client exit $?"; }
+            if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/$d/${pair}__$t.out"
+            else cat "$OUT/$pair.attempt" >>"$OUT/$pair.failed-attempts.log"; fi
+        else
+            ok=0
+            why="no server listening"
+        fi
+        if [[ $server == pt ]]; then wait "$ppid" || { ok=0; why="${why:-server failed}"; }; fi
+    done
+    [[ $ok == 1 ]] || note_fail "$pair: ib_$t -s $s ($why)"
+}
+
+# --interleave: the long-lived verbs-perf JVMs, one per verbs-perf role of each pair, each reading
+# its batch from a named pipe (key "pair.role": FIFO_FD the pipe's write end here, FIFO_LOG where
+# the JVM's standard error goes, FIFO_PID, FIFO_LINES the runs fed so far)
+declare -A FIFO_FD=() FIFO_LOG=() FIFO_PID=() FIFO_LINES=()
+vp_start() { # pair role: starts the JVM (every JVM before any pipe is opened here, so that no JVM
+    # inherits another's write end and keeps it from seeing the end of its batch)
+    local key="$1.$2" fifo="$FIFO_DIR/$1.$2.fifo"
+    mkfifo "$fifo"
+    if [[ $2 == server ]]; then
+        FIFO_LOG[$key]="$OUT/$1.server.stdout"
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_SERVER[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" >"${FIFO_LOG[$key]}" 2>&1 &
+    else
+        FIFO_LOG[$key]="$OUT/$1.client.log"
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_CLIENT[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" 2>>"${FIFO_LOG[$key]}" &
+    fi
+    FIFO_PID[$key]=$!
+    FIFO_LINES[$key]=0
+}
+vp_open() { # pair role: the write end (read-write: it does not wait for the JVM to open its end)
+    local fd
+    exec {fd}<>"$FIFO_DIR/$1.$2.fifo"
+    FIFO_FD[$1.$2]=$fd
+}
+vp_pause() { # pair role: stops the JVM (SIGSTOP) between its runs: while another pair runs, no idle
+    # JVM's threads (JIT, GC, periodic tasks) share the vCPUs with it, as in a run pair by pair
+    pkill -STOP -P "${FIFO_PID[$1.$2]}" 2>/dev/null || true
+}
+vp_resume() { # pair role
+    pkill -CONT -P "${FIFO_PID[$1.$2]}" 2>/dev/null || true
+}
+vp_feed() { # pair role line (resumes the JVM first)
+    local key="$1.$2"
+    vp_resume "$1" "$2"
+    echo "$3" >&"${FIFO_FD[$key]}"
+    FIFO_LINES[$key]=$((${FIFO_LINES[$key]} + 1))
+}
+vp_done() { # pair role: how many runs the JVM has finished
+    local c
+    c=$(grep -c '^=== done ' "${FIFO_LOG[$1.$2]}" 2>/dev/null) || true
+    echo "${c:-0}"
+}
+vp_wait() { # pair role: until the JVM has done every run fed to it; 1 if it died or overran its bound
+    local key="$1.$2" i
+    local bound=$((10 * ((TIMEOUT + SETTLE) * (RETRIES + 1) + 2 * SETTLE + 30)))
+    for ((i = 0; i < bound; i++)); do
+        (($(vp_done "$1" "$2") >= ${FIFO_LINES[$key]})) && return 0
+        kill -0 "${FIFO_PID[$key]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    (($(vp_done "$1" "$2") >= ${FIFO_LINES[$key]}))
+}
+
+run_interleaved() {
+    local pair roles client server r t s n d k o dead=""
+    # the pipes in a local directory: OUT may be on a file system without named pipes (the guest's share)
+    FIFO_DIR=$(mktemp -d "${TMPDIR:-/tmp}/perftest-compare-fifo.XXXXXX")
+    for pair in $PAIRS; do
+        roles=${pair%%.*}
+        client=${roles%-*} server=${roles#*-}
+        [[ $server != vp ]] || vp_start "$pair" server
+        [[ $client != vp ]] || vp_start "$pair" client
+    done
+    local key
+    for key in "${!FIFO_PID[@]}"; do vp_open "${key%.*}" "${key##*.}"; done
+    # (each JVM runs until it blocks on its empty pipe, then stays so until its first run is fed:
+    # its start-up is paused only after its first run, like every later gap)
+    say "interleaved: ${#RUNS[@]} runs, each by the pairs $PAIRS in turn"
+    for r in "${RUNS[@]}"; do
+        read -r t s n d k <<<"$r"
+        o=$(opts "$t" "$s" "$n")
+        for pair in $PAIRS; do
+            [[ " $dead " != *" $pair "* ]] || continue
+            roles=${pair%%.*}
+            client=${roles%-*} server=${roles#*-}
+            if [[ $server == vp ]]; then
+                vp_feed "$pair" server "$t $o --timeout $TIMEOUT --jit_settle $SETTLE >> $OUT/$pair.server.log"
+            fi
+            if [[ $client == vp ]]; then
+                local spid=""
+                if [[ $server == pt ]]; then
+                    # shellcheck disable=SC2046
+                    (retry timeout $((2 * TIMEOUT)) "${PIN_SERVER[@]}" ib_$t $o >>"$OUT/$pair.server.log" 2>&1 \
+                        || echo "FAILED: $pair: ib_$t -s $s server (exit $?)" >>"$OUT/failures.log") &
+                    spid=$!
+                fi
+                vp_feed "$pair" client "$t $o --timeout $TIMEOUT --jit_settle $SETTLE --out_json --out_json_file $OUT/$d/${pair}__${t}__$s${k:+.$k}.json $IP >> $OUT/$d/${pair}__$t.out"
+                if vp_wait "$pair" client; then
+                    vp_pause "$pair" client
+                else
+                    note_fail "$pair: the verbs-perf client stopped or overran its bound at $t -s $s (see $OUT/$pair.client.log)"
+                    dead+=" $pair"
+                    stop_tree "${FIFO_PID[$pair.client]}"
+                fi
+                if [[ -n "$spid" ]]; then
+                    # a perftest server still waiting for a client that will not come: stop it
+                    [[ " $dead " != *" $pair "* ]] || stop_tree "$spid"
+                    wait "$spid" || true
+                fi
+            else
+                pt_client_run "$pair" "$server" "$r"
+            fi
+            if [[ $server == vp && " $dead " != *" $pair "* ]]; then
+                if vp_wait "$pair" server; then
+                    vp_pause "$pair" server
+                else
+                    note_fail "$pair: the verbs-perf server stopped or overran its bound at $t -s $s (see $OUT/$pair.server.stdout)"
+                    dead+=" $pair"
+                    stop_tree "${FIFO_PID[$pair.server]}"
+                fi
+            fi
+        done
+    done
+    # the end of every batch, then each JVM's exit status (its worst run)
+    local fd
+    for key in "${!FIFO_FD[@]}"; do
+        vp_resume "${key%.*}" "${key##*.}"
+        fd=${FIFO_FD[$key]}
+        exec {fd}>&-
+    done
+    for key in "${!FIFO_PID[@]}"; do
+        if ! wait "${FIFO_PID[$key]}"; then
+            if [[ $key == *.client ]]; then
+                note_fail "${key%.*}: a verbs-perf client run failed (see $OUT/${key%.*}.client.log)"
+            else
+                note_fail "${key%.*}: the server side failed (see $OUT/${key%.*}.server.log / .stdout)"
+            fi
+        fi
+    done
+    rm -rf "$FIFO_DIR"
+}
+
 run_pair() {
     local pair=$1 r t s n o d
     local roles=${pair%%.*}
@@ -298,32 +469,7 @@ run_pair() {
             stop_tree "$spid"
         fi
     else
-        for r in "${RUNS[@]}"; do
-            read -r t s n d _ <<<"$r"
-            o=$(opts "$t" "$s" "$n")
-            local a ok=0 why=""
-            for ((a = 0; a <= RETRIES && ok == 0; a++)); do
-                [[ $a == 0 ]] || echo "perftest-compare: $pair $t -s $s failed ($why): again" >&2
-                ok=1
-                if [[ $server == pt ]]; then
-                    # shellcheck disable=SC2086
-                    timeout "$TIMEOUT" "${PIN_SERVER[@]}" ib_$t $o >>"$OUT/$pair.server.log" 2>&1 &
-                    local ppid=$!
-                fi
-                if waitport; then
-                    # the client's output of a failed attempt is kept apart
-                    # shellcheck disable=SC2086
-                    timeout "$TIMEOUT" "${PIN_CLIENT[@]}" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1 || { ok=0; why="client exit $?"; }
-                    if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/$d/${pair}__$t.out"
-                    else cat "$OUT/$pair.attempt" >>"$OUT/$pair.failed-attempts.log"; fi
-                else
-                    ok=0
-                    why="no server listening"
-                fi
-                if [[ $server == pt ]]; then wait "$ppid" || { ok=0; why="${why:-server failed}"; }; fi
-            done
-            [[ $ok == 1 ]] || note_fail "$pair: ib_$t -s $s ($why)"
-        done
+        for r in "${RUNS[@]}"; do pt_client_run "$pair" "$server" "$r"; done
     fi
     if [[ -n "$spid" ]]; then
         wait "$spid" || note_fail "$pair: the server side failed (see $OUT/$pair.server.log / .stdout)"
@@ -335,12 +481,17 @@ say "tests: $TESTS; bw sizes: $BW_SIZES (-n $BW_ITERS); lat sizes: $LAT_SIZES (-
 {
     echo "options of both tools: $COMMON <test's -s/-n> ${EXTRA:-(no extra options)}${BW_EXTRA:+; bandwidth tests: $BW_EXTRA}${LAT_EXTRA:+; latency tests: $LAT_EXTRA}"
     echo "warm runs before each measured run: $WARM (identical, output discarded, every pair alike)$([[ $WARM == 0 ]] || echo "; the first test once more in full before all, discarded")"
+    [[ $INTERLEAVE == 0 ]] || echo "interleaved: every run by each pair in turn ($PAIRS), then the next run"
     [[ $REPEATS -le 1 ]] || echo "repeats: every measured run $REPEATS times, in $REPEATS passes over all tests and sizes (the later passes without warm runs), every pair alike; a row is the pair's best run"
     echo "each verbs-perf run starts once its JVM's JIT compiler is idle, and again before timing: a client's loop, a server's timed loop at its last barrier (at most ${SETTLE} s; 0 = not waiting)"
     echo "processes pinned (server last CPU, client first): $PIN ($NCPU CPUs)"
     echo "verbs-perf's JVM options: ${JIT_OPTS:-(the JIT defaults)} ${VERBS4J_PERF_JAVA_OPTS:-}"
 } >"$OUT/conditions.txt"
-for p in $PAIRS; do run_pair "$p"; done
+if [[ $INTERLEAVE == 1 ]]; then
+    run_interleaved
+else
+    for p in $PAIRS; do run_pair "$p"; done
+fi
 [[ ! -s "$OUT/failures.log" ]] || FAIL=1
 say "runs done; results in $OUT"
 crc=0

@@ -1,10 +1,12 @@
 package org.verbs4j.bench;
 
+import java.io.BufferedReader;
+import java.io.FileInputStream;
 import java.io.FileOutputStream;
+import java.io.InputStreamReader;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -23,7 +25,9 @@ import picocli.CommandLine;
  * prints the GPUDirect capability report ({@link GpuInfoCommand});
  * {@code verbs-perf --batch FILE [--retries N] [--settle SEC]} runs one test per line of FILE in this JVM (one
  * JVM start for many runs; a line may end with {@code >> OUTFILE} to append that run's output there; with
- * {@code --settle}, each run waits first until the JIT compiler is idle, see {@link JitSettle}); {@code verbs-perf compare ...} is the side-by-side report ({@link PerfCompare}).
+ * {@code --settle}, each run waits first until the JIT compiler is idle, and again after it, see {@link JitSettle};
+ * after each line it prints {@code === done RC} to standard error; FILE is read line by line, so it may be a named
+ * pipe fed one run at a time); {@code verbs-perf compare ...} is the side-by-side report ({@link PerfCompare}).
  * Exit status: 0 ok, 1 failure, 2 usage error or an option not available in this build.
  */
 public final class VerbsPerf {
@@ -73,15 +77,19 @@ public final class VerbsPerf {
      * each line waits first until the JIT compiler is idle, at most that many seconds ({@link JitSettle}).
      */
     static int batch(Path file, int retries, int settle) {
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(file);
+        // read line by line, not all at once: FILE may be a named pipe that a driver feeds one run
+        // at a time (benchmarks/perftest-compare.sh --interleave), waiting for each "=== done"
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(new FileInputStream(file.toFile()), StandardCharsets.UTF_8))) {
+            return batch(in, retries, settle);
         } catch (IOException e) {
             System.err.println("verbs-perf: cannot read " + file + ": " + e.getMessage());
             return 2;
         }
+    }
+
+    private static int batch(BufferedReader in, int retries, int settle) throws IOException {
         int worst = 0;
-        for (String line : lines) {
+        for (String line; (line = in.readLine()) != null; ) {
             String l = line.strip();
             if (l.isEmpty() || l.startsWith("#")) {
                 continue;
@@ -100,13 +108,8 @@ public final class VerbsPerf {
             }
             int rc = 1;
             for (int attempt = 0; attempt <= retries && rc != 0; attempt++) {
-                if (settle > 0) {
-                    try {
-                        System.err.println("=== " + JitSettle.await(java.time.Duration.ofSeconds(settle)));
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return 1;
-                    }
+                if (!awaitJitIdle("", settle)) {
+                    return 1;
                 }
                 System.err.println("=== verbs-perf " + l + (attempt > 0 ? "   (again: attempt " + (attempt + 1) + ")" : ""));
                 long jit = JitSettle.compilerMillis();
@@ -118,8 +121,28 @@ public final class VerbsPerf {
                 to.close();
             }
             worst = Math.max(worst, rc);
+            // the JIT compiles after a run too: this JVM is quiet before the driver starts the
+            // next run, which may be another tool's on the same CPU
+            if (!awaitJitIdle("after the run: ", settle)) {
+                return 1;
+            }
+            System.err.println("=== done " + rc);
         }
         return worst;
+    }
+
+    /** With {@code settle} above 0, waits until the JIT compiler is idle (at most that many seconds) and logs it; false if interrupted. */
+    private static boolean awaitJitIdle(String label, int settle) {
+        if (settle <= 0) {
+            return true;
+        }
+        try {
+            System.err.println("=== " + label + JitSettle.await(java.time.Duration.ofSeconds(settle)));
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     static int runOne(String[] args, PrintStream out) {
