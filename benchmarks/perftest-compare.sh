@@ -42,8 +42,8 @@
 # verbs-perf row then lies between two runs of perftest against itself of the same test and size,
 # seconds apart instead of a whole pass apart, so the machine's drift over minutes widens neither
 # perftest's band nor the comparison). Each verbs-perf role still runs all its runs in one JVM: it
-# reads its batch from a named pipe that this script feeds one run at a time, waiting for the
-# run's "=== done" line; with --settle the JVM's JIT is idle after each run too, and between its
+# reads its batch from a named pipe that this script feeds one run at a time, waiting (a blocking
+# read, no polling) for the run's "done" line on a second pipe; with --settle the JVM's JIT is idle after each run too, and between its
 # runs the JVM is stopped (SIGSTOP, SIGCONT before its next run), so that no idle JVM's threads
 # share a vCPU with another pair's run, as when the pairs run one after another.
 # --extra "-D SEC" (duration mode) drops -n (--bw-iters/--lat-iters) from both tools' options;
@@ -298,27 +298,33 @@ pt_client_run() {
 }
 
 # --interleave: the long-lived verbs-perf JVMs, one per verbs-perf role of each pair, each reading
-# its batch from a named pipe (key "pair.role": FIFO_FD the pipe's write end here, FIFO_LOG where
-# the JVM's standard error goes, FIFO_PID, FIFO_LINES the runs fed so far)
-declare -A FIFO_FD=() FIFO_LOG=() FIFO_PID=() FIFO_LINES=()
+# its batch from a named pipe and writing "done RC" to a second one after each run (key
+# "pair.role": FIFO_FD the batch pipe's write end here, DONE_FD the done pipe's read end, FIFO_LOG
+# where the JVM's standard error goes, FIFO_PID, FIFO_LINES the runs fed so far, FIFO_DONE the runs
+# it reported done). Waiting is a blocking read of the done pipe, not a poll of the log: a poll
+# (a grep every 0.1 s) would take CPU beside the very run it waits for, under TCG a lot of it.
+declare -A FIFO_FD=() DONE_FD=() FIFO_LOG=() FIFO_PID=() FIFO_LINES=() FIFO_DONE=()
 vp_start() { # pair role: starts the JVM (every JVM before any pipe is opened here, so that no JVM
     # inherits another's write end and keeps it from seeing the end of its batch)
-    local key="$1.$2" fifo="$FIFO_DIR/$1.$2.fifo"
-    mkfifo "$fifo"
+    local key="$1.$2" fifo="$FIFO_DIR/$1.$2.fifo" done="$FIFO_DIR/$1.$2.done"
+    mkfifo "$fifo" "$done"
     if [[ $2 == server ]]; then
         FIFO_LOG[$key]="$OUT/$1.server.stdout"
-        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_SERVER[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" >"${FIFO_LOG[$key]}" 2>&1 &
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_SERVER[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" --done "$done" >"${FIFO_LOG[$key]}" 2>&1 &
     else
         FIFO_LOG[$key]="$OUT/$1.client.log"
-        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_CLIENT[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" 2>>"${FIFO_LOG[$key]}" &
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_CLIENT[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" --done "$done" 2>>"${FIFO_LOG[$key]}" &
     fi
     FIFO_PID[$key]=$!
     FIFO_LINES[$key]=0
+    FIFO_DONE[$key]=0
 }
-vp_open() { # pair role: the write end (read-write: it does not wait for the JVM to open its end)
-    local fd
+vp_open() { # pair role: both pipes' ends here (read-write: neither waits for the JVM to open its end)
+    local fd dfd
     exec {fd}<>"$FIFO_DIR/$1.$2.fifo"
+    exec {dfd}<>"$FIFO_DIR/$1.$2.done"
     FIFO_FD[$1.$2]=$fd
+    DONE_FD[$1.$2]=$dfd
 }
 vp_pause() { # pair role: stops the JVM (SIGSTOP) between its runs: while another pair runs, no idle
     # JVM's threads (JIT, GC, periodic tasks) share the vCPUs with it, as in a run pair by pair
@@ -333,20 +339,20 @@ vp_feed() { # pair role line (resumes the JVM first)
     echo "$3" >&"${FIFO_FD[$key]}"
     FIFO_LINES[$key]=$((${FIFO_LINES[$key]} + 1))
 }
-vp_done() { # pair role: how many runs the JVM has finished
-    local c
-    c=$(grep -c '^=== done ' "${FIFO_LOG[$1.$2]}" 2>/dev/null) || true
-    echo "${c:-0}"
-}
 vp_wait() { # pair role: until the JVM has done every run fed to it; 1 if it died or overran its bound
-    local key="$1.$2" i
-    local bound=$((10 * ((TIMEOUT + SETTLE) * (RETRIES + 1) + 2 * SETTLE + 30)))
-    for ((i = 0; i < bound; i++)); do
-        (($(vp_done "$1" "$2") >= ${FIFO_LINES[$key]})) && return 0
-        kill -0 "${FIFO_PID[$key]}" 2>/dev/null || break
-        sleep 0.1
+    # (builtins only: a read of the done pipe that wakes every 5 s to see whether the JVM still lives)
+    local key="$1.$2" waited=0 line
+    local bound=$(((TIMEOUT + SETTLE) * (RETRIES + 1) + 2 * SETTLE + 30))
+    while ((${FIFO_DONE[$key]} < ${FIFO_LINES[$key]})); do
+        if read -r -t 5 -u "${DONE_FD[$key]}" line; then
+            FIFO_DONE[$key]=$((${FIFO_DONE[$key]} + 1))
+            continue
+        fi
+        waited=$((waited + 5))
+        if ((waited >= bound)) || ! kill -0 "${FIFO_PID[$key]}" 2>/dev/null; then
+            return 1
+        fi
     done
-    (($(vp_done "$1" "$2") >= ${FIFO_LINES[$key]}))
 }
 
 run_interleaved() {
@@ -424,6 +430,8 @@ run_interleaved() {
                 note_fail "${key%.*}: the server side failed (see $OUT/${key%.*}.server.log / .stdout)"
             fi
         fi
+        fd=${DONE_FD[$key]}
+        exec {fd}<&-
     done
     rm -rf "$FIFO_DIR"
 }

@@ -26,8 +26,8 @@ import picocli.CommandLine;
  * {@code verbs-perf --batch FILE [--retries N] [--settle SEC]} runs one test per line of FILE in this JVM (one
  * JVM start for many runs; a line may end with {@code >> OUTFILE} to append that run's output there; with
  * {@code --settle}, each run waits first until the JIT compiler is idle, and again after it, see {@link JitSettle};
- * after each line it prints {@code === done RC} to standard error; FILE is read line by line, so it may be a named
- * pipe fed one run at a time); {@code verbs-perf compare ...} is the side-by-side report ({@link PerfCompare}).
+ * after each line it prints {@code === done RC} to standard error, and {@code done RC} to the file of
+ * {@code --done FILE}; FILE is read line by line, so it may be a named pipe fed one run at a time); {@code verbs-perf compare ...} is the side-by-side report ({@link PerfCompare}).
  * Exit status: 0 ok, 1 failure, 2 usage error or an option not available in this build.
  */
 public final class VerbsPerf {
@@ -55,17 +55,19 @@ public final class VerbsPerf {
         if (args.length >= 2 && args[0].equals("--batch")) {
             int retries = 0;
             int settle = 0;
+            Path done = null;
             for (int i = 2; i + 1 < args.length; i += 2) {
                 switch (args[i]) {
                     case "--retries" -> retries = Integer.parseInt(args[i + 1]);
                     case "--settle" -> settle = Integer.parseInt(args[i + 1]);
+                    case "--done" -> done = Path.of(args[i + 1]);
                     default -> {
-                        System.err.println("verbs-perf: --batch FILE [--retries N] [--settle SEC]: unknown " + args[i]);
+                        System.err.println("verbs-perf: --batch FILE [--retries N] [--settle SEC] [--done FILE]: unknown " + args[i]);
                         return 2;
                     }
                 }
             }
-            return batch(Path.of(args[1]), retries, settle);
+            return batch(Path.of(args[1]), retries, settle, done);
         }
         return runOne(args, OUT);
     }
@@ -74,20 +76,25 @@ public final class VerbsPerf {
      * One test per non-empty, non-comment line; a failed line is run again up to {@code retries}
      * times (perftest under TCG sometimes cannot calibrate its clock and quits; the script that
      * drives the peer retries it as often); the worst exit status. With {@code settle} above 0,
-     * each line waits first until the JIT compiler is idle, at most that many seconds ({@link JitSettle}).
+     * each line waits first until the JIT compiler is idle, at most that many seconds ({@link JitSettle}),
+     * and again after it. After each line, {@code done RC} goes to {@code done} (when not null) as one
+     * flushed line: a driver that feeds FILE through a named pipe blocks on reading {@code done} (a
+     * second pipe) instead of polling the log, which would take CPU beside the run it waits for.
      */
-    static int batch(Path file, int retries, int settle) {
+    static int batch(Path file, int retries, int settle, Path done) {
         // read line by line, not all at once: FILE may be a named pipe that a driver feeds one run
-        // at a time (benchmarks/perftest-compare.sh --interleave), waiting for each "=== done"
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(new FileInputStream(file.toFile()), StandardCharsets.UTF_8))) {
-            return batch(in, retries, settle);
+        // at a time (benchmarks/perftest-compare.sh --interleave), waiting for each "done"
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(new FileInputStream(file.toFile()), StandardCharsets.UTF_8));
+             PrintStream doneOut = done == null ? null
+                     : new PrintStream(new FileOutputStream(done.toFile(), true), true, StandardCharsets.UTF_8)) {
+            return batch(in, retries, settle, doneOut);
         } catch (IOException e) {
-            System.err.println("verbs-perf: cannot read " + file + ": " + e.getMessage());
+            System.err.println("verbs-perf: cannot read " + file + (done == null ? "" : " or write " + done) + ": " + e.getMessage());
             return 2;
         }
     }
 
-    private static int batch(BufferedReader in, int retries, int settle) throws IOException {
+    private static int batch(BufferedReader in, int retries, int settle, PrintStream done) throws IOException {
         int worst = 0;
         for (String line; (line = in.readLine()) != null; ) {
             String l = line.strip();
@@ -127,6 +134,9 @@ public final class VerbsPerf {
                 return 1;
             }
             System.err.println("=== done " + rc);
+            if (done != null) {
+                done.println("done " + rc);
+            }
         }
         return worst;
     }

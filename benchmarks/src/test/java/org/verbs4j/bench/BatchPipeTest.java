@@ -18,7 +18,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code verbs-perf --batch} fed through a named pipe one line at a time, as
  * {@code benchmarks/perftest-compare.sh --interleave} does: each line runs as soon as it arrives
- * (not when the writer closes the pipe) and ends with a {@code === done RC} line on standard error.
+ * (not when the writer closes the pipe) and ends with a {@code === done RC} line on standard error
+ * and a {@code done RC} line in the file of {@code --done}.
  */
 class BatchPipeTest {
 
@@ -33,23 +34,25 @@ class BatchPipeTest {
         ByteArrayOutputStream errBytes = new ByteArrayOutputStream();
         System.setErr(new PrintStream(errBytes, true, StandardCharsets.UTF_8));
         try {
-            CompletableFuture<Integer> rc = CompletableFuture.supplyAsync(() -> VerbsPerf.batch(fifo, 0, 0));
+            Path done = dir.resolve("done.log");
+            CompletableFuture<Integer> rc = CompletableFuture.supplyAsync(() -> VerbsPerf.batch(fifo, 0, 0, done));
             try (PrintStream w = new PrintStream(new FileOutputStream(fifo.toFile()), true, StandardCharsets.UTF_8)) {
                 w.println("--help >> " + first);
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-                while (!(Files.exists(first) && Files.size(first) > 0 && errText(errBytes).contains("=== done 0"))
-                        && System.nanoTime() < deadline) {
+                while (!(Files.exists(done) && Files.readString(done).contains("done 0")) && System.nanoTime() < deadline) {
                     Thread.sleep(20);
                 }
                 // the pipe is still open: a reader that waited for the end of the file would not be here yet
                 assertTrue(Files.readString(first).contains("--size"), "the first line ran before the pipe was closed");
                 assertEquals(1, count(errText(errBytes), "=== done 0"), errText(errBytes));
+                assertEquals("done 0\n", Files.readString(done), "one line in the done file per finished run");
                 assertTrue(!rc.isDone(), "the batch waits for more lines while the pipe is open");
                 w.println("--help >> " + second);
             }
             assertEquals(0, rc.get(60, TimeUnit.SECONDS));
             assertTrue(Files.readString(second).contains("--size"));
             assertEquals(2, count(errText(errBytes), "=== done 0"), errText(errBytes));
+            assertEquals("done 0\ndone 0\n", Files.readString(done));
         } finally {
             System.setErr(err);
         }
