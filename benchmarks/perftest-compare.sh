@@ -268,6 +268,27 @@ stop_tree() { # pid: stops the process and its descendants, children first (a la
     kill "$1" 2>/dev/null || true
 }
 
+# the batch lines of one run for a verbs-perf server and client: pair "test size iters dir [repeat]"
+vp_server_line() {
+    local t s n d _
+    read -r t s n d _ <<<"$2"
+    echo "$t $(opts "$t" "$s" "$n") --timeout $TIMEOUT --jit_settle $SETTLE >> $OUT/$1.server.log"
+}
+vp_client_line() {
+    local t s n d k
+    read -r t s n d k <<<"$2"
+    echo "$t $(opts "$t" "$s" "$n") --timeout $TIMEOUT --jit_settle $SETTLE --out_json --out_json_file $OUT/$d/${1}__${t}__$s${k:+.$k}.json $IP >> $OUT/$d/${1}__$t.out"
+}
+# perftest's server of one run for a verbs-perf client, retried (twice the bound: the first run
+# also waits for the client JVM to start); a failure goes to failures.log
+pt_server_for_vp() { # pair "test size iters dir [repeat]"
+    local t s n _
+    read -r t s n _ <<<"$2"
+    # shellcheck disable=SC2046
+    retry timeout $((2 * TIMEOUT)) "${PIN_SERVER[@]}" ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$1.server.log" 2>&1 \
+        || echo "FAILED: $1: ib_$t -s $s server (exit $?)" >>"$OUT/failures.log"
+}
+
 # one run with perftest's client: pair server "test size iters dir [repeat]" (a perftest server is
 # started here; a verbs-perf server is already serving this run)
 pt_client_run() {
@@ -356,7 +377,7 @@ vp_wait() { # pair role: until the JVM has done every run fed to it; 1 if it die
 }
 
 run_interleaved() {
-    local pair roles client server r t s n d k o dead=""
+    local pair roles client server r t s dead=""
     # the pipes in a local directory: OUT may be on a file system without named pipes (the guest's share)
     FIFO_DIR=$(mktemp -d "${TMPDIR:-/tmp}/perftest-compare-fifo.XXXXXX")
     for pair in $PAIRS; do
@@ -371,24 +392,21 @@ run_interleaved() {
     # its start-up is paused only after its first run, like every later gap)
     say "interleaved: ${#RUNS[@]} runs, each by the pairs $PAIRS in turn"
     for r in "${RUNS[@]}"; do
-        read -r t s n d k <<<"$r"
-        o=$(opts "$t" "$s" "$n")
+        read -r t s _ <<<"$r"
         for pair in $PAIRS; do
             [[ " $dead " != *" $pair "* ]] || continue
             roles=${pair%%.*}
             client=${roles%-*} server=${roles#*-}
             if [[ $server == vp ]]; then
-                vp_feed "$pair" server "$t $o --timeout $TIMEOUT --jit_settle $SETTLE >> $OUT/$pair.server.log"
+                vp_feed "$pair" server "$(vp_server_line "$pair" "$r")"
             fi
             if [[ $client == vp ]]; then
                 local spid=""
                 if [[ $server == pt ]]; then
-                    # shellcheck disable=SC2046
-                    (retry timeout $((2 * TIMEOUT)) "${PIN_SERVER[@]}" ib_$t $o >>"$OUT/$pair.server.log" 2>&1 \
-                        || echo "FAILED: $pair: ib_$t -s $s server (exit $?)" >>"$OUT/failures.log") &
+                    pt_server_for_vp "$pair" "$r" &
                     spid=$!
                 fi
-                vp_feed "$pair" client "$t $o --timeout $TIMEOUT --jit_settle $SETTLE --out_json --out_json_file $OUT/$d/${pair}__${t}__$s${k:+.$k}.json $IP >> $OUT/$d/${pair}__$t.out"
+                vp_feed "$pair" client "$(vp_client_line "$pair" "$r")"
                 if vp_wait "$pair" client; then
                     vp_pause "$pair" client
                 else
@@ -437,7 +455,7 @@ run_interleaved() {
 }
 
 run_pair() {
-    local pair=$1 r t s n o d
+    local pair=$1 r
     local roles=${pair%%.*}
     local client=${roles%-*} server=${roles#*-}
     say "pair $pair ($client client, $server server): ${#RUNS[@]} runs"
@@ -445,10 +463,8 @@ run_pair() {
     : >"$sbatch"
     : >"$cbatch"
     for r in "${RUNS[@]}"; do
-        read -r t s n d k <<<"$r"
-        o=$(opts "$t" "$s" "$n")
-        echo "$t $o --timeout $TIMEOUT --jit_settle $SETTLE >> $OUT/$pair.server.log" >>"$sbatch"
-        echo "$t $o --timeout $TIMEOUT --jit_settle $SETTLE --out_json --out_json_file $OUT/$d/${pair}__${t}__$s${k:+.$k}.json $IP >> $OUT/$d/${pair}__$t.out" >>"$cbatch"
+        vp_server_line "$pair" "$r" >>"$sbatch"
+        vp_client_line "$pair" "$r" >>"$cbatch"
     done
     if [[ $server == vp ]]; then
         timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_SERVER[@]}" --batch "$sbatch" --retries $RETRIES --settle "$SETTLE" >"$OUT/$pair.server.stdout" 2>&1 &
@@ -462,13 +478,7 @@ run_pair() {
     elif [[ $client == vp ]]; then
         # perftest servers one after another; the verbs-perf client retries until each listens
         (
-            for r in "${RUNS[@]}"; do
-                read -r t s n d _ <<<"$r"
-                # shellcheck disable=SC2046
-                # twice the bound: the first run also waits for the client JVM to start
-                retry timeout $((2 * TIMEOUT)) "${PIN_SERVER[@]}" ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$pair.server.log" 2>&1 \
-                    || echo "FAILED: $pair: ib_$t -s $s server (exit $?)" >>"$OUT/failures.log"
-            done
+            for r in "${RUNS[@]}"; do pt_server_for_vp "$pair" "$r"; done
         ) &
         spid=$!
         if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_CLIENT[@]}" --batch "$cbatch" --retries $RETRIES --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
