@@ -71,6 +71,52 @@ public final class JitSettle {
         return sum * MS_PER_TICK;
     }
 
+    /**
+     * The CPU time of this JVM's threads other than the caller, in milliseconds (10 ms steps), by
+     * thread name with its number dropped ({@code C2 CompilerThre}, {@code GC Thread}, {@code VM
+     * Periodic Tas}, ...): read before and after a timed loop, the difference is what the JVM ran
+     * beside the loop, on the CPU the loop is pinned to. Empty where there is no /proc.
+     */
+    public static java.util.Map<String, Long> otherThreadsMillis() {
+        java.util.Map<String, Long> byName = new java.util.TreeMap<>();
+        String self;
+        try {
+            self = Files.readSymbolicLink(Path.of("/proc/thread-self")).getFileName().toString();
+        } catch (IOException | UnsupportedOperationException e) {
+            return byName;
+        }
+        try (Stream<Path> tasks = Files.list(TASKS)) {
+            for (Path t : tasks.toList()) {
+                if (t.getFileName().toString().equals(self)) {
+                    continue;
+                }
+                try {
+                    String name = Files.readString(t.resolve("comm")).strip().replaceAll("[#\\d]+$", "").strip();
+                    byName.merge(name, cpuTicks(Files.readString(t.resolve("stat"))) * MS_PER_TICK, Long::sum);
+                } catch (IOException gone) {
+                    // the thread ended meanwhile
+                }
+            }
+        } catch (IOException e) {
+            return byName;
+        }
+        return byName;
+    }
+
+    /** What {@link #otherThreadsMillis} grew by between two readings, in words ("none" when nothing). */
+    public static String otherThreadsDelta(java.util.Map<String, Long> before, java.util.Map<String, Long> after) {
+        StringBuilder b = new StringBuilder();
+        long total = 0;
+        for (var e : after.entrySet()) {
+            long d = e.getValue() - before.getOrDefault(e.getKey(), 0L);
+            if (d > 0) {
+                total += d;
+                b.append(b.isEmpty() ? "" : ", ").append(e.getKey()).append(' ').append(d).append(" ms");
+            }
+        }
+        return total == 0 ? "none" : total + " ms (" + b + ")";
+    }
+
     /** utime + stime (fields 14 and 15) of a {@code /proc/.../stat} line; the name may hold spaces. */
     static long cpuTicks(String stat) {
         String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");

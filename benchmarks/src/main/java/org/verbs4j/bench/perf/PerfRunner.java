@@ -267,8 +267,10 @@ public final class PerfRunner {
                     rep.header(false, false);
                     for (int size : o.sizes) {
                         long[] tposted = new long[(int) o.iterations];
+                        java.util.Map<String, Long> cpu = loopCpuBefore();
                         PerfLoops.pingPong(side, false, server, size, o.iterations, inlineSource(side, size), tposted,
                                 label(size));
+                        loopCpuAfter(cpu);
                         rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
                     }
                 }
@@ -277,7 +279,9 @@ public final class PerfRunner {
                         rep.header(false, false);
                         for (int size : o.sizes) {
                             long[] tposted = new long[(int) o.iterations];
+                            java.util.Map<String, Long> cpu = loopCpuBefore();
                             PerfLoops.readLatency(side, test.verb(), cas(), size, o.iterations, tposted, label(size));
+                            loopCpuAfter(cpu);
                             rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
                         }
                     }
@@ -292,8 +296,10 @@ public final class PerfRunner {
                             settleJit();
                         }
                         conn.sync(mine);
+                        java.util.Map<String, Long> cpu = loopCpuBefore();
                         PerfLoops.pingPong(side, true, !server, size, o.iterations, inlineSource(side, size), tposted,
                                 label(size));
+                        loopCpuAfter(cpu);
                         rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
                     }
                     conn.finish(mine);
@@ -333,8 +339,10 @@ public final class PerfRunner {
                 conn.sync(mine);
             }
             PerfDuration d = PerfModes.duration(o);
+            java.util.Map<String, Long> cpu = loopCpuBefore();
             PerfLoops.bandwidth(side, o.test.verb(), cas(), size, n, o.tx, o.cq, o.postList, inl, cycle, cacheLine,
                     tposted, tcompleted, label(size), o.timeout().toNanos(), d, false, false);
+            loopCpuAfter(cpu);
             if (o.bidirectional && o.all) {
                 conn.sync(mine); // perftest (version 4.6 and up): a barrier after each size of -a -b
             }
@@ -347,6 +355,26 @@ public final class PerfRunner {
             conn.exchangeReport(last);
         }
         conn.finish(mine);
+    }
+
+    /** With {@code --jit_settle}: the CPU time of the JVM's other threads, before a timed loop (null otherwise). */
+    private java.util.Map<String, Long> loopCpuBefore() {
+        loopStartUptime = java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime();
+        return o.jitSettle > 0 ? JitSettle.otherThreadsMillis() : null;
+    }
+
+    private long loopStartUptime;
+
+    /**
+     * With {@code --jit_settle}: what the JVM's other threads (compiler, GC, VM) ran during the
+     * loop, on the CPU the loop shares with them, to the log (standard error).
+     */
+    private void loopCpuAfter(java.util.Map<String, Long> before) {
+        if (before != null) {
+            System.err.printf(" other JVM threads during the loop (JVM uptime %.3f-%.3f s): %s%n", loopStartUptime / 1e3,
+                    java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime() / 1e3,
+                    JitSettle.otherThreadsDelta(before, JitSettle.otherThreadsMillis()));
+        }
     }
 
     /**
@@ -387,6 +415,7 @@ public final class PerfRunner {
             conn.sync(mine);
             PerfDuration d = PerfModes.duration(o);
             BwReport r;
+            java.util.Map<String, Long> cpu = loopCpuBefore();
             if (sender) {
                 // -b: both send and receive (perftest's run_iter_bi); the server sends after its first receive
                 PerfLoops.bandwidth(side, PerfTest.Verb.SEND, false, size, n, o.tx, o.cq, o.postList,
@@ -399,6 +428,7 @@ public final class PerfRunner {
                 r = d != null ? d.report(size, o.reportGbits)
                         : BwCalc.receiver(size, total, side.firstRecvNanos, side.lastRecvNanos, o.reportGbits);
             }
+            loopCpuAfter(cpu);
             // perftest: -b sums both sides' reports, except in duration mode (each counted both directions)
             rep.bw(duplex && !timed ? PerfModes.sum(r, conn.exchangeReport(r)) : r, o.reportGbits);
             if (o.all) {

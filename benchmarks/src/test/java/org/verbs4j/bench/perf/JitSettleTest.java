@@ -21,6 +21,36 @@ class JitSettleTest {
     }
 
     @Test
+    void otherThreadsCpuCountsEveryThreadButTheCallerByNameWithoutItsNumber() throws Exception {
+        if (!Files.isDirectory(Path.of("/proc/self/task"))) {
+            assertTrue(JitSettle.otherThreadsMillis().isEmpty());
+            return;
+        }
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread busy = new Thread(() -> {
+            while (!stop.get()) {
+                Thread.onSpinWait();
+            }
+        }, "busy-other#7");
+        var before = JitSettle.otherThreadsMillis();
+        busy.start();
+        // the caller spins too: its CPU must not be counted
+        long end = System.nanoTime() + 600_000_000L;
+        while (System.nanoTime() < end) {
+            Thread.onSpinWait();
+        }
+        var after = JitSettle.otherThreadsMillis();
+        stop.set(true);
+        busy.join();
+        long busyMs = after.getOrDefault("busy-other", 0L) - before.getOrDefault("busy-other", 0L);
+        assertTrue(busyMs >= 100, "the spinning thread, under its name without #7: " + after);
+        assertTrue(!after.containsKey("busy-other#7") && !after.containsKey("main"), after.toString());
+        String delta = JitSettle.otherThreadsDelta(before, after);
+        assertTrue(delta.contains("busy-other " + busyMs + " ms"), delta);
+        assertEquals("none", JitSettle.otherThreadsDelta(after, after));
+    }
+
+    @Test
     void findsThisJvmsCompilerThreadsAndWaitsNoLongerThanItsBound() throws Exception {
         Path tasks = Path.of("/proc/self/task");
         if (!Files.isDirectory(tasks)) {
