@@ -155,7 +155,20 @@ COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 # it compiles less, but in CI the 2-byte write_lat rows went from 1.14-1.45 to 1.89-1.94 of perftest
 # (unverified guess: without tiers a run's loop, one call per run, enters its compiled OSR version
 # only after ~14,000 interpreted passes instead of within 1,024).
-JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0}
+#
+# And, with --settle (the default) and as root (the guest), -XX:ThreadPriorityPolicy=1
+# -XX:CompilerThreadPriority=19: the JIT compiler threads at nice 19. A pinned JVM shares its one
+# CPU with its compiler threads (VERBS4J_PERF_PIN below), and under TCG its JIT is still compiling
+# the loop's methods during the measured runs: their thresholds are crossed in those runs (a run
+# is only ~10,000 operations at the guest's rates) and the compile queue is hundreds of methods
+# long. Measured in the guest (session 13, verbs-perf send_bw client at 4 KiB, -D 4 -f 1, one warm
+# run): the compiler threads ran 300-3,200 ms of CPU during the 4 s loops, and the run's BW fell
+# with it (0.67 of perftest with 1.8 s, 1.0 with 0.5 s). At nice 19 they get ~1.5% of the CPU
+# while the loop busy-polls (70-160 ms per loop), and catch up in the untimed settle between runs
+# (JitSettle waits for them there). Not root: a warning and no effect, so not set.
+JIT_NICE_OPTS=""
+if ((SETTLE > 0)) && [[ $(id -u) == 0 ]]; then JIT_NICE_OPTS=" -XX:ThreadPriorityPolicy=1 -XX:CompilerThreadPriority=19"; fi
+JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0$JIT_NICE_OPTS}
 # shellcheck disable=SC2086
 VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
 # VERBS4J_PERF_PIN=auto|on|off: each server process on the last CPU and each client process on
