@@ -130,6 +130,7 @@ public final class PerfCompare {
         }
         printParameters(runs, baseline, out);
         printRatios(runs, baseline, out);
+        printPaired(runs, baseline, out);
         if (png != null) {
             try {
                 Files.createDirectories(png);
@@ -350,6 +351,126 @@ public final class PerfCompare {
         if (repeats) {
             out.printf(Locale.ROOT, "Within perftest's own noise: %d of %d rows%s%n", judged - outside.size(), judged,
                     outside.isEmpty() ? "" : "; outside: " + String.join(", ", outside));
+        }
+    }
+
+    /**
+     * One pair's runs against perftest's, paired by run: for each test, size and repeat k, the log
+     * of the pair's speed (BW average; 1 / t_typical for latency) minus the mean log speed of the
+     * baseline's runs of the same k (the same position in every file, so with --interleave the
+     * perftest runs just before and after it). {@code ratio} is their geometric mean, {@code lo..hi}
+     * its 95% interval from their spread (Student's t), {@code n} how many runs. A deficit of a few
+     * percent hides in each row's noise band (one run against perftest's two) and shows here.
+     */
+    record Paired(String pair, boolean bandwidth, int n, double ratio, double lo, double hi) {
+        static Paired of(String pair, boolean bandwidth, List<Double> logRatios) {
+            int n = logRatios.size();
+            if (n < 3) {
+                return null;
+            }
+            double m = logRatios.stream().mapToDouble(Double::doubleValue).average().orElseThrow();
+            double ss = logRatios.stream().mapToDouble(x -> (x - m) * (x - m)).sum();
+            double half = tQuantile975(n - 1) * Math.sqrt(ss / (n - 1) / n);
+            return new Paired(pair, bandwidth, n, Math.exp(m), Math.exp(m - half), Math.exp(m + half));
+        }
+    }
+
+    /** Student's t 0.975 quantile (Cornish-Fisher expansion around the normal's 1.96; within 1% from 3 degrees of freedom). */
+    static double tQuantile975(int df) {
+        double z = 1.959964;
+        double z3 = z * z * z;
+        double z5 = z3 * z * z;
+        return z + (z3 + z) / (4.0 * df) + (5 * z5 + 16 * z3 + 3 * z) / (96.0 * df * df)
+                + (3 * z5 * z * z + 19 * z5 + 17 * z3 - 15 * z) / (384.0 * df * df * df);
+    }
+
+    /** The paired estimates of every pair, and of the baseline's repeats against the baseline itself. */
+    static List<Paired> paired(List<Run> runs, String baseline) {
+        Map<String, List<Double>> bw = new TreeMap<>();
+        Map<String, List<Double>> lat = new TreeMap<>();
+        Map<String, List<Run>> byTest = new TreeMap<>();
+        for (Run r : runs) {
+            byTest.computeIfAbsent(r.test(), k -> new ArrayList<>()).add(r);
+        }
+        for (List<Run> test : byTest.values()) {
+            List<Run> base = test.stream().filter(r -> isBaseline(r.pair(), baseline)).toList();
+            if (base.isEmpty()) {
+                continue;
+            }
+            Run own = base.stream().filter(r -> r.pair().equals(baseline)).findFirst().orElse(null);
+            boolean isBw = base.getFirst().output().bandwidth();
+            for (long size : base.getFirst().output().all().keySet()) {
+                int repeats = base.stream().mapToInt(b -> b.output().all().getOrDefault(size, List.of()).size()).max()
+                        .orElse(0);
+                for (int k = 0; k < repeats; k++) {
+                    List<Double> baseLogs = new ArrayList<>();
+                    for (Run b : base) {
+                        double v = logSpeed(b, size, k);
+                        if (!Double.isNaN(v)) {
+                            baseLogs.add(v);
+                        }
+                    }
+                    if (baseLogs.isEmpty()) {
+                        continue;
+                    }
+                    double b0 = mean(baseLogs);
+                    for (Run r : test) {
+                        String key = r.pair().equals(baseline) ? null
+                                : isBaseline(r.pair(), baseline) ? r.pair() + " against " + baseline : r.pair();
+                        double v = logSpeed(r, size, k);
+                        if (key == null || Double.isNaN(v)) {
+                            continue;
+                        }
+                        // perftest's repeat against the baseline's own run of that k alone (not the mean it is part of)
+                        double against = !isBaseline(r.pair(), baseline) ? b0
+                                : own != null ? logSpeed(own, size, k) : Double.NaN;
+                        if (!Double.isNaN(against)) {
+                            (isBw ? bw : lat).computeIfAbsent(key, x -> new ArrayList<>()).add(v - against);
+                        }
+                    }
+                }
+            }
+        }
+        List<Paired> result = new ArrayList<>();
+        java.util.Set<String> pairs = new TreeSet<>(bw.keySet());
+        pairs.addAll(lat.keySet());
+        for (String pair : pairs) {
+            for (boolean isBw : new boolean[] {true, false}) {
+                Paired p = Paired.of(pair, isBw, (isBw ? bw : lat).getOrDefault(pair, List.of()));
+                if (p != null) {
+                    result.add(p);
+                }
+            }
+        }
+        return result;
+    }
+
+    /** log(BW average) or -log(t_typical) of run {@code k} of {@code size}; NaN when there is none or it is not a number. */
+    private static double logSpeed(Run r, long size, int k) {
+        List<double[]> rows = r.output().all().getOrDefault(size, List.of());
+        if (k >= rows.size()) {
+            return Double.NaN;
+        }
+        double v = r.output().bandwidth() ? PerfOutput.bwAverage(rows.get(k)) : PerfOutput.tTypical(rows.get(k));
+        if (!Double.isFinite(v) || v <= 0) {
+            return Double.NaN;
+        }
+        return r.output().bandwidth() ? Math.log(v) : -Math.log(v);
+    }
+
+    static void printPaired(List<Run> runs, String baseline, PrintStream out) {
+        List<Paired> all = paired(runs, baseline);
+        if (all.isEmpty()) {
+            return;
+        }
+        out.println();
+        out.printf("Paired by run (every run, not only the best: each against the mean of perftest's own runs (%s, "
+                + "%s.N) of the same repeat, a repeat of %s against %s's run alone; the geometric mean of the speed "
+                + "ratios, >1 = faster, bandwidth: BW average, latency: 1 / t_typical; 95%% interval from their spread):%n",
+                baseline, baseline, baseline, baseline);
+        for (Paired p : all) {
+            out.printf(Locale.ROOT, "  %-22s %-9s %.3f (%.3f..%.3f, %d runs)%s%n", p.pair(), p.bandwidth() ? "bandwidth"
+                    : "latency", p.ratio(), p.lo(), p.hi(), p.n(), p.hi() < 1 ? "  slower" : p.lo() > 1 ? "  faster" : "");
         }
     }
 

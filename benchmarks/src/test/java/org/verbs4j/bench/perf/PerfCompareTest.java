@@ -8,6 +8,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -115,6 +116,71 @@ class PerfCompareTest {
         assertEquals(3, lat.repeats());
         assertEquals(11.5, PerfOutput.tTypical(lat.rows().get(2L)), 1e-9);
         assertEquals(31.0, PerfOutput.p99(lat.rows().get(2L)), 1e-9);
+    }
+
+    @Test
+    void everyRunIsPairedWithPerftestsRunsOfTheSameRepeat(@TempDir Path dir) throws Exception {
+        // four repeats whose speed swings by 2x from one repeat to the next, on both tools alike; the
+        // verbs-perf client is 10% slower than perftest's mean in every repeat, the verbs-perf server
+        // as fast; every row is still within perftest's band (its runs differ by 10%)
+        double[] swing = {100, 200, 120, 60};
+        BwReport[] ptA = new BwReport[4], ptB = new BwReport[4], vpPt = new BwReport[4], ptVp = new BwReport[4];
+        for (int k = 0; k < 4; k++) {
+            double a = swing[k] * 0.95, b = swing[k] * 1.05;
+            double mean = Math.sqrt(a * b);
+            ptA[k] = new BwReport(4096, 5000, 0, a, a / 4096);
+            ptB[k] = new BwReport(4096, 5000, 0, b, b / 4096);
+            vpPt[k] = new BwReport(4096, 5000, 0, mean * 0.9, mean * 0.9 / 4096);
+            ptVp[k] = new BwReport(4096, 5000, 0, mean, mean / 4096);
+        }
+        write(dir, "pt-pt", ptA);
+        write(dir, "pt-pt.2", ptB);
+        write(dir, "vp-pt", vpPt);
+        write(dir, "pt-vp", ptVp);
+        ByteArrayOutputStream report = new ByteArrayOutputStream();
+        int rc = PerfCompare.main(new String[] {dir.toString()}, new PrintStream(report, true, StandardCharsets.UTF_8));
+        String text = report.toString(StandardCharsets.UTF_8);
+        assertEquals(0, rc, text);
+        // the best rows (200 against 200 x 0.9) are judged one by one; the pairing sees the 10% in every repeat
+        assertTrue(text.matches("(?s).*\\n  vp-pt\\s+bandwidth 0\\.900 \\(0\\.900\\.\\.0\\.900, 4 runs\\)  slower\\n.*"), text);
+        assertTrue(text.matches("(?s).*\\n  pt-vp\\s+bandwidth 1\\.000 \\(1\\.000\\.\\.1\\.000, 4 runs\\)\\n.*"), text);
+        // perftest's repeat against perftest's own run of the same repeat: 1.05 / 0.95 each time
+        assertTrue(text.matches("(?s).*\\n  pt-pt\\.2 against pt-pt\\s+bandwidth 1\\.105 .*"), text);
+
+        // a latency pair: t_typical 25% longer in every run is a speed of 0.8; spread gives an interval around it
+        List<PerfCompare.Run> lat = new java.util.ArrayList<>();
+        double[] base = {10, 30, 12, 20, 15};
+        double[] noise = {1.0, 1.1, 0.9, 1.05, 0.95};
+        StringBuilder pt = new StringBuilder(LAT_HEADER), vp = new StringBuilder(LAT_HEADER);
+        for (int k = 0; k < base.length; k++) {
+            pt.append(latRow(base[k]));
+            vp.append(latRow(base[k] * 1.25 * noise[k]));
+        }
+        lat.add(new PerfCompare.Run("pt-pt", "write_lat", PerfOutput.parse(pt.toString())));
+        lat.add(new PerfCompare.Run("vp-pt", "write_lat", PerfOutput.parse(vp.toString())));
+        List<PerfCompare.Paired> p = PerfCompare.paired(lat, "pt-pt");
+        assertEquals(1, p.size(), p.toString());
+        assertEquals("vp-pt", p.getFirst().pair());
+        assertEquals(false, p.getFirst().bandwidth());
+        assertEquals(5, p.getFirst().n());
+        double gm = 1 / (1.25 * Math.pow(1.0 * 1.1 * 0.9 * 1.05 * 0.95, 1 / 5.0));
+        assertEquals(gm, p.getFirst().ratio(), 1e-9);
+        assertTrue(p.getFirst().lo() < gm && gm < p.getFirst().hi() && p.getFirst().hi() < 1.0, p.toString());
+        // fewer than three runs: no estimate
+        assertEquals(List.of(), PerfCompare.paired(List.of(lat.get(0), new PerfCompare.Run("vp-pt", "write_lat",
+                PerfOutput.parse(LAT_HEADER + latRow(12) + latRow(13)))), "pt-pt"));
+        // Student's t: 12.706 at 1 degree of freedom is beyond the expansion; 3.182 at 3, 2.262 at 9, 2.042 at 30
+        assertEquals(3.182, PerfCompare.tQuantile975(3), 0.03);
+        assertEquals(2.262, PerfCompare.tQuantile975(9), 0.005);
+        assertEquals(2.042, PerfCompare.tQuantile975(30), 0.002);
+    }
+
+    private static final String LAT_HEADER = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
+            + "    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n";
+
+    private static String latRow(double typical) {
+        return String.format(java.util.Locale.ROOT, " 2       200          1.0          90.0      %.4f  %.4f  1.0  30.0  40.0%n",
+                typical, typical);
     }
 
     @Test
