@@ -53,22 +53,12 @@ public final class JitSettle {
     /** The user + system CPU time of the JIT compiler threads, in milliseconds (10 ms steps). */
     public static long compilerMillis() {
         long sum = 0;
-        try (Stream<Path> tasks = Files.list(TASKS)) {
-            for (Path t : tasks.toList()) {
-                try {
-                    String comm = Files.readString(t.resolve("comm")).strip();
-                    if (!comm.startsWith("C1 CompilerThre") && !comm.startsWith("C2 CompilerThre")) {
-                        continue;
-                    }
-                    sum += cpuTicks(Files.readString(t.resolve("stat")));
-                } catch (IOException gone) {
-                    // the thread ended meanwhile
-                }
+        for (var e : threadMillis(null).entrySet()) {
+            if (e.getKey().startsWith("C1 CompilerThre") || e.getKey().startsWith("C2 CompilerThre")) {
+                sum += e.getValue();
             }
-        } catch (IOException e) {
-            return 0;
         }
-        return sum * MS_PER_TICK;
+        return sum;
     }
 
     /**
@@ -78,16 +68,19 @@ public final class JitSettle {
      * beside the loop, on the CPU the loop is pinned to. Empty where there is no /proc.
      */
     public static java.util.Map<String, Long> otherThreadsMillis() {
-        java.util.Map<String, Long> byName = new java.util.TreeMap<>();
-        String self;
         try {
-            self = Files.readSymbolicLink(Path.of("/proc/thread-self")).getFileName().toString();
+            return threadMillis(Files.readSymbolicLink(Path.of("/proc/thread-self")).getFileName().toString());
         } catch (IOException | UnsupportedOperationException e) {
-            return byName;
+            return new java.util.TreeMap<>();
         }
+    }
+
+    /** CPU milliseconds of this JVM's threads by name, its number dropped; {@code skip}: a task id left out (or null). */
+    private static java.util.Map<String, Long> threadMillis(String skip) {
+        java.util.Map<String, Long> byName = new java.util.TreeMap<>();
         try (Stream<Path> tasks = Files.list(TASKS)) {
             for (Path t : tasks.toList()) {
-                if (t.getFileName().toString().equals(self)) {
+                if (t.getFileName().toString().equals(skip)) {
                     continue;
                 }
                 try {

@@ -267,7 +267,7 @@ public final class PerfRunner {
                     rep.header(false, false);
                     for (int size : o.sizes) {
                         long[] tposted = new long[(int) o.iterations];
-                        java.util.Map<String, Long> cpu = loopCpuBefore();
+                        LoopCpu cpu = loopCpuBefore();
                         PerfLoops.pingPong(side, false, server, size, o.iterations, inlineSource(side, size), tposted,
                                 label(size));
                         loopCpuAfter(cpu);
@@ -279,7 +279,7 @@ public final class PerfRunner {
                         rep.header(false, false);
                         for (int size : o.sizes) {
                             long[] tposted = new long[(int) o.iterations];
-                            java.util.Map<String, Long> cpu = loopCpuBefore();
+                            LoopCpu cpu = loopCpuBefore();
                             PerfLoops.readLatency(side, test.verb(), cas(), size, o.iterations, tposted, label(size));
                             loopCpuAfter(cpu);
                             rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
@@ -296,7 +296,7 @@ public final class PerfRunner {
                             settleJit();
                         }
                         conn.sync(mine);
-                        java.util.Map<String, Long> cpu = loopCpuBefore();
+                        LoopCpu cpu = loopCpuBefore();
                         PerfLoops.pingPong(side, true, !server, size, o.iterations, inlineSource(side, size), tposted,
                                 label(size));
                         loopCpuAfter(cpu);
@@ -339,7 +339,7 @@ public final class PerfRunner {
                 conn.sync(mine);
             }
             PerfDuration d = PerfModes.duration(o);
-            java.util.Map<String, Long> cpu = loopCpuBefore();
+            LoopCpu cpu = loopCpuBefore();
             PerfLoops.bandwidth(side, o.test.verb(), cas(), size, n, o.tx, o.cq, o.postList, inl, cycle, cacheLine,
                     tposted, tcompleted, label(size), o.timeout().toNanos(), d, false, false);
             loopCpuAfter(cpu);
@@ -357,23 +357,25 @@ public final class PerfRunner {
         conn.finish(mine);
     }
 
-    /** With {@code --jit_settle}: the CPU time of the JVM's other threads, before a timed loop (null otherwise). */
-    private java.util.Map<String, Long> loopCpuBefore() {
-        loopStartUptime = java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime();
-        return o.jitSettle > 0 ? JitSettle.otherThreadsMillis() : null;
+    /** The JVM's uptime (ms) and its other threads' CPU time at the start of a timed loop. */
+    private record LoopCpu(long uptime, java.util.Map<String, Long> threads) {
     }
 
-    private long loopStartUptime;
+    /** With {@code --jit_settle}: the other threads' CPU time before a timed loop (null otherwise). */
+    private LoopCpu loopCpuBefore() {
+        return o.jitSettle > 0 ? new LoopCpu(java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime(),
+                JitSettle.otherThreadsMillis()) : null;
+    }
 
     /**
      * With {@code --jit_settle}: what the JVM's other threads (compiler, GC, VM) ran during the
      * loop, on the CPU the loop shares with them, to the log (standard error).
      */
-    private void loopCpuAfter(java.util.Map<String, Long> before) {
+    private void loopCpuAfter(LoopCpu before) {
         if (before != null) {
-            System.err.printf(" other JVM threads during the loop (JVM uptime %.3f-%.3f s): %s%n", loopStartUptime / 1e3,
+            System.err.printf(" other JVM threads during the loop (JVM uptime %.3f-%.3f s): %s%n", before.uptime() / 1e3,
                     java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime() / 1e3,
-                    JitSettle.otherThreadsDelta(before, JitSettle.otherThreadsMillis()));
+                    JitSettle.otherThreadsDelta(before.threads(), JitSettle.otherThreadsMillis()));
         }
     }
 
@@ -415,7 +417,7 @@ public final class PerfRunner {
             conn.sync(mine);
             PerfDuration d = PerfModes.duration(o);
             BwReport r;
-            java.util.Map<String, Long> cpu = loopCpuBefore();
+            LoopCpu cpu = loopCpuBefore();
             if (sender) {
                 // -b: both send and receive (perftest's run_iter_bi); the server sends after its first receive
                 PerfLoops.bandwidth(side, PerfTest.Verb.SEND, false, size, n, o.tx, o.cq, o.postList,
