@@ -319,7 +319,11 @@ pt_client_run() {
         if waitport; then
             # the client's output of a failed attempt is kept apart
             # shellcheck disable=SC2086
-            timeout "$TIMEOUT" "${PIN_CLIENT[@]}" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1 || { ok=0; why="client exit $?"; }
+            # its CPU time, user and system (bash's time: the process and what it waited for), to
+            # set beside a verbs-perf loop's own line ("the loop's thread: user .. ms, system .. ms")
+            local TIMEFORMAT="$3: ib_$t client process: user %U s, system %S s"
+            { time timeout "$TIMEOUT" "${PIN_CLIENT[@]}" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1; } 2>>"$OUT/$pair.cputime" \
+                || { ok=0; why="client exit $?"; }
             if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/$d/${pair}__$t.out"
             else cat "$OUT/$pair.attempt" >>"$OUT/$pair.failed-attempts.log"; fi
         else
@@ -389,6 +393,41 @@ vp_wait() { # pair role: until the JVM has done every run fed to it; 1 if it die
     done
 }
 
+# the device's port counters (rxe: RNR NAKs, retries, duplicates, out-of-sequence packets) around
+# every run of a pair, nonzero deltas appended to $OUT/PAIR.counters (builtins only: no process
+# beside the run); a device without hw_counters gives empty snapshots and no file
+HWC_DIR=$(ls -d /sys/class/infiniband/"$DEV"/ports/1/hw_counters 2>/dev/null || true)
+declare -A HWC=()
+hwc_snap() { # -> HWC[name]=value (and cpuN.user/.system/.softirq in USER_HZ ticks from /proc/stat)
+    local f v c u n sy id io irq sirq _
+    HWC=()
+    while read -r c u n sy id io irq sirq _; do
+        [[ $c == cpu[0-9]* ]] || continue
+        HWC[$c.user]=$((u + n)) HWC[$c.system]=$sy HWC[$c.softirq]=$sirq
+    done </proc/stat
+    [[ -n "$HWC_DIR" ]] || return 0
+    for f in "$HWC_DIR"/*; do
+        [[ -r $f ]] || continue
+        read -r v <"$f" 2>/dev/null || continue
+        HWC[${f##*/}]=$v
+    done
+}
+hwc_delta() { # pair "test size iters dir [repeat]": appends this run's nonzero deltas since hwc_snap
+    local -A before=()
+    local k f v line="" c u n sy id io irq sirq _
+    for k in "${!HWC[@]}"; do before[$k]=${HWC[$k]}; done
+    while read -r c u n sy id io irq sirq _; do
+        [[ $c == cpu[0-9]* && -n "${before[$c.user]:-}" ]] || continue
+        line+=" $c=$(((u + n - before[$c.user]) * 10))/$(((sy - before[$c.system]) * 10))/$(((sirq - before[$c.softirq]) * 10))ms"
+    done </proc/stat
+    for f in ${HWC_DIR:+"$HWC_DIR"/*}; do
+        k=${f##*/}
+        read -r v <"$f" 2>/dev/null || continue
+        [[ -n "${before[$k]:-}" && $((v - before[$k])) != 0 ]] && line+=" $k=$((v - before[$k]))"
+    done
+    echo "$2:${line:- (none)}" >>"$OUT/$1.counters"   # cpuN=user/system/softirq
+}
+
 run_interleaved() {
     local pair roles client server r t s dead=""
     # the pipes in a local directory: OUT may be on a file system without named pipes (the guest's share)
@@ -410,6 +449,7 @@ run_interleaved() {
             [[ " $dead " != *" $pair "* ]] || continue
             roles=${pair%%.*}
             client=${roles%-*} server=${roles#*-}
+            hwc_snap
             if [[ $server == vp ]]; then
                 vp_feed "$pair" server "$(vp_server_line "$pair" "$r")"
             fi
@@ -444,6 +484,7 @@ run_interleaved() {
                     stop_tree "${FIFO_PID[$pair.server]}"
                 fi
             fi
+            hwc_delta "$pair" "$r"
         done
     done
     # the end of every batch, then each JVM's exit status (its worst run)

@@ -85,6 +85,11 @@ public final class PerfOptions {
     @Option(names = {"-m", "--mtu"}, paramLabel = "B", description = "path MTU (256..4096; default the port's active MTU)")
     Integer mtu;
 
+    @Option(names = {"-u", "--qp-timeout"}, paramLabel = "N", defaultValue = "14", description = "QP ACK timeout: "
+            + "4.096 us x 2^N before a request is sent again (1..31; default ${DEFAULT-VALUE}, as perftest; 0, "
+            + "which would wait forever, is refused)")
+    int qpTimeout;
+
     @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "18515", description = "TCP port of the exchange (default ${DEFAULT-VALUE})")
     int tcpPort;
 
@@ -210,6 +215,9 @@ public final class PerfOptions {
         atomicType = atomicType.toUpperCase(Locale.ROOT);
         if (!atomicType.equals("FETCH_AND_ADD") && !atomicType.equals("CMP_AND_SWAP")) {
             throw new IllegalArgumentException("-A must be CMP_AND_SWAP or FETCH_AND_ADD: " + atomicType);
+        }
+        if (qpTimeout < 1 || qpTimeout > 31) {
+            throw new IllegalArgumentException("-u must be 1..31 (4.096 us x 2^N; 0 would wait forever): " + qpTimeout);
         }
         if (mtu != null && (mtu < 256 || mtu > 4096 || Integer.bitCount(mtu) != 1)) {
             throw new IllegalArgumentException("-m must be 256, 512, 1024, 2048 or 4096: " + mtu);

@@ -182,7 +182,9 @@ public final class PerfRunner {
                     .completionQueues(cq, cq).maxSendWr(sendDepth).maxRecvWr(Math.max(1, recvDepth))
                     .maxInlineData(o.inline)
                     .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
-                    .responderResources(outReads).initiatorDepth(outReads), count,
+                    .responderResources(outReads).initiatorDepth(outReads)
+                    // as over TCP: perftest's RNR retry (7) and -u's ACK timeout (GID and MTU come from the route)
+                    .connectOptions(ConnectOptions.roce(0).withRnrRetryForever().withTimeout(o.qpTimeout)), count,
                     new KeyMessage(0, 0, 0, 0, 0, 0, null, 0));
             QueuePair[] qs = new QueuePair[cs.length];
             for (int i = 0; i < cs.length; i++) {
@@ -222,7 +224,7 @@ public final class PerfRunner {
             // perftest's RNR retry: 7, forever (a send_bw receiver reposting slowly, as under -D, then only
             // slows the sender down); its transport retry count of 7 stays refused by verbs4j (6)
             ConnectOptions co = (gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
-                    .withRnrRetryForever()
+                    .withRnrRetryForever().withTimeout(o.qpTimeout)
                     .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
             if (ud) { // every client sends, and both sides of send_lat and of -b
                 UdTransport.connect(side, pd, o.ibPort, gid.index(), peer, !server || !test.bandwidth() || o.bidirectional,
@@ -358,13 +360,13 @@ public final class PerfRunner {
     }
 
     /** The JVM's uptime (ms) and its other threads' CPU time at the start of a timed loop. */
-    private record LoopCpu(long uptime, java.util.Map<String, Long> threads) {
+    private record LoopCpu(long uptime, java.util.Map<String, Long> threads, long[] own) {
     }
 
     /** With {@code --jit_settle}: the other threads' CPU time before a timed loop (null otherwise). */
     private LoopCpu loopCpuBefore() {
         return o.jitSettle > 0 ? new LoopCpu(java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime(),
-                JitSettle.otherThreadsMillis()) : null;
+                JitSettle.otherThreadsMillis(), JitSettle.ownUserSystemMillis()) : null;
     }
 
     /**
@@ -373,7 +375,9 @@ public final class PerfRunner {
      */
     private void loopCpuAfter(LoopCpu before) {
         if (before != null) {
-            System.err.printf(" other JVM threads during the loop (JVM uptime %.3f-%.3f s): %s%n", before.uptime() / 1e3,
+            long[] own = JitSettle.ownUserSystemMillis();
+            System.err.printf(" the loop's thread: user %d ms, system %d ms; other JVM threads during the loop (JVM uptime "
+                    + "%.3f-%.3f s): %s%n", own[0] - before.own()[0], own[1] - before.own()[1], before.uptime() / 1e3,
                     java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime() / 1e3,
                     JitSettle.otherThreadsDelta(before.threads(), JitSettle.otherThreadsMillis()));
         }

@@ -51,6 +51,41 @@ class JitSettleTest {
     }
 
     @Test
+    void ownCpuSplitsUserFromSystemTimeOfTheCallingThreadOnly() throws Exception {
+        if (!Files.exists(Path.of("/proc/thread-self/stat"))) {
+            assertEquals(0, JitSettle.ownUserSystemMillis()[0]);
+            return;
+        }
+        long[] a = JitSettle.ownUserSystemMillis();
+        long end = System.nanoTime() + 500_000_000L;
+        while (System.nanoTime() < end) {
+            Thread.onSpinWait(); // user time (the clock is a vDSO call here)
+        }
+        long[] b = JitSettle.ownUserSystemMillis();
+        assertTrue(b[0] - a[0] >= 200, "half a second of spinning is user time: " + (b[0] - a[0]) + " ms");
+        // system time: reading a /proc file is all system calls and kernel work
+        end = System.nanoTime() + 500_000_000L;
+        while (System.nanoTime() < end) {
+            Files.readAllBytes(Path.of("/proc/self/status"));
+        }
+        long[] c = JitSettle.ownUserSystemMillis();
+        assertTrue(c[1] - b[1] >= 100, "half a second of /proc reads is mostly system time: " + (c[1] - b[1]) + " ms");
+        // another thread's spinning is not the caller's
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread busy = new Thread(() -> {
+            while (!stop.get()) {
+                Thread.onSpinWait();
+            }
+        });
+        busy.start();
+        Thread.sleep(400);
+        long[] d = JitSettle.ownUserSystemMillis();
+        stop.set(true);
+        busy.join();
+        assertTrue(d[0] - c[0] <= 60, "the caller slept: " + (d[0] - c[0]) + " ms of user time");
+    }
+
+    @Test
     void findsThisJvmsCompilerThreadsAndWaitsNoLongerThanItsBound() throws Exception {
         Path tasks = Path.of("/proc/self/task");
         if (!Files.isDirectory(tasks)) {

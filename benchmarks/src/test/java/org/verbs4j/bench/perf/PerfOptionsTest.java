@@ -53,6 +53,12 @@ class PerfOptionsTest {
         assertEquals(23, all.sizes.length);
         assertEquals(1 << 23, all.sizes[22]);
         assertEquals(100, all.cq, "no CQ moderation change with -a");
+        assertEquals(14, all.qpTimeout, "perftest's default ACK timeout (67 ms)");
+        assertEquals(18, parse("send_bw", "-u", "18").resolve("rxe0").qpTimeout);
+        assertEquals(20, parse("send_bw", "--qp-timeout=20").resolve("rxe0").qpTimeout);
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> parse("send_bw", "-u", "0").resolve("rxe0"))
+                .getMessage().contains("-u must be 1..31"));
+        assertThrows(IllegalArgumentException.class, () -> parse("send_bw", "-u", "32").resolve("rxe0"));
     }
 
     @Test
