@@ -319,10 +319,11 @@ pt_client_run() {
         if waitport; then
             # the client's output of a failed attempt is kept apart
             # shellcheck disable=SC2086
-            # its CPU time, user and system (bash's time: the process and what it waited for), to
-            # set beside a verbs-perf loop's own line ("the loop's thread: user .. ms, system .. ms")
+            # its CPU time, user and system, to set beside a verbs-perf loop's own line ("the loop's
+            # thread: user .. ms, system .. ms"); bash's time in a subshell of its own, whose only
+            # child is the client (here it would also count a server this shell reaps meanwhile)
             local TIMEFORMAT="$3: ib_$t client process: user %U s, system %S s"
-            { time timeout "$TIMEOUT" "${PIN_CLIENT[@]}" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1; } 2>>"$OUT/$pair.cputime" \
+            ( time timeout "$TIMEOUT" "${PIN_CLIENT[@]}" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1 ) 2>>"$OUT/$pair.cputime" \
                 || { ok=0; why="client exit $?"; }
             if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/$d/${pair}__$t.out"
             else cat "$OUT/$pair.attempt" >>"$OUT/$pair.failed-attempts.log"; fi
