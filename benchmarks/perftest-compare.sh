@@ -45,7 +45,10 @@
 # reads its batch from a named pipe that this script feeds one run at a time, waiting (a blocking
 # read, no polling) for the run's "done" line on a second pipe; with --settle the JVM's JIT is idle after each run too, and between its
 # runs the JVM is stopped (SIGSTOP, SIGCONT before its next run), so that no idle JVM's threads
-# share a vCPU with another pair's run, as when the pairs run one after another.
+# share a vCPU with another pair's run, as when the pairs run one after another. Each run of a pair
+# also appends its deltas of the device's port counters (rxe: packets, retransmissions, duplicates,
+# RNR NAKs) and of every CPU's user/system/softirq time to OUT/PAIR.counters; with or without
+# --interleave, a perftest client's own user and system time goes to OUT/PAIR.cputime.
 # --extra "-D SEC" (duration mode) drops -n (--bw-iters/--lat-iters) from both tools' options;
 # -q N and -b go through as given (with -b the server's report lands in PAIR.server.log).
 # --rdma-cm: both tools with -R (perftest's rdma_cm mode: QP and messages over rdma_cm); a server

@@ -66,7 +66,10 @@ final class PerfLoops {
      * on-stack replacement: in the guest (-Xlog:jit+compilation, write_bw -D 4 with one warm run)
      * its C2 version came in the middle of the measured run, the JVM's sixth, and the compile
      * shared the vCPU the loop is pinned to. As a method called once per pass, {@code pass} is
-     * compiled within the first run. The fields are the loop's variables; allocated before timing.
+     * compiled within the first run with the JIT at its default priority; with the compiler threads
+     * at nice 19 (perftest-compare.sh in the guest) its C1 and C2 versions come some runs later,
+     * compiled between runs rather than beside the loop (docs/benchmarking.md, session 14). The
+     * fields are the loop's variables; allocated before timing.
      */
     private static final class BandwidthPasses {
         private final PerfSide s;
