@@ -398,8 +398,9 @@ vp_wait() { # pair role: until the JVM has done every run fed to it; 1 if it die
 }
 
 # the device's port counters (rxe: RNR NAKs, retries, duplicates, out-of-sequence packets) around
-# every run of a pair, nonzero deltas appended to $OUT/PAIR.counters (builtins only: no process
-# beside the run); a device without hw_counters gives empty snapshots and no file
+# every run of a pair, nonzero deltas appended to $OUT/PAIR.counters after each CPU's
+# user/system/softirq milliseconds (builtins only: no process beside the run); a device without
+# hw_counters gives the CPU times alone
 HWC_DIR=$(ls -d /sys/class/infiniband/"$DEV"/ports/1/hw_counters 2>/dev/null || true)
 declare -A HWC=()
 hwc_snap() { # -> HWC[name]=value (and cpuN.user/.system/.softirq in USER_HZ ticks from /proc/stat)
