@@ -403,32 +403,34 @@ vp_wait() { # pair role: until the JVM has done every run fed to it; 1 if it die
 # hw_counters gives the CPU times alone
 HWC_DIR=$(ls -d /sys/class/infiniband/"$DEV"/ports/1/hw_counters 2>/dev/null || true)
 declare -A HWC=()
-hwc_snap() { # -> HWC[name]=value (and cpuN.user/.system/.softirq in USER_HZ ticks from /proc/stat)
+hwc_read() { # NAME: fills the associative array NAME with cpuN.user/.system/.softirq (USER_HZ
+    # ticks, /proc/stat) and the device's port counters
+    local -n into=$1
     local f v c u n sy id io irq sirq _
-    HWC=()
+    into=()
     while read -r c u n sy id io irq sirq _; do
         [[ $c == cpu[0-9]* ]] || continue
-        HWC[$c.user]=$((u + n)) HWC[$c.system]=$sy HWC[$c.softirq]=$sirq
-    done </proc/stat
-    [[ -n "$HWC_DIR" ]] || return 0
-    for f in "$HWC_DIR"/*; do
-        [[ -r $f ]] || continue
-        read -r v <"$f" 2>/dev/null || continue
-        HWC[${f##*/}]=$v
-    done
-}
-hwc_delta() { # pair "test size iters dir [repeat]": appends this run's nonzero deltas since hwc_snap
-    local -A before=()
-    local k f v line="" c u n sy id io irq sirq _
-    for k in "${!HWC[@]}"; do before[$k]=${HWC[$k]}; done
-    while read -r c u n sy id io irq sirq _; do
-        [[ $c == cpu[0-9]* && -n "${before[$c.user]:-}" ]] || continue
-        line+=" $c=$(((u + n - before[$c.user]) * 10))/$(((sy - before[$c.system]) * 10))/$(((sirq - before[$c.softirq]) * 10))ms"
+        into[$c.user]=$((u + n)) into[$c.system]=$sy into[$c.softirq]=$sirq
     done </proc/stat
     for f in ${HWC_DIR:+"$HWC_DIR"/*}; do
+        if read -r v <"$f" 2>/dev/null; then into[${f##*/}]=$v; fi
+    done
+}
+hwc_snap() { hwc_read HWC; }
+hwc_delta() { # pair "test size iters dir [repeat]": appends this run's nonzero deltas since hwc_snap
+    local -A now=()
+    local k f i line=""
+    hwc_read now
+    for ((i = 0; ; i++)); do
+        k=cpu$i
+        [[ -n "${now[$k.user]:-}" && -n "${HWC[$k.user]:-}" ]] || break
+        line+=" $k=$(((now[$k.user] - HWC[$k.user]) * 10))/$(((now[$k.system] - HWC[$k.system]) * 10))/$(((now[$k.softirq] - HWC[$k.softirq]) * 10))ms"
+    done
+    for f in ${HWC_DIR:+"$HWC_DIR"/*}; do
         k=${f##*/}
-        read -r v <"$f" 2>/dev/null || continue
-        [[ -n "${before[$k]:-}" && $((v - before[$k])) != 0 ]] && line+=" $k=$((v - before[$k]))"
+        if [[ -n "${now[$k]:-}" && -n "${HWC[$k]:-}" ]] && ((now[$k] != HWC[$k])); then
+            line+=" $k=$((now[$k] - HWC[$k]))"
+        fi
     done
     echo "$2:${line:- (none)}" >>"$OUT/$1.counters"   # cpuN=user/system/softirq
 }

@@ -183,8 +183,8 @@ public final class PerfRunner {
                     .maxInlineData(o.inline)
                     .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
                     .responderResources(outReads).initiatorDepth(outReads)
-                    // as over TCP: perftest's RNR retry (7) and -u's ACK timeout (GID and MTU come from the route)
-                    .connectOptions(ConnectOptions.roce(0).withRnrRetryForever().withTimeout(o.qpTimeout)), count,
+                    // GID and MTU come from the route
+                    .connectOptions(perftestRetries(ConnectOptions.roce(0))), count,
                     new KeyMessage(0, 0, 0, 0, 0, 0, null, 0));
             QueuePair[] qs = new QueuePair[cs.length];
             for (int i = 0; i < cs.length; i++) {
@@ -221,10 +221,7 @@ public final class PerfRunner {
                 throw new IllegalStateException("the GID types differ (one IPv4-mapped, one not): use the same IP version "
                         + "on both sides (-x)");
             }
-            // perftest's RNR retry: 7, forever (a send_bw receiver reposting slowly, as under -D, then only
-            // slows the sender down); its transport retry count of 7 stays refused by verbs4j (6)
-            ConnectOptions co = (gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
-                    .withRnrRetryForever().withTimeout(o.qpTimeout)
+            ConnectOptions co = perftestRetries(gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
                     .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
             if (ud) { // every client sends, and both sides of send_lat and of -b
                 UdTransport.connect(side, pd, o.ibPort, gid.index(), peer, !server || !test.bandwidth() || o.bidirectional,
@@ -357,6 +354,15 @@ public final class PerfRunner {
             conn.exchangeReport(last);
         }
         conn.finish(mine);
+    }
+
+    /**
+     * perftest's retry settings on a data QP, over TCP and rdma_cm alike: RNR retry 7, forever (a
+     * send_bw receiver reposting slowly, as under -D, then only slows the sender down), and -u's
+     * ACK timeout; its transport retry count of 7 stays refused by verbs4j (6).
+     */
+    private ConnectOptions perftestRetries(ConnectOptions base) {
+        return base.withRnrRetryForever().withTimeout(o.qpTimeout);
     }
 
     /** The JVM's uptime (ms) and its other threads' CPU time at the start of a timed loop. */
