@@ -57,7 +57,8 @@
 # the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_PERF_JIT_OPTS (default
 # -XX:PerMethodTrapLimit=0, below), VERBS4J_GUEST_IP,
 # VERBS4J_PERF_PIN (auto|on|off: each client and server process, both tools, on one CPU; auto = in a
-# multi-vCPU guest).
+# multi-vCPU guest), VERBS4J_PERF_PAUSE (on|off, default on: the SIGSTOP between a JVM's
+# interleaved runs, above; off leaves the idle JVM running beside the other pairs' runs).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -370,7 +371,7 @@ vp_open() { # pair role: both pipes' ends here (read-write: neither waits for th
 }
 vp_pause() { # pair role: stops the JVM (SIGSTOP) between its runs: while another pair runs, no idle
     # JVM's threads (JIT, GC, periodic tasks) share the vCPUs with it, as in a run pair by pair
-    pkill -STOP -P "${FIFO_PID[$1.$2]}" 2>/dev/null || true
+    [[ "${VERBS4J_PERF_PAUSE:-on}" == off ]] || pkill -STOP -P "${FIFO_PID[$1.$2]}" 2>/dev/null || true
 }
 vp_resume() { # pair role
     pkill -CONT -P "${FIFO_PID[$1.$2]}" 2>/dev/null || true
