@@ -491,13 +491,15 @@ public final class PerfRunner {
         out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.deviceName());
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.qps);
         out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", o.connection);
-        if (t.bandwidth() || !o.server()) {
+        // perftest prints TX depth on the side that sends and RX depth on the side that receives
+        // (ctx_print_test_info: client or -b; SEND and server or -b), its JSON likewise
+        if (sends()) {
             out.printf(" TX depth        : %d%n", o.tx);
         }
         if (o.postList > 1) {
             out.printf(" Post List       : %d%n", o.postList);
         }
-        if (recvDepth > 0) {
+        if (receives(recvDepth)) {
             out.printf(" RX depth        : %d%n", recvDepth);
         }
         if (t.bandwidth()) {
@@ -522,6 +524,27 @@ public final class PerfRunner {
         out.println(PerfReporter.RESULT_LINE);
     }
 
+    /** perftest's rule for printing TX depth (banner and JSON): the client, or either side with -b. */
+    static boolean printsTxDepth(PerfOptions o) {
+        return !o.server() || o.bidirectional;
+    }
+
+    /**
+     * perftest's rule for printing RX depth: a SEND test ({@code recvDepth > 0}) on the server, or
+     * on either side with -b (so not on send_bw's or send_lat's client).
+     */
+    static boolean printsRxDepth(PerfOptions o, int recvDepth) {
+        return recvDepth > 0 && (o.server() || o.bidirectional);
+    }
+
+    private boolean sends() {
+        return printsTxDepth(o);
+    }
+
+    private boolean receives(int recvDepth) {
+        return printsRxDepth(o, recvDepth);
+    }
+
     private void fillTestInfo(ObjectNode ti, Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, Mtu mtu,
                               int outReads, int recvDepth) {
         PerfTest t = o.test;
@@ -532,9 +555,13 @@ public final class PerfRunner {
         ti.put("Transport_type", "IB");
         ti.put("Connection_type", o.connection);
         ti.put("Using_SRQ", "OFF");
-        ti.put("TX_depth", o.tx);
-        ti.put("Post_List", o.postList);
-        if (recvDepth > 0) {
+        if (sends()) {
+            ti.put("TX_depth", o.tx);
+        }
+        if (o.postList > 1) {
+            ti.put("Post_List", o.postList);
+        }
+        if (receives(recvDepth)) {
             ti.put("RX_depth", recvDepth);
         }
         ti.put("CQ_Moderation", o.cq);

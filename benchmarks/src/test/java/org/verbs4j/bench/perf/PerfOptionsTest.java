@@ -2,6 +2,7 @@ package org.verbs4j.bench.perf;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -59,6 +60,26 @@ class PerfOptionsTest {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> parse("send_bw", "-u", "0").resolve("rxe0"))
                 .getMessage().contains("-u must be 1..31"));
         assertThrows(IllegalArgumentException.class, () -> parse("send_bw", "-u", "32").resolve("rxe0"));
+    }
+
+    @Test
+    void depthsArePrintedOnTheSidesPerftestPrintsThem() {
+        // perftest 4.5's ctx_print_test_info and its JSON: TX depth on the client or with -b, RX depth
+        // for SEND on the server or with -b (a unidirectional send_bw client printed RX depth before)
+        PerfOptions sendClient = parse("send_bw", "10.0.0.1").resolve("rxe0");
+        PerfOptions sendServer = parse("send_bw").resolve("rxe0");
+        PerfOptions sendBiClient = parse("send_bw", "-b", "10.0.0.1").resolve("rxe0");
+        PerfOptions sendBiServer = parse("send_bw", "-b").resolve("rxe0");
+        assertTrue(PerfRunner.printsTxDepth(sendClient));
+        assertFalse(PerfRunner.printsTxDepth(sendServer));
+        assertTrue(PerfRunner.printsTxDepth(sendBiServer));
+        assertFalse(PerfRunner.printsRxDepth(sendClient, 512));
+        assertTrue(PerfRunner.printsRxDepth(sendServer, 512));
+        assertTrue(PerfRunner.printsRxDepth(sendBiClient, 512));
+        assertFalse(PerfRunner.printsRxDepth(parse("send_lat", "10.0.0.1").resolve("rxe0"), 512));
+        assertTrue(PerfRunner.printsRxDepth(parse("send_lat").resolve("rxe0"), 512));
+        assertFalse(PerfRunner.printsRxDepth(parse("write_bw").resolve("rxe0"), 0), "no receives, no RX depth");
+        assertFalse(PerfRunner.printsTxDepth(parse("write_lat").resolve("rxe0")));
     }
 
     @Test
