@@ -491,15 +491,13 @@ public final class PerfRunner {
         out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.deviceName());
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.qps);
         out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", o.connection);
-        // perftest prints TX depth on the side that sends and RX depth on the side that receives
-        // (ctx_print_test_info: client or -b; SEND and server or -b), its JSON likewise
-        if (sends()) {
+        if (printsTxDepth(o)) {
             out.printf(" TX depth        : %d%n", o.tx);
         }
         if (o.postList > 1) {
             out.printf(" Post List       : %d%n", o.postList);
         }
-        if (receives(recvDepth)) {
+        if (printsRxDepth(o, recvDepth)) {
             out.printf(" RX depth        : %d%n", recvDepth);
         }
         if (t.bandwidth()) {
@@ -524,7 +522,7 @@ public final class PerfRunner {
         out.println(PerfReporter.RESULT_LINE);
     }
 
-    /** perftest's rule for printing TX depth (banner and JSON): the client, or either side with -b. */
+    /** perftest's rule for printing TX depth (ctx_print_test_info, its JSON alike): the client, or either side with -b. */
     static boolean printsTxDepth(PerfOptions o) {
         return !o.server() || o.bidirectional;
     }
@@ -537,14 +535,6 @@ public final class PerfRunner {
         return recvDepth > 0 && (o.server() || o.bidirectional);
     }
 
-    private boolean sends() {
-        return printsTxDepth(o);
-    }
-
-    private boolean receives(int recvDepth) {
-        return printsRxDepth(o, recvDepth);
-    }
-
     private void fillTestInfo(ObjectNode ti, Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, Mtu mtu,
                               int outReads, int recvDepth) {
         PerfTest t = o.test;
@@ -555,13 +545,13 @@ public final class PerfRunner {
         ti.put("Transport_type", "IB");
         ti.put("Connection_type", o.connection);
         ti.put("Using_SRQ", "OFF");
-        if (sends()) {
+        if (printsTxDepth(o)) {
             ti.put("TX_depth", o.tx);
         }
         if (o.postList > 1) {
             ti.put("Post_List", o.postList);
         }
-        if (receives(recvDepth)) {
+        if (printsRxDepth(o, recvDepth)) {
             ti.put("RX_depth", recvDepth);
         }
         ti.put("CQ_Moderation", o.cq);
