@@ -197,11 +197,20 @@ public final class CmEventChannel implements AutoCloseable {
             }
         }
 
-        /** Reads every queued event; each is copied and acknowledged under the lock, then routed outside it. */
+        /**
+         * Reads every queued event; each is copied and acknowledged under the lock, and its endpoint
+         * looked up there too, then routed outside it. The lookup must be under the lock: once the
+         * event is acknowledged, another thread may destroy its id (destroy takes this lock) and
+         * librdmacm may hand the freed id's address to a new id, whose endpoint would then receive
+         * the old id's event (an ADDR_RESOLVED of a closed connection let a new one resolve its
+         * route on an id bound to no device: rdma_resolve_route dereferenced its NULL verbs, CI
+         * 2026-12-02).
+         */
         private int dispatchQueued() {
             int n = 0;
             while (true) {
                 CmStructs.Copied c;
+                CmEndpoint target;
                 lock.lock();
                 try {
                     if (closing) { // closed by a callback of this very thread, or meanwhile
@@ -216,11 +225,13 @@ public final class CmEventChannel implements AutoCloseable {
                     } finally {
                         LibRdmacm.ackCmEvent(ev);
                     }
+                    target = CmEventType.of(c.event()) == CmEventType.CONNECT_REQUEST ? endpoint(c.listenId())
+                            : endpoint(c.id());
                 } finally {
                     lock.unlock();
                 }
                 n++;
-                route(c);
+                route(c, target);
             }
         }
 
@@ -229,12 +240,12 @@ public final class CmEventChannel implements AutoCloseable {
             return e == null ? null : e.ref().get();
         }
 
-        private void route(CmStructs.Copied c) {
+        /** Hands {@code c} to {@code target}, the endpoint its id had when the event was read (null: none). */
+        private void route(CmStructs.Copied c, CmEndpoint target) {
             CmEventType type = CmEventType.of(c.event());
             CmEvent event = new CmEvent(type, LibRdmacm.eventStr(c.event()), c.status(), c.privateData(),
                     c.responderResources(), c.initiatorDepth());
             LOG.debug("cm event {} on id 0x{}", event, Long.toHexString(c.id()));
-            CmEndpoint target = type == CmEventType.CONNECT_REQUEST ? endpoint(c.listenId()) : endpoint(c.id());
             if (target == null) {
                 if (type == CmEventType.CONNECT_REQUEST) {
                     // the listener is gone: turn the request away, so that the peer is not left waiting

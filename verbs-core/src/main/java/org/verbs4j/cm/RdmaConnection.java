@@ -214,6 +214,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         awaitProgress(ConnectionState.ADDRESS_RESOLVED, deadline, "resolving the address " + remote);
         int routeMs = (int) Math.min(setup.routeTimeout.toMillis(), Math.max(1, left(deadline) / 1_000_000L));
         locked("rdma_resolve_route", () -> {
+            if (CmStructs.verbs(id).address() == 0) { // librdmacm dereferences the id's device unchecked
+                VerbsException e = VerbsException.create("rdma_resolve_route", Errno.ENODEV,
+                        "the cm id is bound to no RDMA device after its address resolved", null);
+                failSync(ConnectionFailedException.Reason.ADDRESS_ERROR, e);
+                throw failureException("resolving the route to " + remote + " (" + e.getMessage() + ")");
+            }
             state = ConnectionState.RESOLVING_ROUTE;
             try {
                 LibRdmacm.resolveRoute(id, routeMs);
