@@ -78,6 +78,15 @@ final class PerfLoops {
         private final int size, tx, cqMod, postList, nq;
         private final MemorySegment inlineSrc;
         private final long[] tposted, posted, done;
+        /**
+         * Per QP, the unsignaled request built before timing (null: built per post). perftest posts
+         * the requests it built before its loop and changes only what varies between posts (the
+         * addresses, when a message fits twice in the cycle buffer; the SIGNALED flag); with one
+         * request per post and one address per QP, the unsignaled posts here are that very
+         * request, and only the signaled ones (every cqMod-th, and the last) are built per post,
+         * so that their wr_id carries the index the completion counts up to.
+         */
+        private final SendWorkRequests[] unsignaled;
         private final String label;
         private final long timeoutNanos, total, perQp, inc, slots, start;
         private final PerfDuration duration;
@@ -114,6 +123,16 @@ final class PerfLoops {
             this.slots = postList == 1 && size <= cycle / 2 ? Math.max(1, cycle / inc) : 1;
             this.posted = s.qpPosted;
             this.done = s.qpSendsDone;
+            if (postList == 1 && slots == 1) {
+                this.unsignaled = s.unsignaledSwr;
+                for (int q = 0; q < nq; q++) {
+                    SendWorkRequests w = unsignaled[q].clear();
+                    request(s, w, verb, cas, size, inlineSrc, PerfSide.wrId(q, 0), s.remoteAddrs[q], s.remoteKeys[q],
+                            s.base + s.sendOffset(q));
+                }
+            } else {
+                this.unsignaled = null;
+            }
             this.start = System.nanoTime();
             this.lastProgress = start;
             this.stalledSince = start;
@@ -146,8 +165,9 @@ final class PerfLoops {
                     long local = s.base + s.sendOffset(q);
                     while (posted[q] < perQp && posted[q] - done[q] + postList <= tx) {
                         int k = (int) Math.min(postList, perQp - posted[q]);
-                        SendWorkRequests w = chain(s, verb, cas, size, perQp, cqMod, inlineSrc, inc, slots, q, remote,
-                                rkey, local, posted[q], k);
+                        SendWorkRequests w = unsignaled != null && !signaled(posted[q], cqMod, perQp) ? unsignaled[q]
+                                : chain(s, verb, cas, size, perQp, cqMod, inlineSrc, inc, slots, q, remote, rkey, local,
+                                        posted[q], k);
                         if (!timed) {
                             tposted[(int) totalPosted] = System.nanoTime();
                         }
@@ -196,32 +216,42 @@ final class PerfLoops {
         for (int j = 0; j < k; j++) {
             long id = first + j;
             long off = (id % slots) * inc;
-            long wr = PerfSide.wrId(q, id);
-            switch (verb) {
-                case WRITE -> w.write(wr, remote + off, rkey);
-                case READ -> w.read(wr, remote + off, rkey);
-                case SEND -> {
-                    w.send(wr);
-                    s.destination(w);
-                }
-                case ATOMIC -> {
-                    if (cas) {
-                        w.compareAndSwap(wr, remote + off, rkey, 0, 1);
-                    } else {
-                        w.fetchAndAdd(wr, remote + off, rkey, 1);
-                    }
-                }
-            }
-            if (inlineSrc != null) {
-                w.inline(inlineSrc);
-            } else {
-                w.sge(s.mr, local + off, size);
-            }
-            if ((id + 1) % cqMod == 0 || id + 1 == perQp) {
+            request(s, w, verb, cas, size, inlineSrc, PerfSide.wrId(q, id), remote + off, rkey, local + off);
+            if (signaled(id, cqMod, perQp)) {
                 w.signaled();
             }
         }
         return w;
+    }
+
+    /** Whether request {@code id} of a QP is signaled: every {@code cqMod}-th, and the QP's last (perftest's rule). */
+    private static boolean signaled(long id, int cqMod, long perQp) {
+        return (id + 1) % cqMod == 0 || id + 1 == perQp;
+    }
+
+    /** Appends one unsignaled request of the bandwidth loop to {@code w}. */
+    private static void request(PerfSide s, SendWorkRequests w, PerfTest.Verb verb, boolean cas, int size,
+                                MemorySegment inlineSrc, long wr, long remote, int rkey, long local) {
+        switch (verb) {
+            case WRITE -> w.write(wr, remote, rkey);
+            case READ -> w.read(wr, remote, rkey);
+            case SEND -> {
+                w.send(wr);
+                s.destination(w);
+            }
+            case ATOMIC -> {
+                if (cas) {
+                    w.compareAndSwap(wr, remote, rkey, 0, 1);
+                } else {
+                    w.fetchAndAdd(wr, remote, rkey, 1);
+                }
+            }
+        }
+        if (inlineSrc != null) {
+            w.inline(inlineSrc);
+        } else {
+            w.sge(s.mr, local, size);
+        }
     }
 
     /**

@@ -50,6 +50,11 @@ final class PerfSide implements AutoCloseable {
     /** Where the buffer starts in {@link #mr}: every SGE offset adds it. */
     final long base;
     final SendWorkRequests swr;
+    /**
+     * Per QP, one request the bandwidth loop builds before timing and posts again for every
+     * unsignaled request when its message has one address (see PerfLoops.bandwidth).
+     */
+    final SendWorkRequests[] unsignaledSwr;
     final ReceiveWorkRequests rwr;
     final WorkCompletions wcs;
     private final long timeoutNanos;
@@ -171,6 +176,10 @@ final class PerfSide implements AutoCloseable {
         this.mr = b.region();
         this.base = b.offset();
         this.swr = new SendWorkRequests(Math.max(1, postList), 1, inline);
+        this.unsignaledSwr = new SendWorkRequests[qpCount];
+        for (int i = 0; i < qpCount; i++) {
+            unsignaledSwr[i] = new SendWorkRequests(1, 1, inline);
+        }
         this.rwr = new ReceiveWorkRequests(1, 1);
         this.wcs = new WorkCompletions(64);
     }
@@ -395,6 +404,9 @@ final class PerfSide implements AutoCloseable {
         wcs.close();
         rwr.close();
         swr.close();
+        for (SendWorkRequests w : unsignaledSwr) {
+            w.close();
+        }
         if (udAh != null) {
             udAh.close();
         }
