@@ -55,7 +55,7 @@
 # counts as listening once `rdma resource show cm_id` lists a LISTEN id on the port.
 # Environment: VERBS4J_PERF_DEV (device, default the first), VERBS4J_PERF_GID (-x, default 1 in
 # the guest, else none), VERBS4J_PERF_JAVA_OPTS (extra JVM options), VERBS4J_PERF_JIT_OPTS (default
-# -XX:PerMethodTrapLimit=0, below), VERBS4J_GUEST_IP,
+# -XX:PerMethodTrapLimit=0 and verbs4j's compile thresholds at 0.02, below), VERBS4J_GUEST_IP,
 # VERBS4J_PERF_PIN (auto|on|off: each client and server process, both tools, on one CPU; auto = in a
 # multi-vCPU guest), VERBS4J_PERF_PAUSE (on|off, default on: the SIGSTOP between a JVM's
 # interleaved runs, above; off leaves the idle JVM running beside the other pairs' runs).
@@ -170,9 +170,23 @@ COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 # with it (0.67 of perftest with 1.8 s, 1.0 with 0.5 s). At nice 19 they get ~1.5% of the CPU
 # while the loop busy-polls (70-160 ms per loop), and catch up in the untimed settle between runs
 # (JitSettle waits for them there). Not root: a warning and no effect, so not set.
+#
+# And -XX:CompileCommand=CompileThresholdScaling,org.verbs4j.*::*,0.02: verbs4j's methods (the
+# library's and verbs-perf's own) reach the JIT's tiers after 1/50 of the usual invocations. A
+# bandwidth run polls once per CQ moderation (100 posts), ~200 times in a 4 s run under TCG, so
+# without it the poll path (PerfSide.pollOnce, CompletionQueue.poll and credit) was still
+# interpreted in the fourth measured run (-Xlog:jit+compilation, session 19: pollOnce at tier 3
+# 184 s into the JVM, CompletionQueue.poll 210 s, in its seventh 4 s loop) and the loop's thread
+# spent 210-350 ms of each measured loop in user mode, against ~140 ms for perftest's loop: time
+# taken from Soft-RoCE's in-kernel work on the same vCPU. With 0.02 the loop (`pass`, the poll path
+# inlined) is at C2 before the first measured run and the loop's user time is 20-140 ms (0.05: the
+# first measured loop still 350 ms). The JDK's code keeps its thresholds, so the JIT queue is not
+# flooded; PerMethodTrapLimit=0 keeps the early C2 code from trapping on paths its short profile
+# has not seen.
 JIT_NICE_OPTS=""
 if ((SETTLE > 0)) && [[ $(id -u) == 0 ]]; then JIT_NICE_OPTS=" -XX:ThreadPriorityPolicy=1 -XX:CompilerThreadPriority=19"; fi
-JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0$JIT_NICE_OPTS}
+JIT_SCALE_OPTS=" -XX:CompileCommand=quiet -XX:CompileCommand=CompileThresholdScaling,org.verbs4j.*::*,0.02"
+JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0$JIT_SCALE_OPTS$JIT_NICE_OPTS}
 # shellcheck disable=SC2086
 VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
 # VERBS4J_PERF_PIN=auto|on|off: each server process on the last CPU and each client process on
