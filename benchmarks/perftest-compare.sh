@@ -11,6 +11,9 @@
 #   pt-pt.2, pt-pt.3, ...  perftest against itself again: with two or more, `compare` takes the
 #          band perftest's own runs span as its noise and says of each other row whether it lies
 #          in it (order the pairs so that the repeats bracket the others: "pt-pt vp-pt pt-vp pt-pt.2")
+#   pt-pt.ctl  the control: perftest against itself once more, judged like a verbs-perf pair against
+#          the band of pt-pt and pt-pt.N and counted apart, so that `compare` shows how often perftest
+#          itself lands outside its own noise by the same rule ("pt-pt vp-pt pt-pt.ctl pt-vp pt-pt.2")
 # with the same options for both tools (sizes, iterations, tx depth, CQ moderation, inline and
 # warm-up are perftest's defaults unless --extra sets them, for both). Each verbs-perf side runs
 # all its runs in ONE JVM (verbs-perf --batch), so the JVM starts once per pair and role.
@@ -288,7 +291,7 @@ FAIL=0
 # a failure of perftest against itself (pt-pt) is perftest's, and reported as such; it does not fail the run
 note_fail() {
     case "$*" in
-        pt-pt:* | pt-pt.[0-9]*:*) echo "BASELINE FAILED (perftest against itself): $*" | tee -a "$OUT/baseline-failures.log" >&2 ;;
+        pt-pt:* | pt-pt.*:*) echo "BASELINE FAILED (perftest against itself): $*" | tee -a "$OUT/baseline-failures.log" >&2 ;;
         *) echo "FAILED: $*" | tee -a "$OUT/failures.log" >&2; FAIL=1 ;;
     esac
 }

@@ -36,7 +36,9 @@ import org.jfree.data.xy.XYSeriesCollection;
  * ({@code pt-pt}): BW average and MsgRate for bandwidth tests, t_typical and 99% for latency
  * tests, per test and size. When perftest ran against itself more than once ({@code pt-pt.2},
  * {@code pt-pt.3}, ...), the base is the mean of those runs and each row says whether its BW
- * average (t_typical) lies within perftest's own noise ({@link Noise}), with a count at the end.
+ * average (t_typical) lies within perftest's own noise ({@link Noise}), with a count at the end;
+ * a {@code pt-pt.ctl} pair (perftest against itself once more) is judged by the same rule and
+ * counted apart, as the control that says how often perftest itself lands outside.
  * A {@code conditions.txt} in DIR (the script's warm runs, pinning) is printed with the
  * parameters. With {@code --json} it also checks each verbs-perf JSON report
  * ({@code PAIR__TEST__SIZE.json}) against the printed rows; with {@code --png} it draws BW and
@@ -87,7 +89,7 @@ public final class PerfCompare {
         int rc = 0;
         for (Run r : runs) {
             if (r.output().rows().isEmpty()) {
-                if (isBaseline(r.pair(), baseline)) {
+                if (isBaseline(r.pair(), baseline) || isControl(r.pair(), baseline)) {
                     out.printf("BASELINE FAILED: %s %s printed no result rows (perftest against itself)%n", r.pair(), r.test());
                 } else {
                     out.printf("FAILED: %s %s printed no result rows%n", r.pair(), r.test());
@@ -244,9 +246,72 @@ public final class PerfCompare {
     /** The share of the baseline runs' mean that the noise band is widened by at least. */
     static final double NOISE_FLOOR = 0.03;
 
-    /** Whether {@code pair} is the baseline or one of its repeats ({@code pt-pt.2}, ...). */
+    /** Whether {@code pair} is the baseline or one of its repeats ({@code pt-pt.2}, ...); not the control. */
     static boolean isBaseline(String pair, String baseline) {
-        return pair.equals(baseline) || pair.startsWith(baseline + ".");
+        return pair.equals(baseline) || pair.startsWith(baseline + ".") && !isControl(pair, baseline);
+    }
+
+    /**
+     * Whether {@code pair} is the control ({@code pt-pt.ctl}): perftest against itself once more, judged
+     * like a verbs-perf pair (its rows against the band of the baseline's runs, its runs paired with
+     * theirs) but not part of the baseline, so that the report shows how often perftest itself lands
+     * outside its own noise band by the same rule. Its failures are perftest's, as the baseline's.
+     */
+    static boolean isControl(String pair, String baseline) {
+        return pair.equals(baseline + ".ctl");
+    }
+
+    /**
+     * The chance that a run of a tool no different from perftest lands outside the band of two
+     * perftest runs, with normal run-to-run noise of any size: the band is their midpoint
+     * {@code m} ± 1.5 × their range {@code r}; {@code (x - m)} (variance 1.5 σ²) and {@code r}
+     * (|N(0, 2 σ²)|) are independent, so {@code (x - m) / (1.5 r)} is √(1/3) times a Cauchy
+     * variable, and {@code P(|C| > √3) = 1 - (2/π) atan √3 = 1/3}. The 3% floor makes it smaller
+     * where perftest's runs agree closely. With three or more baseline runs it is smaller too.
+     */
+    static final double TWO_RUN_FALSE_ALARM = 1.0 / 3;
+
+    /**
+     * One-sided Fisher exact test: the probability, with {@code a} of {@code n} rows outside for one
+     * pair set and {@code c} of {@code m} for the other and the two no different, of the first having
+     * {@code a} or more of the {@code a + c} rows outside.
+     */
+    static double fisherAtLeast(int a, int n, int c, int m) {
+        int k = a + c;
+        double p = 0;
+        for (int x = a; x <= Math.min(k, n); x++) {
+            if (k - x > m) {
+                continue;
+            }
+            p += Math.exp(logChoose(n, x) + logChoose(m, k - x) - logChoose(n + m, k));
+        }
+        return Math.min(1.0, p);
+    }
+
+    /**
+     * Two-sided sign test: the probability, with each of {@code n} rows as likely slower as faster,
+     * of a split at least as uneven as {@code k} slower (a row's chance of being slower than the
+     * mean of perftest's runs is one half when the noise is symmetric; the control shows whether it is).
+     */
+    static double signTest(int k, int n) {
+        int far = Math.max(k, n - k);
+        double p = 0;
+        for (int x = far; x <= n; x++) {
+            p += Math.exp(logChoose(n, x) - n * Math.log(2));
+        }
+        return Math.min(1.0, 2 * p - (2 * far == n ? Math.exp(logChoose(n, far) - n * Math.log(2)) : 0));
+    }
+
+    private static double logChoose(int n, int k) {
+        return logFactorial(n) - logFactorial(k) - logFactorial(n - k);
+    }
+
+    private static double logFactorial(int n) {
+        double s = 0;
+        for (int i = 2; i <= n; i++) {
+            s += Math.log(i);
+        }
+        return s;
     }
 
     /**
@@ -290,7 +355,7 @@ public final class PerfCompare {
                 + baseline + ".N), noise = the band they span widened by their range (at least "
                 + Math.round(100 * NOISE_FLOOR) + "% of their mean), in noise = this run's BW average / t_typical "
                 + "lies in that band" : "");
-        out.printf(Locale.ROOT, "%-11s %-8s %8s %14s %14s %8s %14s %14s %8s%s%n", "test", "pair", "bytes", "base", "this",
+        out.printf(Locale.ROOT, "%-11s %-9s %8s %14s %14s %8s %14s %14s %8s%s%n", "test", "pair", "bytes", "base", "this",
                 "ratio", "base", "this", "ratio", repeats ? String.format(Locale.ROOT, " %13s %8s", "noise", "in noise") : "");
         Map<String, List<Run>> base = new TreeMap<>();
         for (Run r : runs) {
@@ -302,6 +367,10 @@ public final class PerfCompare {
         runs.forEach(r -> tests.add(r.test()));
         int judged = 0;
         List<String> outside = new ArrayList<>();
+        int controlJudged = 0;
+        List<String> controlOutside = new ArrayList<>();
+        int[] slower = new int[2]; // verbs-perf's and the control's rows slower than perftest's mean
+        int[] slowerOutside = new int[2]; // of those outside the band, the slower ones
         for (String test : tests) {
             List<Run> bs = base.getOrDefault(test, List.of());
             for (Run r : runs) {
@@ -333,16 +402,28 @@ public final class PerfCompare {
                         } else if (n == null || !Double.isFinite(t1)) {
                             in = "?";
                         } else {
-                            judged++;
+                            boolean control = isControl(r.pair(), baseline);
+                            if (control) {
+                                controlJudged++;
+                            } else {
+                                judged++;
+                            }
                             in = n.contains(t1) ? "yes" : t1 < n.lo() ? "no, below" : "no, above";
+                            boolean slow = bw ? t1 < b1 : t1 > b1;
+                            if (slow) {
+                                slower[control ? 1 : 0]++;
+                                if (!n.contains(t1)) {
+                                    slowerOutside[control ? 1 : 0]++;
+                                }
+                            }
                             if (!n.contains(t1)) {
-                                outside.add(String.format(Locale.ROOT, "%s %s %d (%s)", test, r.pair(), row.getKey(),
-                                        ratio(t1, b1)));
+                                (control ? controlOutside : outside).add(String.format(Locale.ROOT, "%s %s %d (%s)",
+                                        test, r.pair(), row.getKey(), ratio(t1, b1)));
                             }
                         }
                         verdict = String.format(Locale.ROOT, " %13s %8s", n == null ? "?" : n.band(), in);
                     }
-                    out.printf(Locale.ROOT, "%-11s %-8s %8d %14s %14s %8s %14s %14s %8s%s%n", test, r.pair(), row.getKey(),
+                    out.printf(Locale.ROOT, "%-11s %-9s %8d %14s %14s %8s %14s %14s %8s%s%n", test, r.pair(), row.getKey(),
                             fmt(b1, bw ? " MB/s" : " us"), fmt(t1, bw ? " MB/s" : " us"), ratio(t1, b1),
                             fmt(b2, bw ? " Mpps" : " us"), fmt(t2, bw ? " Mpps" : " us"), ratio(t2, b2), verdict);
                 }
@@ -351,6 +432,34 @@ public final class PerfCompare {
         if (repeats) {
             out.printf(Locale.ROOT, "Within perftest's own noise: %d of %d rows%s%n", judged - outside.size(), judged,
                     outside.isEmpty() ? "" : "; outside: " + String.join(", ", outside));
+            if (judged > 0) {
+                out.printf(Locale.ROOT, "Direction: verbs-perf slower than perftest's mean in %d of %d rows (of the %d outside "
+                        + "the band, %d slower); sign test, two-sided: p = %.3f%n", slower[0], judged, outside.size(),
+                        slowerOutside[0], signTest(slower[0], judged));
+            }
+            int baseRuns = (int) runs.stream().map(Run::pair).filter(p -> isBaseline(p, baseline)).distinct().count();
+            if (baseRuns == 2) {
+                out.printf(Locale.ROOT, "  (a band from two runs: a tool no different from perftest lands outside it in "
+                        + "about 1 row of 3 (exactly 1/3 for normal noise, less where the %d%% floor applies), "
+                        + "so ~%.1f of these %d rows are expected outside by chance alone)%n",
+                        Math.round(100 * NOISE_FLOOR), judged * TWO_RUN_FALSE_ALARM, judged);
+            }
+            if (controlJudged > 0) {
+                out.printf(Locale.ROOT, "The control (%s.ctl, perftest against itself judged by the same rule): %d of %d rows "
+                        + "within%s%n", baseline, controlJudged - controlOutside.size(), controlJudged,
+                        controlOutside.isEmpty() ? "" : "; outside: " + String.join(", ", controlOutside));
+                out.printf(Locale.ROOT, "  the control: slower than perftest's mean in %d of %d rows (of the %d outside, %d slower)%n",
+                        slower[1], controlJudged, controlOutside.size(), slowerOutside[1]);
+                if (judged > 0) {
+                    double p = fisherAtLeast(outside.size(), judged, controlOutside.size(), controlJudged);
+                    out.printf(Locale.ROOT, "Outside the band: verbs-perf %d of %d rows (%.0f%%), the control %d of %d (%.0f%%); "
+                            + "one-sided Fisher exact test of the two shares: p = %.3f (%s)%n", outside.size(), judged,
+                            100.0 * outside.size() / judged, controlOutside.size(), controlJudged,
+                            100.0 * controlOutside.size() / controlJudged, p,
+                            p < 0.05 ? "verbs-perf lands outside perftest's noise more often than perftest itself does"
+                                    : "no evidence that verbs-perf lands outside it more often than perftest itself does");
+                }
+            }
         }
     }
 
@@ -544,6 +653,7 @@ public final class PerfCompare {
             case "vp-vp" -> "verbs-perf";
             case "vp-pt" -> "verbs-perf client / perftest server";
             case "pt-vp" -> "perftest client / verbs-perf server";
+            case "pt-pt.ctl" -> "perftest, control run";
             default -> pair.startsWith("pt-pt.") ? "perftest, run " + pair.substring(6) : pair;
         };
     }

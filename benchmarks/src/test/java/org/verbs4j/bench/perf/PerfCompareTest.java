@@ -57,18 +57,9 @@ class PerfCompareTest {
 
     @Test
     void perftestRepeatsGiveTheNoiseBandAndEachRowIsJudgedAgainstIt(@TempDir Path dir) throws Exception {
-        // perftest against itself twice: 100 and 104 MB/s at 4 KiB -> mean 102, band [96, 108]
-        write(dir, "pt-pt", new BwReport(4096, 5000, 110, 100, 0.0256), new BwReport(65536, 5000, 220, 200, 0.0032));
-        write(dir, "pt-pt.2", new BwReport(4096, 5000, 110, 104, 0.0266), new BwReport(65536, 5000, 220, 200, 0.0032));
-        // 97 is inside; at 64 KiB the runs agree, so the band is the 3% floor: [194, 206], and 190 is below
-        write(dir, "vp-pt", new BwReport(4096, 5000, 110, 97, 0.0248), new BwReport(65536, 5000, 220, 190, 0.00304));
-        // 109 is above the band
-        write(dir, "pt-vp", new BwReport(4096, 5000, 110, 109, 0.0279), new BwReport(65536, 5000, 220, 201, 0.00322));
+        writeBandAndVerbsPerf(dir);
         Files.writeString(dir.resolve("conditions.txt"), "warm runs before each measured run: 1\n");
-        ByteArrayOutputStream report = new ByteArrayOutputStream();
-        int rc = PerfCompare.main(new String[] {dir.toString()}, new PrintStream(report, true, StandardCharsets.UTF_8));
-        String text = report.toString(StandardCharsets.UTF_8);
-        assertEquals(0, rc, text);
+        String text = compare(dir);
         assertTrue(text.contains("warm runs before each measured run: 1"), text);
         assertTrue(text.matches("(?s).*write_bw\\s+vp-pt\\s+4096\\s+102\\.0 MB/s\\s+97\\.000 MB/s\\s+0\\.95"
                 + "\\s+\\S+ Mpps\\s+\\S+ Mpps\\s+\\S+\\s+-6%\\.\\.\\+6%\\s+yes\\n.*"), text);
@@ -78,6 +69,80 @@ class PerfCompareTest {
         assertTrue(text.matches("(?s).*write_bw\\s+pt-pt\\.2\\s+4096\\s+.*\\(base\\)\\n.*"), text);
         assertTrue(text.contains("Within perftest's own noise: 2 of 4 rows; outside: write_bw pt-vp 4096 (1.07), "
                 + "write_bw vp-pt 65536 (0.95)"), text);
+    }
+
+    /** perftest twice (its band) and verbs-perf both ways: two of verbs-perf's four rows inside the band. */
+    private static void writeBandAndVerbsPerf(Path dir) throws Exception {
+        // perftest against itself twice: 100 and 104 MB/s at 4 KiB -> mean 102, band [96, 108]
+        write(dir, "pt-pt", new BwReport(4096, 5000, 110, 100, 0.0256), new BwReport(65536, 5000, 220, 200, 0.0032));
+        write(dir, "pt-pt.2", new BwReport(4096, 5000, 110, 104, 0.0266), new BwReport(65536, 5000, 220, 200, 0.0032));
+        // 97 is inside; at 64 KiB the runs agree, so the band is the 3% floor: [194, 206], and 190 is below
+        write(dir, "vp-pt", new BwReport(4096, 5000, 110, 97, 0.0248), new BwReport(65536, 5000, 220, 190, 0.00304));
+        // 109 is above the band
+        write(dir, "pt-vp", new BwReport(4096, 5000, 110, 109, 0.0279), new BwReport(65536, 5000, 220, 201, 0.00322));
+    }
+
+    /** The report of {@code verbs-perf compare dir}, which must exit 0. */
+    private static String compare(Path dir) {
+        ByteArrayOutputStream report = new ByteArrayOutputStream();
+        int rc = PerfCompare.main(new String[] {dir.toString()}, new PrintStream(report, true, StandardCharsets.UTF_8));
+        String text = report.toString(StandardCharsets.UTF_8);
+        assertEquals(0, rc, text);
+        return text;
+    }
+
+    @Test
+    void theControlIsJudgedByTheSameRuleAndCountedApart(@TempDir Path dir) throws Exception {
+        writeBandAndVerbsPerf(dir); // the band as above: [96, 108] at 4 KiB, [194, 206] at 64 KiB
+        // the control is not part of the band (else 64 KiB's band would widen to take in 180): 1 of 2 outside
+        write(dir, "pt-pt.ctl", new BwReport(4096, 5000, 110, 101, 0.0258), new BwReport(65536, 5000, 220, 180, 0.0029));
+        String text = compare(dir);
+        // the base stays the mean of pt-pt and pt-pt.2: 102 and 200
+        assertTrue(text.matches("(?s).*write_bw\\s+pt-pt\\.ctl\\s+65536\\s+200\\.0 MB/s\\s+180\\.0 MB/s\\s+0\\.90"
+                + ".*-3%\\.\\.\\+3%\\s+no, below\\n.*"), text);
+        assertTrue(text.matches("(?s).*write_bw\\s+pt-pt\\.ctl\\s+4096\\s+102\\.0 MB/s.*\\s+yes\\n.*"), text);
+        assertTrue(text.contains("Within perftest's own noise: 2 of 4 rows; outside: write_bw pt-vp 4096 (1.07), "
+                + "write_bw vp-pt 65536 (0.95)"), text);
+        assertTrue(text.contains("~1.3 of these 4 rows are expected outside by chance alone"), text);
+        assertTrue(text.contains("Direction: verbs-perf slower than perftest's mean in 2 of 4 rows (of the 2 outside the band, "
+                + "1 slower); sign test, two-sided: p = 1.000"), text);
+        assertTrue(text.contains("the control: slower than perftest's mean in 2 of 2 rows (of the 1 outside, 1 slower)"), text);
+        assertTrue(text.contains("The control (pt-pt.ctl, perftest against itself judged by the same rule): 1 of 2 rows "
+                + "within; outside: write_bw pt-pt.ctl 65536 (0.90)"), text);
+        assertTrue(text.contains("Outside the band: verbs-perf 2 of 4 rows (50%), the control 1 of 2 (50%); "
+                + "one-sided Fisher exact test of the two shares: p = 0.800 (no evidence"), text);
+    }
+
+    @Test
+    void fisherExactAgainstTheControl() {
+        // reference values from the hypergeometric sums (math.comb)
+        assertEquals(0.6466370415888482, PerfCompare.fisherAtLeast(8, 28, 4, 14), 1e-12);
+        assertEquals(0.4, PerfCompare.fisherAtLeast(2, 4, 0, 2), 1e-12);
+        assertEquals(0.008918531156694715, PerfCompare.fisherAtLeast(10, 28, 0, 14), 1e-12);
+        assertEquals(1.0, PerfCompare.fisherAtLeast(0, 28, 5, 14), 1e-12);
+        // sign test references (math.comb): 21 of 28 one way, 0 of 10, 3 of 4, an even split
+        assertEquals(0.012540951371192932, PerfCompare.signTest(21, 28), 1e-12);
+        assertEquals(0.001953125, PerfCompare.signTest(0, 10), 1e-12);
+        assertEquals(0.625, PerfCompare.signTest(3, 4), 1e-12);
+        assertEquals(1.0, PerfCompare.signTest(2, 4), 1e-12);
+        assertTrue(PerfCompare.isControl("pt-pt.ctl", "pt-pt") && !PerfCompare.isBaseline("pt-pt.ctl", "pt-pt"));
+        assertTrue(PerfCompare.isBaseline("pt-pt.2", "pt-pt") && !PerfCompare.isControl("pt-pt.2", "pt-pt"));
+    }
+
+    @Test
+    void twoRunBandsMissOneRunInThreeOfAToolNoDifferentFromPerftest() {
+        // the rule's false-alarm rate, simulated: three runs of one tool with normal noise, the third
+        // judged against the band of the first two (no 3% floor: the noise here is 20%)
+        java.util.Random rnd = new java.util.Random(42);
+        int outside = 0, n = 200_000;
+        for (int i = 0; i < n; i++) {
+            double a = 1000 + 200 * rnd.nextGaussian(), b = 1000 + 200 * rnd.nextGaussian();
+            double c = 1000 + 200 * rnd.nextGaussian();
+            if (!PerfCompare.Noise.of(List.of(a, b)).contains(c)) {
+                outside++;
+            }
+        }
+        assertEquals(PerfCompare.TWO_RUN_FALSE_ALARM, outside / (double) n, 0.005);
     }
 
     @Test
@@ -137,6 +202,7 @@ class PerfCompareTest {
         write(dir, "pt-pt.2", ptB);
         write(dir, "vp-pt", vpPt);
         write(dir, "pt-vp", ptVp);
+        write(dir, "pt-pt.ctl", ptVp); // the control, as fast as perftest's mean: paired like a candidate, not as a repeat
         ByteArrayOutputStream report = new ByteArrayOutputStream();
         int rc = PerfCompare.main(new String[] {dir.toString()}, new PrintStream(report, true, StandardCharsets.UTF_8));
         String text = report.toString(StandardCharsets.UTF_8);
@@ -144,6 +210,8 @@ class PerfCompareTest {
         // the best rows (200 against 200 x 0.9) are judged one by one; the pairing sees the 10% in every repeat
         assertTrue(text.matches("(?s).*\\n  vp-pt\\s+bandwidth 0\\.900 \\(0\\.900\\.\\.0\\.900, 4 runs\\)  slower\\n.*"), text);
         assertTrue(text.matches("(?s).*\\n  pt-vp\\s+bandwidth 1\\.000 \\(1\\.000\\.\\.1\\.000, 4 runs\\)\\n.*"), text);
+        assertTrue(text.matches("(?s).*\\n  pt-pt\\.ctl\\s+bandwidth 1\\.000 \\(1\\.000\\.\\.1\\.000, 4 runs\\)\\n.*"), text);
+        assertTrue(!text.contains("pt-pt.ctl against"), text);
         // perftest's repeat against perftest's own run of the same repeat: 1.05 / 0.95 each time
         assertTrue(text.matches("(?s).*\\n  pt-pt\\.2 against pt-pt\\s+bandwidth 1\\.105 .*"), text);
 
