@@ -365,12 +365,8 @@ public final class PerfCompare {
         }
         TreeSet<String> tests = new TreeSet<>();
         runs.forEach(r -> tests.add(r.test()));
-        int judged = 0;
-        List<String> outside = new ArrayList<>();
-        int controlJudged = 0;
-        List<String> controlOutside = new ArrayList<>();
-        int[] slower = new int[2]; // verbs-perf's and the control's rows slower than perftest's mean
-        int[] slowerOutside = new int[2]; // of those outside the band, the slower ones
+        Tally vp = new Tally(); // verbs-perf's rows
+        Tally ctl = new Tally(); // the control's rows (perftest against itself, judged alike)
         for (String test : tests) {
             List<Run> bs = base.getOrDefault(test, List.of());
             for (Run r : runs) {
@@ -402,24 +398,9 @@ public final class PerfCompare {
                         } else if (n == null || !Double.isFinite(t1)) {
                             in = "?";
                         } else {
-                            boolean control = isControl(r.pair(), baseline);
-                            if (control) {
-                                controlJudged++;
-                            } else {
-                                judged++;
-                            }
                             in = n.contains(t1) ? "yes" : t1 < n.lo() ? "no, below" : "no, above";
-                            boolean slow = bw ? t1 < b1 : t1 > b1;
-                            if (slow) {
-                                slower[control ? 1 : 0]++;
-                                if (!n.contains(t1)) {
-                                    slowerOutside[control ? 1 : 0]++;
-                                }
-                            }
-                            if (!n.contains(t1)) {
-                                (control ? controlOutside : outside).add(String.format(Locale.ROOT, "%s %s %d (%s)",
-                                        test, r.pair(), row.getKey(), ratio(t1, b1)));
-                            }
+                            (isControl(r.pair(), baseline) ? ctl : vp).count(n.contains(t1), bw ? t1 < b1 : t1 > b1,
+                                    String.format(Locale.ROOT, "%s %s %d (%s)", test, r.pair(), row.getKey(), ratio(t1, b1)));
                         }
                         verdict = String.format(Locale.ROOT, " %13s %8s", n == null ? "?" : n.band(), in);
                     }
@@ -430,36 +411,69 @@ public final class PerfCompare {
             }
         }
         if (repeats) {
-            out.printf(Locale.ROOT, "Within perftest's own noise: %d of %d rows%s%n", judged - outside.size(), judged,
-                    outside.isEmpty() ? "" : "; outside: " + String.join(", ", outside));
-            if (judged > 0) {
+            out.printf(Locale.ROOT, "Within perftest's own noise: %d of %d rows%s%n", vp.within(), vp.judged,
+                    vp.outsideList());
+            if (vp.judged > 0) {
                 out.printf(Locale.ROOT, "Direction: verbs-perf slower than perftest's mean in %d of %d rows (of the %d outside "
-                        + "the band, %d slower); sign test, two-sided: p = %.3f%n", slower[0], judged, outside.size(),
-                        slowerOutside[0], signTest(slower[0], judged));
+                        + "the band, %d slower); sign test, two-sided: p = %.3f%n", vp.slower, vp.judged, vp.outside.size(),
+                        vp.slowerOutside, signTest(vp.slower, vp.judged));
             }
             int baseRuns = (int) runs.stream().map(Run::pair).filter(p -> isBaseline(p, baseline)).distinct().count();
             if (baseRuns == 2) {
                 out.printf(Locale.ROOT, "  (a band from two runs: a tool no different from perftest lands outside it in "
                         + "about 1 row of 3 (exactly 1/3 for normal noise, less where the %d%% floor applies), "
                         + "so ~%.1f of these %d rows are expected outside by chance alone)%n",
-                        Math.round(100 * NOISE_FLOOR), judged * TWO_RUN_FALSE_ALARM, judged);
+                        Math.round(100 * NOISE_FLOOR), vp.judged * TWO_RUN_FALSE_ALARM, vp.judged);
             }
-            if (controlJudged > 0) {
+            if (ctl.judged > 0) {
                 out.printf(Locale.ROOT, "The control (%s.ctl, perftest against itself judged by the same rule): %d of %d rows "
-                        + "within%s%n", baseline, controlJudged - controlOutside.size(), controlJudged,
-                        controlOutside.isEmpty() ? "" : "; outside: " + String.join(", ", controlOutside));
+                        + "within%s%n", baseline, ctl.within(), ctl.judged, ctl.outsideList());
                 out.printf(Locale.ROOT, "  the control: slower than perftest's mean in %d of %d rows (of the %d outside, %d slower)%n",
-                        slower[1], controlJudged, controlOutside.size(), slowerOutside[1]);
-                if (judged > 0) {
-                    double p = fisherAtLeast(outside.size(), judged, controlOutside.size(), controlJudged);
+                        ctl.slower, ctl.judged, ctl.outside.size(), ctl.slowerOutside);
+                if (vp.judged > 0) {
+                    double p = fisherAtLeast(vp.outside.size(), vp.judged, ctl.outside.size(), ctl.judged);
                     out.printf(Locale.ROOT, "Outside the band: verbs-perf %d of %d rows (%.0f%%), the control %d of %d (%.0f%%); "
-                            + "one-sided Fisher exact test of the two shares: p = %.3f (%s)%n", outside.size(), judged,
-                            100.0 * outside.size() / judged, controlOutside.size(), controlJudged,
-                            100.0 * controlOutside.size() / controlJudged, p,
+                            + "one-sided Fisher exact test of the two shares: p = %.3f (%s)%n", vp.outside.size(), vp.judged,
+                            100.0 * vp.outside.size() / vp.judged, ctl.outside.size(), ctl.judged,
+                            100.0 * ctl.outside.size() / ctl.judged, p,
                             p < 0.05 ? "verbs-perf lands outside perftest's noise more often than perftest itself does"
                                     : "no evidence that verbs-perf lands outside it more often than perftest itself does");
                 }
             }
+        }
+    }
+
+    /**
+     * The judgement of one group of rows (verbs-perf's, or the control's) against perftest's band:
+     * how many were judged, which lay outside the band, how many were slower than perftest's mean,
+     * and how many of those outside were slower.
+     */
+    private static final class Tally {
+        int judged;
+        int slower;
+        int slowerOutside;
+        final List<String> outside = new ArrayList<>();
+
+        /** Counts one row: whether it lies in the band, whether it is slower than the mean, and its label. */
+        void count(boolean inBand, boolean slow, String label) {
+            judged++;
+            if (slow) {
+                slower++;
+            }
+            if (!inBand) {
+                outside.add(label);
+                if (slow) {
+                    slowerOutside++;
+                }
+            }
+        }
+
+        int within() {
+            return judged - outside.size();
+        }
+
+        String outsideList() {
+            return outside.isEmpty() ? "" : "; outside: " + String.join(", ", outside);
         }
     }
 
