@@ -61,7 +61,9 @@
 # -XX:PerMethodTrapLimit=0 and verbs4j's compile thresholds at 0.02, below), VERBS4J_GUEST_IP,
 # VERBS4J_PERF_PIN (auto|on|off: each client and server process, both tools, on one CPU; auto = in a
 # multi-vCPU guest), VERBS4J_PERF_PAUSE (on|off, default on: the SIGSTOP between a JVM's
-# interleaved runs, above; off leaves the idle JVM running beside the other pairs' runs).
+# interleaved runs, above; off leaves the idle JVM running beside the other pairs' runs),
+# VERBS4J_PERF_RESUME_LEAD (seconds, default 0: with the stop, how long to wait after a JVM's SIGCONT
+# before feeding it its run).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -390,8 +392,11 @@ vp_pause() { # pair role: stops the JVM (SIGSTOP) between its runs: while anothe
     # JVM's threads (JIT, GC, periodic tasks) share the vCPUs with it, as in a run pair by pair
     [[ "${VERBS4J_PERF_PAUSE:-on}" == off ]] || pkill -STOP -P "${FIFO_PID[$1.$2]}" 2>/dev/null || true
 }
-vp_resume() { # pair role
+vp_resume() { # pair role (VERBS4J_PERF_RESUME_LEAD: seconds to wait after the SIGCONT of a stopped JVM)
     pkill -CONT -P "${FIFO_PID[$1.$2]}" 2>/dev/null || true
+    if [[ "${VERBS4J_PERF_PAUSE:-on}" != off && "${VERBS4J_PERF_RESUME_LEAD:-0}" != 0 ]]; then
+        sleep "$VERBS4J_PERF_RESUME_LEAD"
+    fi
 }
 vp_feed() { # pair role line (resumes the JVM first)
     local key="$1.$2"
