@@ -146,8 +146,7 @@ class ResourceCyclesGuestTest {
         try {
             Linker l = Linker.nativeLinker();
             MethodHandle trim = l.downcallHandle(l.defaultLookup().find("malloc_trim").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                            ValueLayout.JAVA_LONG));
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
             int ignored = (int) trim.invokeExact(0L);
         } catch (Throwable t) {
             throw new AssertionError("malloc_trim", t);
