@@ -26,7 +26,8 @@
 #   5. print the client's `Fault-tier: N passed, M failed` and the timings.
 #
 # Exit status: 0 only if the client exited 0 with M == 0 and N > 0 and the restarted server exited 0.
-# Output: both consoles stream to stdout, prefixed [A] / [A2] / [B]; also in target/fault-tier/*.log.
+# Output: both consoles stream to stdout, prefixed [A] / [A2] / [B]; also in target/fault-tier/*.log
+# (this script's own [fault ...] lines in target/fault-tier/fault.log).
 # Crash logs of the guests' JVMs go to target/hs_err/.
 set -euo pipefail
 
@@ -47,8 +48,9 @@ done
 
 START=$SECONDS
 DEADLINE=$((SECONDS + TIMEOUT))
-say() { echo "[fault +$((SECONDS - START))s] $*"; }
-die() { echo "[fault] ERROR: $*" >&2; exit 1; }
+FAULT_LOG=/dev/null  # then target/fault-tier/fault.log: this script's own lines (.ci/run's digest)
+say() { echo "[fault +$((SECONDS - START))s] $*" | tee -a "$FAULT_LOG"; }
+die() { echo "[fault] ERROR: $*" | tee -a "$FAULT_LOG" >&2; exit 1; }
 left() { echo $((DEADLINE - SECONDS)); }
 T0MS=$((${EPOCHREALTIME/./} / 1000))
 ms() { echo $((${EPOCHREALTIME/./} / 1000 - T0MS)); }   # milliseconds since the start
@@ -65,6 +67,7 @@ WORK="$ROOT/target/fault-tier"
 MARKERS="$WORK/markers"
 rm -rf "$WORK"
 mkdir -p "$WORK" "$MARKERS" "$ROOT/target/hs_err"
+FAULT_LOG="$WORK/fault.log"
 
 # ---------------------------------------------------------------------------------------------
 # 1. Class path (host).
@@ -93,8 +96,10 @@ guest_script() {  # NAME MAIN ARGS...: a script the guest runs, around one JVM
     } >"$WORK/$name"
     chmod +x "$WORK/$name"
 }
-guest_script server-run.sh org.verbs4j.fault.FaultServer "$TIMEOUT"
-guest_script client-run.sh org.verbs4j.fault.FaultClient 10.0.0.1 "$MARKERS" "$KILL_AFTER" 32 60 300
+# The JVMs' watchdogs print every thread's Java and kernel stack if they still run this long, so a
+# hang says where before the deadline ends it (the client starts ~10 s in, the restarted server ~50 s).
+guest_script server-run.sh org.verbs4j.fault.FaultServer "$TIMEOUT" $((TIMEOUT - 150))
+guest_script client-run.sh org.verbs4j.fault.FaultClient 10.0.0.1 "$MARKERS" "$KILL_AFTER" 32 60 300 $((TIMEOUT - 90))
 
 # ---------------------------------------------------------------------------------------------
 # 2. The guests.
@@ -216,7 +221,7 @@ done
 
 line="$(grep -ao 'Fault-tier: [0-9]* passed, [0-9]* failed' "$WORK/B-console.log" 2>/dev/null | tail -n1 || true)"
 [[ -n "$line" ]] || line="Fault-tier: 0 passed, 1 failed (the client printed no result)"
-echo "$line"
+echo "$line" | tee -a "$FAULT_LOG"
 t() { if [[ -n "$2" ]]; then printf '%s=%ss ' "$1" "$(secs "$2")"; fi; }
 say "timings (host clock, s from the start): $(t B-start "$T_B")$(t A-start "$T_A")$(t streaming "${T_STREAM:-}")$(t kill "$T_KILL")$(t first-error "$T_ERR")$(t closed "$T_CLOSED")$(t A2-start "$T_A2")$(t B-done "$T_DONE")total=$(secs "$(ms)")s"
 say "client guest B: status $brc; restarted server guest A2: status $a2rc; consoles in target/fault-tier/*-console.log"

@@ -37,7 +37,8 @@ import org.verbs4j.WorkCompletions;
  * </ol>
  * Prints {@code Fault-tier: N passed, M failed}; exits 0 only if M == 0.
  *
- * <p>Arguments: {@code server-ip marker-dir [killAfter=2000] [depth=32] [boundS=60] [connectS=300]}.
+ * <p>Arguments: {@code server-ip marker-dir [killAfter=2000] [depth=32] [boundS=60] [connectS=300]
+ * [watchdogS=0]} (watchdogS: see {@link FaultLink#watchdog}; 0 = none).
  */
 public final class FaultClient {
     private static final int RECV_BASE = 1_000_000;  // wr_ids of our receives (sends count up from 1)
@@ -52,6 +53,7 @@ public final class FaultClient {
     private final int depth;
     private final Duration bound;
     private final Duration connectBound;
+    private final Duration watchdog;
 
     private FaultClient(String[] a) {
         server = new InetSocketAddress(a[0], FaultLink.PORT);
@@ -60,14 +62,16 @@ public final class FaultClient {
         depth = a.length > 3 ? Integer.parseInt(a[3]) : 32;
         bound = Duration.ofSeconds(a.length > 4 ? Long.parseLong(a[4]) : 60);
         connectBound = Duration.ofSeconds(a.length > 5 ? Long.parseLong(a[5]) : 300);
+        watchdog = Duration.ofSeconds(a.length > 6 ? Long.parseLong(a[6]) : 0);
     }
 
     public static void main(String[] args) {
         if (args.length < 2) {
-            System.err.println("usage: FaultClient server-ip marker-dir [killAfter] [depth] [boundS] [connectS]");
+            System.err.println("usage: FaultClient server-ip marker-dir [killAfter] [depth] [boundS] [connectS] [watchdogS]");
             System.exit(2);
         }
         FaultClient c = new FaultClient(args);
+        FaultLink.watchdog("fault-client", c.watchdog);
         try {
             c.run();
         } catch (Throwable t) {
@@ -150,6 +154,8 @@ public final class FaultClient {
         long firstErrorAt = 0;
         int outstandingAtFirstError = -1;
         long streamDeadline = System.nanoTime() + Duration.ofSeconds(600).toNanos();  // no kill at all
+        long progressEvery = Duration.ofSeconds(10).toNanos();
+        long nextProgress = System.nanoTime() + progressEvery;
         for (int i = 0; i < FaultLink.DATA_BYTES / WRITE_BYTES; i++) {
             pattern(link.data.segment().asSlice((long) i * WRITE_BYTES, WRITE_BYTES), i);
         }
@@ -208,6 +214,14 @@ public final class FaultClient {
                 break;
             }
             now = System.nanoTime();
+            if (now - nextProgress > 0) {  // a stall shows in the console (a normal stream marks in ~2 s)
+                nextProgress = now + progressEvery;
+                log(String.format("progress: %d successes, %d errors, %d outstanding, %d posted; %s; QP %s; "
+                        + "rxe counters: %s; eth0: %s", successes, errors.size(), outstanding.size(), next - 1,
+                        markedAt == 0 ? "before the marker"
+                        : String.format("%.1f s since the last success", (now - lastSuccess) / 1e9),
+                        link.qp.query().state(), FaultLink.hwCounters(link.ctx.deviceName()), FaultLink.netCounters()));
+            }
             if (markedAt != 0 && lastSuccess != 0 && now - lastSuccess > bound.toNanos()) {
                 break;  // the retry bound passed: whatever is still outstanding is lost
             }

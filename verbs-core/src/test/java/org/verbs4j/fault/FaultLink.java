@@ -10,6 +10,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -206,6 +207,118 @@ final class FaultLink implements AutoCloseable {
 
     static String elapsed() {
         return String.format("%7.2fs", (System.nanoTime() - T0) / 1e9);
+    }
+
+    /**
+     * Starts a daemon thread that, if this JVM still runs {@code after} from now, prints once what
+     * every thread is doing: each Java thread's state and stack (the main thread's in full), each
+     * kernel task's state, wait channel and, where readable, kernel stack, and the kernel's last
+     * messages. A hang then leaves its cause in the console, before the host's deadline ends the
+     * guest without a word. Prints nothing in a run that ends in time; {@code after} of zero or
+     * less starts nothing.
+     */
+    static void watchdog(String who, Duration after) {
+        if (after.isZero() || after.isNegative()) {
+            return;
+        }
+        Thread.ofPlatform().daemon().name("fault-watchdog").start(() -> {
+            try {
+                Thread.sleep(after);
+            } catch (InterruptedException e) {
+                return;
+            }
+            StringBuilder sb = new StringBuilder();
+            sb.append('[').append(who).append(' ').append(elapsed()).append("] WATCHDOG: still running after ")
+                    .append(after.toSeconds()).append(" s; what every thread is doing:\n");
+            Thread.getAllStackTraces().forEach((t, frames) -> {
+                sb.append("  java thread '").append(t.getName()).append("' ").append(t.getState()).append('\n');
+                int max = t.getName().equals("main") ? 40 : 3;
+                for (int i = 0; i < frames.length && i < max; i++) {
+                    sb.append("      at ").append(frames[i]).append('\n');
+                }
+            });
+            Path tasks = Path.of("/proc/self/task");
+            try (var ds = Files.newDirectoryStream(tasks)) {
+                for (Path task : ds) {
+                    String comm = read(task.resolve("comm"));
+                    String stat = read(task.resolve("stat"));
+                    int close = stat.lastIndexOf(')');
+                    String state = close > 0 && close + 2 < stat.length() ? stat.substring(close + 2, close + 3) : "?";
+                    sb.append("  task ").append(task.getFileName()).append(" '").append(comm).append("' state ")
+                            .append(state).append(" wchan ").append(read(task.resolve("wchan"))).append('\n');
+                    if (!state.equals("S")) {  // running or in an uninterruptible wait: where in the kernel
+                        for (String line : read(task.resolve("stack")).split("\n")) {
+                            if (!line.isBlank()) {
+                                sb.append("      ").append(line).append('\n');
+                            }
+                        }
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                sb.append("  (").append(tasks).append(": ").append(e).append(")\n");
+            }
+            sb.append("  the kernel's last messages (dmesg):\n");
+            try {
+                Process p = new ProcessBuilder("dmesg").redirectErrorStream(true).start();
+                p.getOutputStream().close();
+                String[] lines = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).split("\n");
+                p.waitFor(5, TimeUnit.SECONDS);
+                for (int i = Math.max(0, lines.length - 25); i < lines.length; i++) {
+                    sb.append("      ").append(lines[i]).append('\n');
+                }
+            } catch (IOException | InterruptedException | RuntimeException e) {
+                sb.append("      (dmesg: ").append(e).append(")\n");
+            }
+            System.out.print(sb);
+            System.out.flush();
+        });
+    }
+
+    /**
+     * The Soft-RoCE port's non-zero hardware counters ({@code /sys/class/infiniband/DEV/ports/1/hw_counters}:
+     * packets sent and received, retries, RNR NAKs, sequence errors...), as {@code name=value ...};
+     * for the progress lines, so that a stalled stream shows whether packets still flow.
+     */
+    static String hwCounters(String device) {
+        Path dir = Path.of("/sys/class/infiniband", device, "ports", "1", "hw_counters");
+        StringBuilder sb = new StringBuilder();
+        try (var files = Files.list(dir)) {
+            files.sorted().forEach(f -> {
+                String v = read(f);
+                if (!v.equals("0")) {
+                    sb.append(sb.isEmpty() ? "" : " ").append(f.getFileName()).append('=').append(v);
+                }
+            });
+        } catch (IOException | RuntimeException e) {
+            return "(" + dir + ": " + e + ")";
+        }
+        return sb.toString();
+    }
+
+    /**
+     * The guest NIC's non-zero packet and drop counters ({@code /sys/class/net/eth0/statistics}),
+     * as {@code name=value ...}: beside {@link #hwCounters}, whether the packets rxe sent left the
+     * guest and whether the peer's NIC dropped any.
+     */
+    static String netCounters() {
+        Path dir = Path.of("/sys/class/net/eth0/statistics");
+        StringBuilder sb = new StringBuilder();
+        for (String c : new String[] {"tx_packets", "rx_packets", "tx_dropped", "rx_dropped", "tx_errors",
+                "rx_errors", "rx_missed_errors", "rx_over_errors", "rx_fifo_errors"}) {
+            String v = read(dir.resolve(c));
+            if (!v.equals("0")) {
+                sb.append(sb.isEmpty() ? "" : " ").append(c).append('=').append(v);
+            }
+        }
+        return sb.toString();
+    }
+
+    private static String read(Path p) {
+        try {
+            return Files.readString(p, StandardCharsets.UTF_8).trim();
+        } catch (IOException | RuntimeException e) {
+            return "(" + e.getClass().getSimpleName() + ")";
+        }
     }
 
     /** Writes {@code name} (with {@code text}) into the marker folder the host script watches. */

@@ -20,7 +20,8 @@ import org.verbs4j.WorkCompletions;
  * region); a VERIFY send {@code (length, crc)} is answered with a REPLY {@code (crc of our data
  * region's first length bytes, DATA count)}, after which the server closes everything and exits 0
  * if the CRCs matched. In the first run the host kills this guest mid-stream, so it never gets
- * that far. Every wait is bounded: {@code args[0]} seconds in all (default 900).
+ * that far. Every wait is bounded: {@code args[0]} seconds in all (default 900); {@code args[1]}, if
+ * given, starts {@link FaultLink#watchdog} with that many seconds.
  */
 public final class FaultServer {
     private FaultServer() {
@@ -29,6 +30,7 @@ public final class FaultServer {
     public static void main(String[] args) throws Exception {
         Duration bound = Duration.ofSeconds(args.length > 0 ? Long.parseLong(args[0]) : 900);
         long deadline = System.nanoTime() + bound.toNanos();
+        FaultLink.watchdog("fault-server", Duration.ofSeconds(args.length > 1 ? Long.parseLong(args[1]) : 0));
         int rc;
         try (ServerSocket ss = new ServerSocket()) {
             ss.setReuseAddress(true);
@@ -52,8 +54,15 @@ public final class FaultServer {
     private static int serve(FaultLink link, long deadline) {
         WorkCompletions wcs = link.wcs;
         long dataCount = 0;
+        long progressEvery = Duration.ofSeconds(10).toNanos();
+        long nextProgress = System.nanoTime() + progressEvery;
         while (System.nanoTime() - deadline < 0) {
             int n = link.recvCq.poll(wcs);
+            if (System.nanoTime() - nextProgress > 0) {  // a stall shows in the console
+                nextProgress = System.nanoTime() + progressEvery;
+                log("progress: " + dataCount + " DATA messages; QP " + link.qp.query().state() + "; rxe counters: "
+                        + FaultLink.hwCounters(link.ctx.deviceName()) + "; eth0: " + FaultLink.netCounters());
+            }
             if (n == 0) {
                 Thread.onSpinWait();
                 continue;
