@@ -3,20 +3,27 @@
 # guest (Debian 6.1 kernel, rdma_rxe device rxe0 ACTIVE) and exit with the
 # command's exit status.
 #
-# Usage: softroce/run-in-guest.sh [--timeout SECONDS] [--share DIR] [--net MODE:PORT]
+# Usage: softroce/run-in-guest.sh [--timeout SECONDS] [--share DIR] [--net MODE:PORT[:PORT]]
 #                                 [--pidfile FILE] [--] 'shell command'
 #   --timeout S  bound on the whole guest, boot included (default 1800); on
 #                expiry qemu is killed and the exit status is 124
 #   --share DIR  host folder shared READ-WRITE into the guest at the SAME
 #                absolute path; the command starts there
 #                (default: the git toplevel of the current folder, else .)
-#   --net listen:PORT | connect:PORT
+#   --net udp:LOCALPORT:REMOTEPORT | listen:PORT | connect:PORT
 #                two hosts: a virtio NIC (eth0) on a qemu socket network with
-#                one other guest, through 127.0.0.1:PORT on the host (the
+#                one other guest, on the host's 127.0.0.1 only. udp: each
+#                guest's frames are UDP datagrams from LOCALPORT to the other's
+#                port (the other guest gives the two ports the other way
+#                round); either side may start, die and restart in any order,
+#                and a frame the other side cannot take is dropped, as on a
+#                real wire. listen/connect: one TCP stream through PORT (the
 #                listening guest must be started first; it accepts a new peer
 #                when the old one goes away, the connecting one does not
-#                reconnect). rxe0 is then on eth0 instead of dummy0. Give each
-#                guest its own VERBS4J_GUEST_IP (and VERBS4J_GUEST_LOG).
+#                reconnect); its flow control can stall both guests' traffic
+#                for good under load (see two-hosts-fault.sh), so the fault
+#                tier uses udp. rxe0 is then on eth0 instead of dummy0. Give
+#                each guest its own VERBS4J_GUEST_IP (and VERBS4J_GUEST_LOG).
 #   --pidfile F  qemu writes its process id to F (e.g. to SIGKILL the guest)
 #
 # In the guest (see guest-stage2.sh): the host's own root filesystem as an
@@ -59,7 +66,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
     --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
     --share) SHARE="${2:?--share needs a folder}"; shift 2 ;;
-    --net) NET="${2:?--net needs listen:PORT or connect:PORT}"; shift 2 ;;
+    --net) NET="${2:?--net needs udp:LOCALPORT:REMOTEPORT, listen:PORT or connect:PORT}"; shift 2 ;;
     --pidfile) PIDFILE="${2:?--pidfile needs a file}"; shift 2 ;;
     --) shift; break ;;
     -h | --help) usage ;;
@@ -80,7 +87,8 @@ NETDEV=dummy0
 NIC=(-nic none)
 if [[ -n "$NET" ]]; then
     # Only the host's loopback address: the two guests meet on 127.0.0.1:PORT and nowhere else.
-    [[ "$NET" =~ ^(listen|connect):([0-9]+)$ ]] || { echo "bad --net $NET (listen:PORT or connect:PORT)" >&2; exit 2; }
+    [[ "$NET" =~ ^(listen|connect):[0-9]+$ || "$NET" =~ ^udp:[0-9]+:[0-9]+$ ]] ||
+        { echo "bad --net $NET (udp:LOCALPORT:REMOTEPORT, listen:PORT or connect:PORT)" >&2; exit 2; }
     NETDEV=eth0
 fi
 MEM="${VERBS4J_GUEST_MEM:-4G}"
@@ -95,7 +103,13 @@ CPU="${VERBS4J_GUEST_CPU:-max}"
 LOG="${VERBS4J_GUEST_LOG:-$SHARE/target/guest-console.log}"
 if [[ -n "$NET" ]]; then
     MAC="${VERBS4J_GUEST_MAC:-$(printf '52:54:00:00:00:%02x' "${GUEST_IP##*.}")}"
-    NIC=(-netdev "socket,id=n0,${NET%%:*}=127.0.0.1:${NET#*:}" -device "virtio-net-pci,netdev=n0,mac=$MAC")
+    if [[ "$NET" == udp:* ]]; then
+        IFS=: read -r _ LPORT RPORT <<<"$NET"
+        NIC=(-netdev "socket,id=n0,udp=127.0.0.1:$RPORT,localaddr=127.0.0.1:$LPORT")
+    else
+        NIC=(-netdev "socket,id=n0,${NET%%:*}=127.0.0.1:${NET#*:}")
+    fi
+    NIC+=(-device "virtio-net-pci,netdev=n0,mac=$MAC")
 fi
 START=$SECONDS
 say() { echo "[run-in-guest +$((SECONDS - START))s] $*" >&2; }

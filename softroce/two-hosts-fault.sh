@@ -6,16 +6,24 @@
 #   --timeout S     bound on the whole run, both guests and all waits (default 900)
 #   --kill-after N  successful completions the client reports before the kill (default 2000)
 #
-#   guest B  client, 10.0.0.2, rxe0 on eth0, qemu `-netdev socket,listen=127.0.0.1:PORT`
-#   guest A  server, 10.0.0.1, rxe0 on eth0, qemu `-netdev socket,connect=127.0.0.1:PORT`
-# (-smp 1 -m 2G each, each with its own tmpfs overlay root; see run-in-guest.sh --net). B listens
-# and A connects because qemu's listening side accepts a new peer when the old one is gone, while
-# the connecting side never reconnects: B must survive A's death and meet the restarted A. No
-# address other than 127.0.0.1 on the host and 10.0.0.x inside the guests is used.
+#   guest B  client, 10.0.0.2, rxe0 on eth0, qemu `-netdev socket,udp=127.0.0.1:PA,localaddr=127.0.0.1:PB`
+#   guest A  server, 10.0.0.1, rxe0 on eth0, qemu `-netdev socket,udp=127.0.0.1:PB,localaddr=127.0.0.1:PA`
+# (-smp 1 -m 2G each, each with its own tmpfs overlay root; see run-in-guest.sh --net). Each
+# guest's Ethernet frames are UDP datagrams between two ports of the host's 127.0.0.1, so A can
+# die and a new A bind the same port while B runs on, and a frame the receiver cannot take is
+# dropped, as on a wire, and left to rxe's retransmission. (Until 2026-12-04 the two qemus shared
+# one TCP stream, `listen=`/`connect=`: under the client's stream its flow control sometimes
+# stopped the traffic between the guests for good, with ~60 of B's packets handed to eth0 and
+# never delivered. Debian 6.1's rxe then waits for its own packets to leave the NIC (more than 64
+# of a QP's skbs out), its retransmission timer fires once and is not re-armed, and no error ever
+# completes: the client waited until the deadline. That was the fault tier's failure in CI on
+# 2026-12-04; here it happened in 1 of 7 fault tiers and in 2 of 3 streams of 300,000
+# completions (--kill-after 300000). Over UDP: 6 of 6 such streams, no stall and no retransmission
+# before the kill.) No address other than 127.0.0.1 on the host and 10.0.0.x in the guests is used.
 #
 # Steps (every wait bounded by the overall deadline):
 #   1. host: test class path (softroce/test-classpath.sh, snapshot in target/fault-tier/).
-#   2. start B (org.verbs4j.fault.FaultClient); once its qemu listens on 127.0.0.1:PORT, start A
+#   2. start B (org.verbs4j.fault.FaultClient); once its qemu has bound 127.0.0.1:PB, start A
 #      (org.verbs4j.fault.FaultServer). The client retries the out-of-band connect until a deadline.
 #   3. when the client has written the marker `streaming` (N successful completions), SIGKILL A's
 #      qemu. The client checks that every outstanding wr_id completes exactly once with an error
@@ -104,13 +112,18 @@ guest_script client-run.sh org.verbs4j.fault.FaultClient 10.0.0.1 "$MARKERS" "$K
 # ---------------------------------------------------------------------------------------------
 # 2. The guests.
 # ---------------------------------------------------------------------------------------------
-listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q "127.0.0.1:$1"; }
-PORT=""
-for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 20000))
-    if ! ss -Htan "( sport = :$p or dport = :$p )" 2>/dev/null | grep -q .; then PORT=$p; break; fi
-done
-[[ -n "$PORT" ]] || die "no free port on 127.0.0.1"
+bound() { ss -Hlun "sport = :$1" 2>/dev/null | grep -q "127.0.0.1:$1"; }
+free_udp_port() {  # a UDP port of 127.0.0.1 that nothing uses, other than $1
+    local p
+    for _ in $(seq 1 50); do
+        p=$((20000 + RANDOM % 20000))
+        [[ "$p" != "${1:-}" ]] && ! ss -Huan "( sport = :$p or dport = :$p )" 2>/dev/null | grep -q . &&
+            { echo "$p"; return 0; }
+    done
+    return 1
+}
+PB="$(free_udp_port)" || die "no free UDP port on 127.0.0.1"
+PA="$(free_udp_port "$PB")" || die "no free UDP port on 127.0.0.1"
 
 declare -A GPID=()   # run-in-guest.sh processes by name
 # shellcheck disable=SC2317  # (called from the EXIT trap)
@@ -158,13 +171,13 @@ guest_rc() {  # NAME SECONDS: wait (bounded) for a guest's run-in-guest.sh; its 
 marker() { [[ -e "$MARKERS/$1" ]]; }
 marker_or_dead() { marker "$1" || ! alive B; }
 
-say "guest B (client, 10.0.0.2) listens on 127.0.0.1:$PORT; timeout ${TIMEOUT}s in all"
+say "guest B (client, 10.0.0.2) on UDP 127.0.0.1:$PB, guest A (server, 10.0.0.1) on UDP 127.0.0.1:$PA; timeout ${TIMEOUT}s in all"
 T_B=$(ms)
-start_guest B 10.0.0.2 "listen:$PORT" client-run.sh
-wait_for "B's qemu to listen" 60 listening "$PORT" || die "guest B's qemu does not listen on 127.0.0.1:$PORT"
-say "B's qemu listens: starting guest A (server, 10.0.0.1), connect=127.0.0.1:$PORT"
+start_guest B 10.0.0.2 "udp:$PB:$PA" client-run.sh
+wait_for "B's qemu to bind its port" 60 bound "$PB" || die "guest B's qemu did not bind UDP 127.0.0.1:$PB"
+say "B's qemu is up: starting guest A (server, 10.0.0.1)"
 T_A=$(ms)
-start_guest A 10.0.0.1 "connect:$PORT" server-run.sh
+start_guest A 10.0.0.1 "udp:$PA:$PB" server-run.sh
 
 # ---------------------------------------------------------------------------------------------
 # 3. Kill A mid-stream.
@@ -198,7 +211,7 @@ if wait_for "streaming" "$(left)" marker_or_dead streaming && marker streaming; 
         # -------------------------------------------------------------------------------------
         say "the client closed everything: restarting guest A"
         T_A2=$(ms)
-        start_guest A2 10.0.0.1 "connect:$PORT" server-run.sh
+        start_guest A2 10.0.0.1 "udp:$PA:$PB" server-run.sh
     else
         fail_run "the client never wrote the marker 'closed' (see [B] above)"
     fi
