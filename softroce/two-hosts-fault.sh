@@ -18,8 +18,12 @@
 # of a QP's skbs out), its retransmission timer fires once and is not re-armed, and no error ever
 # completes: the client waited until the deadline. That was the fault tier's failure in CI on
 # 2026-12-04; here it happened in 1 of 7 fault tiers and in 2 of 3 streams of 300,000
-# completions (--kill-after 300000). Over UDP: 6 of 6 such streams, no stall and no retransmission
-# before the kill.) No address other than 127.0.0.1 on the host and 10.0.0.x in the guests is used.
+# completions (--kill-after 300000). Over UDP, 6 of 7 such streams ran with no stall and no
+# retransmission before the kill; in the 7th the server's ACKs stopped reaching the client after
+# 334,108 completions (its eth0 received nothing more) and the client failed 7 s later with
+# RETRY_EXC_ERR, named at once instead of silent until the deadline. So traffic between two TCG
+# guests can still stop; where, is not known.) No address other than 127.0.0.1 on the host and
+# 10.0.0.x in the guests is used.
 #
 # Steps (every wait bounded by the overall deadline):
 #   1. host: test class path (softroce/test-classpath.sh, snapshot in target/fault-tier/).

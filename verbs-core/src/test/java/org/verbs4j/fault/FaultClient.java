@@ -191,15 +191,21 @@ public final class FaultClient {
                 } else {
                     if (firstErrorAt == 0 && markedAt == 0) {
                         check(false, "no error completion before the kill: wr_id " + id + " failed with "
-                                + CompletionStatus.text(st) + " after " + successes + " successes");
+                                + CompletionStatus.text(st) + " after " + successes + " successes, "
+                                + (lastSuccess == 0 ? "none succeeded" : String.format("%.1f s after the last success",
+                                        (System.nanoTime() - lastSuccess) / 1e9))
+                                + " (rxe counters: " + FaultLink.hwCounters(link.ctx.deviceName()) + "; eth0: "
+                                + FaultLink.netCounters() + ")");
                         return false;
                     }
                     if (firstErrorAt == 0) {
                         firstErrorAt = System.nanoTime();
                         outstandingAtFirstError = outstanding.size() + 1;
                         log(String.format("first error completion: wr_id %d %s (vendor error %d), %.1f s after the "
-                                        + "last success, %d wr_ids outstanding", id, CompletionStatus.text(st),
-                                wcs.vendorError(i), (firstErrorAt - lastSuccess) / 1e9, outstandingAtFirstError));
+                                        + "last success, %d wr_ids outstanding (rxe counters: %s; eth0: %s)", id,
+                                CompletionStatus.text(st), wcs.vendorError(i), (firstErrorAt - lastSuccess) / 1e9,
+                                outstandingAtFirstError, FaultLink.hwCounters(link.ctx.deviceName()),
+                                FaultLink.netCounters()));
                         FaultLink.marker(markers, "first-error", FaultLink.elapsed());
                     }
                     errors.add(new long[] {id, st});
