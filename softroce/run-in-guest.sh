@@ -20,10 +20,10 @@
 #                real wire. listen/connect: one TCP stream through PORT (the
 #                listening guest must be started first; it accepts a new peer
 #                when the old one goes away, the connecting one does not
-#                reconnect); its flow control can stall both guests' traffic
-#                for good under load (see two-hosts-fault.sh), so the fault
-#                tier uses udp. rxe0 is then on eth0 instead of dummy0. Give
-#                each guest its own VERBS4J_GUEST_IP (and VERBS4J_GUEST_LOG).
+#                reconnect). The fault tier uses udp (see two-hosts-fault.sh
+#                for a stall that both can hit). rxe0 is then on eth0 instead
+#                of dummy0. Give each guest its own VERBS4J_GUEST_IP (and
+#                VERBS4J_GUEST_LOG).
 #   --pidfile F  qemu writes its process id to F (e.g. to SIGKILL the guest)
 #
 # In the guest (see guest-stage2.sh): the host's own root filesystem as an

@@ -11,19 +11,17 @@
 # (-smp 1 -m 2G each, each with its own tmpfs overlay root; see run-in-guest.sh --net). Each
 # guest's Ethernet frames are UDP datagrams between two ports of the host's 127.0.0.1, so A can
 # die and a new A bind the same port while B runs on, and a frame the receiver cannot take is
-# dropped, as on a wire, and left to rxe's retransmission. (Until 2026-12-04 the two qemus shared
-# one TCP stream, `listen=`/`connect=`: under the client's stream its flow control sometimes
-# stopped the traffic between the guests for good, with ~60 of B's packets handed to eth0 and
-# never delivered. Debian 6.1's rxe then waits for its own packets to leave the NIC (more than 64
-# of a QP's skbs out), its retransmission timer fires once and is not re-armed, and no error ever
-# completes: the client waited until the deadline. That was the fault tier's failure in CI on
-# 2026-12-04; here it happened in 1 of 7 fault tiers and in 2 of 3 streams of 300,000
-# completions (--kill-after 300000). Over UDP, 6 of 7 such streams ran with no stall and no
-# retransmission before the kill; in the 7th the server's ACKs stopped reaching the client after
-# 334,108 completions (its eth0 received nothing more) and the client failed 7 s later with
-# RETRY_EXC_ERR, named at once instead of silent until the deadline. So traffic between two TCG
-# guests can still stop; where, is not known.) No address other than 127.0.0.1 on the host and
-# 10.0.0.x in the guests is used.
+# dropped, as on a wire, and left to rxe's retransmission. It is NOT a cure for the stall this
+# tier can hit, over UDP as over the TCP stream (`listen=`/`connect=`) used until 2026-12-04: in
+# the client's guest, ~60 packets that rxe handed to eth0 are never transmitted (rxe's sent_pkts
+# runs ~60 ahead of eth0's tx_packets, the server's rx_packets stops), rxe's requester then waits
+# for those skbs (more than 64 of a QP's out), its retransmission timer fires once and is not
+# re-armed, and no error ever completes: the client waits until the deadline. Seen in the CI of
+# d016dff (600 s), in 1 of 7 fault tiers here over TCP, in 2 of 3 streams of 300,000 completions
+# (--kill-after 300000) over TCP and in 1 of 10 over UDP (a 2nd UDP one lost the server's ACKs
+# instead and failed in 7 s with RETRY_EXC_ERR). Where the packets stop (the guest's virtio-net,
+# qemu) is not known; the progress lines' counters show it. No address other than 127.0.0.1 on
+# the host and 10.0.0.x in the guests is used.
 #
 # Steps (every wait bounded by the overall deadline):
 #   1. host: test class path (softroce/test-classpath.sh, snapshot in target/fault-tier/).
