@@ -194,18 +194,16 @@ public final class FaultClient {
                                 + CompletionStatus.text(st) + " after " + successes + " successes, "
                                 + (lastSuccess == 0 ? "none succeeded" : String.format("%.1f s after the last success",
                                         (System.nanoTime() - lastSuccess) / 1e9))
-                                + " (rxe counters: " + FaultLink.hwCounters(link.ctx.deviceName()) + "; eth0: "
-                                + FaultLink.netCounters() + ")");
+                                + " (" + link.counters() + ")");
                         return false;
                     }
                     if (firstErrorAt == 0) {
                         firstErrorAt = System.nanoTime();
                         outstandingAtFirstError = outstanding.size() + 1;
                         log(String.format("first error completion: wr_id %d %s (vendor error %d), %.1f s after the "
-                                        + "last success, %d wr_ids outstanding (rxe counters: %s; eth0: %s)", id,
+                                        + "last success, %d wr_ids outstanding (%s)", id,
                                 CompletionStatus.text(st), wcs.vendorError(i), (firstErrorAt - lastSuccess) / 1e9,
-                                outstandingAtFirstError, FaultLink.hwCounters(link.ctx.deviceName()),
-                                FaultLink.netCounters()));
+                                outstandingAtFirstError, link.counters()));
                         FaultLink.marker(markers, "first-error", FaultLink.elapsed());
                     }
                     errors.add(new long[] {id, st});
@@ -223,10 +221,10 @@ public final class FaultClient {
             if (now - nextProgress > 0) {  // a stall shows in the console (a normal stream marks in ~2 s)
                 nextProgress = now + progressEvery;
                 log(String.format("progress: %d successes, %d errors, %d outstanding, %d posted; %s; QP %s; "
-                        + "rxe counters: %s; eth0: %s", successes, errors.size(), outstanding.size(), next - 1,
+                        + "%s", successes, errors.size(), outstanding.size(), next - 1,
                         markedAt == 0 ? "before the marker"
                         : String.format("%.1f s since the last success", (now - lastSuccess) / 1e9),
-                        link.qp.query().state(), FaultLink.hwCounters(link.ctx.deviceName()), FaultLink.netCounters()));
+                        link.qp.query().state(), link.counters()));
             }
             if (markedAt != 0 && lastSuccess != 0 && now - lastSuccess > bound.toNanos()) {
                 break;  // the retry bound passed: whatever is still outstanding is lost

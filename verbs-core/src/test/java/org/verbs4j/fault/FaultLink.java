@@ -275,39 +275,30 @@ final class FaultLink implements AutoCloseable {
     }
 
     /**
-     * The Soft-RoCE port's non-zero hardware counters ({@code /sys/class/infiniband/DEV/ports/1/hw_counters}:
-     * packets sent and received, retries, RNR NAKs, sequence errors...), as {@code name=value ...};
-     * for the progress lines, so that a stalled stream shows whether packets still flow.
+     * This link's packet counters, as {@code rxe counters: name=value ...; eth0: name=value ...}:
+     * the Soft-RoCE port's non-zero hardware counters (packets sent and received, retries, RNR
+     * NAKs...) and the guest NIC's non-zero packet and drop counters, so that a stalled stream
+     * shows where packets stopped: in rxe, on the way out of the guest, or at the peer.
      */
-    static String hwCounters(String device) {
-        Path dir = Path.of("/sys/class/infiniband", device, "ports", "1", "hw_counters");
-        StringBuilder sb = new StringBuilder();
-        try (var files = Files.list(dir)) {
-            files.sorted().forEach(f -> {
-                String v = read(f);
-                if (!v.equals("0")) {
-                    sb.append(sb.isEmpty() ? "" : " ").append(f.getFileName()).append('=').append(v);
-                }
-            });
+    String counters() {
+        Path hw = Path.of("/sys/class/infiniband", ctx.deviceName(), "ports", "1", "hw_counters");
+        List<String> names;
+        try (var files = Files.list(hw)) {
+            names = files.map(f -> f.getFileName().toString()).sorted().toList();
         } catch (IOException | RuntimeException e) {
-            return "(" + dir + ": " + e + ")";
+            names = List.of();
         }
-        return sb.toString();
+        return "rxe counters: " + nonZero(hw, names) + "; eth0: " + nonZero(Path.of("/sys/class/net/eth0/statistics"),
+                List.of("tx_packets", "rx_packets", "tx_dropped", "rx_dropped", "tx_errors", "rx_errors",
+                        "rx_missed_errors", "rx_over_errors", "rx_fifo_errors"));
     }
 
-    /**
-     * The guest NIC's non-zero packet and drop counters ({@code /sys/class/net/eth0/statistics}),
-     * as {@code name=value ...}: beside {@link #hwCounters}, whether the packets rxe sent left the
-     * guest and whether the peer's NIC dropped any.
-     */
-    static String netCounters() {
-        Path dir = Path.of("/sys/class/net/eth0/statistics");
+    private static String nonZero(Path dir, List<String> names) {
         StringBuilder sb = new StringBuilder();
-        for (String c : new String[] {"tx_packets", "rx_packets", "tx_dropped", "rx_dropped", "tx_errors",
-                "rx_errors", "rx_missed_errors", "rx_over_errors", "rx_fifo_errors"}) {
-            String v = read(dir.resolve(c));
+        for (String n : names) {
+            String v = read(dir.resolve(n));
             if (!v.equals("0")) {
-                sb.append(sb.isEmpty() ? "" : " ").append(c).append('=').append(v);
+                sb.append(sb.isEmpty() ? "" : " ").append(n).append('=').append(v);
             }
         }
         return sb.toString();

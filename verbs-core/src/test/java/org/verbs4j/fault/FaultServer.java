@@ -61,7 +61,7 @@ public final class FaultServer {
             if (System.nanoTime() - nextProgress > 0) {  // a stall shows in the console
                 nextProgress = System.nanoTime() + progressEvery;
                 log("progress: " + dataCount + " DATA messages; QP " + link.qp.query().state() + "; rxe counters: "
-                        + FaultLink.hwCounters(link.ctx.deviceName()) + "; eth0: " + FaultLink.netCounters());
+                        + link.counters());
             }
             if (n == 0) {
                 Thread.onSpinWait();
