@@ -63,7 +63,8 @@
 # multi-vCPU guest), VERBS4J_PERF_PAUSE (on|off, default on: the SIGSTOP between a JVM's
 # interleaved runs, above; off leaves the idle JVM running beside the other pairs' runs),
 # VERBS4J_PERF_RESUME_LEAD (seconds, default 0: with the stop, how long to wait after a JVM's SIGCONT
-# before feeding it its run).
+# before feeding it its run), VERBS4J_PERF_MARKS (set: with --interleave, a "mark start PAIR RUN" and
+# "mark end PAIR RUN" line around each pair's run, for softroce/tcg-sampler.py's timeline).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -479,6 +480,7 @@ run_interleaved() {
             [[ " $dead " != *" $pair "* ]] || continue
             roles=${pair%%.*}
             client=${roles%-*} server=${roles#*-}
+            [[ -z "${VERBS4J_PERF_MARKS:-}" ]] || say "mark start $pair $r"
             hwc_snap
             if [[ $server == vp ]]; then
                 vp_feed "$pair" server "$(vp_server_line "$pair" "$r")"
@@ -515,6 +517,7 @@ run_interleaved() {
                 fi
             fi
             hwc_delta "$pair" "$r"
+            [[ -z "${VERBS4J_PERF_MARKS:-}" ]] || say "mark end $pair $r"
         done
     done
     # the end of every batch, then each JVM's exit status (its worst run)

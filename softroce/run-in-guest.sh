@@ -48,7 +48,9 @@
 # "tcg,thread=multi,tb-size=512"; e.g. "kvm" with VERBS4J_GUEST_CPU=host on a
 # runner with usable KVM), VERBS4J_GUEST_CPU (default max), VERBS4J_GUEST_MAC
 # (with --net; default 52:54:00:00:00:<last octet of VERBS4J_GUEST_IP>), VERBS4J_GUEST_KERNEL_ARGS
-# (more kernel command-line arguments, e.g. "tsc=reliable clocksource=tsc").
+# (more kernel command-line arguments, e.g. "tsc=reliable clocksource=tsc"),
+# VERBS4J_GUEST_MONITOR (a Unix socket path: qemu's human monitor listens
+# there, e.g. for `info jit` with softroce/tcg-sampler.py; default: no monitor).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -146,10 +148,12 @@ printf '%s\n' "$CMD" >"$CTL/cmd"
 mkdir -p "$(dirname "$LOG")"
 
 q() { printf '%s' "${1//,/,,}"; }   # qemu option values escape "," as ",,"
+MONITOR=(-monitor none)
+[[ -z "${VERBS4J_GUEST_MONITOR:-}" ]] || MONITOR=(-monitor "unix:$(q "$VERBS4J_GUEST_MONITOR"),server=on,wait=off")
 QEMU=(
     qemu-system-x86_64
-    -accel "$ACCEL" -cpu "$CPU" -machine q35 -m "$MEM" -smp "$CPUS"
-    -display none -no-reboot -monitor none "${NIC[@]}"
+    -accel "$ACCEL" -cpu "$CPU" -machine q35 -m "$MEM" -smp "$CPUS" "${MONITOR[@]}" ${VERBS4J_GUEST_QEMU_ARGS:-}
+    -display none -no-reboot "${NIC[@]}"
     -chardev "stdio,id=con0,signal=off" -serial chardev:con0
     -kernel "$KERNEL" -initrd "$CACHE/initramfs.cpio.gz"
     -append "console=ttyS0 quiet panic=-1${VERBS4J_GUEST_KERNEL_ARGS:+ $VERBS4J_GUEST_KERNEL_ARGS}"

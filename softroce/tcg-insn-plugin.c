@@ -1,0 +1,144 @@
+/*
+ * tcg-insn-plugin.c: a QEMU TCG plugin that counts the guest instructions each vCPU executes,
+ * kernel and user apart, for the perf tier's diagnostics (docs/benchmarking.md, session 26).
+ * Not used by CI. Under TCG every guest instruction is emulated, so "how many instructions
+ * does each tool run per operation" is what decides a ratio there, and timers and samplers
+ * do not answer it reliably (their ticks land at translation-block boundaries).
+ *
+ * Build (gcc only; the plugin API is declared below, as QEMU 7.2 exports it, API version 1):
+ *   gcc -O2 -shared -fPIC -fvisibility=hidden -o /tmp/tcg-insn.so softroce/tcg-insn-plugin.c -lpthread
+ * Use (run-in-guest.sh passes VERBS4J_GUEST_QEMU_ARGS to qemu):
+ *   VERBS4J_GUEST_QEMU_ARGS="-plugin /tmp/tcg-insn.so,totals=/tmp/totals.txt,hist=/tmp/hist.txt" \
+ *       softroce/run-in-guest.sh ...
+ * Options:
+ *   totals=PATH  every 250 ms a line "TIME K0 U0 K1 U1": host time (s since the epoch) and the
+ *                cumulative instructions of vCPU 0 and vCPU 1 in kernel and user mode (a block
+ *                counts as kernel when its address is in the upper half of the address space)
+ *   hist=PATH    every 2 s a line "T TIME", then one line "ADDRESS_HEX COUNT" per region of
+ *                2^shift bytes that vCPU `vcpu`'s user-mode instructions ran in (cumulative);
+ *                resolve the addresses with the process's /proc/PID/maps (tcg-insn-report.py)
+ *   shift=N      region size for hist (default 8: 256 bytes)
+ *   vcpu=N       the vCPU hist counts (default 0: the client's, as perftest-compare.sh pins it)
+ * Counting costs a call per executed block: the guest runs ~2x slower with the plugin loaded.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* QEMU's plugin API (qemu-plugin.h, API version 1), the part used here */
+typedef uint64_t qemu_plugin_id_t;
+struct qemu_plugin_tb;
+typedef void (*plugin_vcpu_udata_cb)(unsigned int vcpu_index, void *userdata);
+typedef void (*plugin_tb_trans_cb)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, plugin_tb_trans_cb cb);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, plugin_vcpu_udata_cb cb, int flags,
+                                          void *userdata);
+size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
+__attribute__((visibility("default"))) int qemu_plugin_version = 1;
+
+#define MAX_VCPUS 2
+#define SLOTS (1u << 20)          /* regions the histogram can hold */
+#define KERNEL_HALF 0xffff800000000000ULL
+
+/* one cache line per counter: each vCPU thread writes its own */
+static volatile uint64_t totals[MAX_VCPUS][2][8];
+static uint64_t keys[SLOTS];      /* region + 1; 0 = free */
+static volatile uint64_t counts[SLOTS];
+static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *totals_path, *hist_path;
+static unsigned shift = 8, hist_vcpu = 0;
+
+/* userdata of a block: instructions << 22 | slot << 1 | kernel */
+static void on_exec(unsigned int vcpu, void *userdata) {
+    uintptr_t u = (uintptr_t) userdata;
+    uint64_t n = u >> 22;
+    bool kernel = u & 1;
+    if (vcpu < MAX_VCPUS) {
+        totals[vcpu][kernel][0] += n;
+    }
+    if (!kernel && vcpu == hist_vcpu && hist_path) {
+        counts[(u >> 1) & (SLOTS - 1)] += n;
+    }
+}
+
+static uint64_t slot_of(uint64_t region) {
+    uint64_t h = (region * 0x9E3779B97F4A7C15ULL) >> 44;
+    uint64_t found = 0;
+    pthread_mutex_lock(&keys_lock);
+    for (uint64_t i = 0; i < SLOTS; i++) {
+        uint64_t s = (h + i) & (SLOTS - 1);
+        if (keys[s] == region + 1 || keys[s] == 0) {
+            keys[s] = region + 1;
+            found = s;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&keys_lock); /* full: everything else lands in slot 0's region */
+    return found;
+}
+
+static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
+    uint64_t va = qemu_plugin_tb_vaddr(tb);
+    uintptr_t kernel = va >= KERNEL_HALF;
+    uintptr_t slot = kernel || !hist_path ? 0 : slot_of(va >> shift);
+    uintptr_t n = qemu_plugin_tb_n_insns(tb);
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, on_exec, 0 /* no registers */, (void *) (n << 22 | slot << 1 | kernel));
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *writer(void *unused) {
+    FILE *t = totals_path ? fopen(totals_path, "w") : NULL;
+    FILE *h = hist_path ? fopen(hist_path, "w") : NULL;
+    for (unsigned tick = 0;; tick++) {
+        if (t) {
+            fprintf(t, "%.3f %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", now(), totals[0][1][0],
+                    totals[0][0][0], totals[1][1][0], totals[1][0][0]);
+            fflush(t);
+        }
+        if (h && tick % 8 == 0) {
+            fprintf(h, "T %.3f\n", now());
+            for (uint64_t s = 0; s < SLOTS; s++) {
+                if (keys[s] && counts[s]) {
+                    fprintf(h, "%" PRIx64 " %" PRIu64 "\n", (keys[s] - 1) << shift, counts[s]);
+                }
+            }
+            fflush(h);
+        }
+        usleep(250000);
+    }
+    return NULL;
+}
+
+__attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t id, const void *info, int argc,
+                                                                char **argv) {
+    for (int i = 0; i < argc; i++) {
+        if (!strncmp(argv[i], "totals=", 7)) totals_path = argv[i] + 7;
+        else if (!strncmp(argv[i], "hist=", 5)) hist_path = argv[i] + 5;
+        else if (!strncmp(argv[i], "shift=", 6)) shift = (unsigned) atoi(argv[i] + 6);
+        else if (!strncmp(argv[i], "vcpu=", 5)) hist_vcpu = (unsigned) atoi(argv[i] + 5);
+        else {
+            fprintf(stderr, "tcg-insn-plugin: unknown option %s\n", argv[i]);
+            return 1;
+        }
+    }
+    if (!totals_path && !hist_path) {
+        fprintf(stderr, "tcg-insn-plugin: give totals=PATH and/or hist=PATH\n");
+        return 1;
+    }
+    qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
+    pthread_t t;
+    pthread_create(&t, NULL, writer, NULL);
+    return 0;
+}
