@@ -60,6 +60,9 @@ final class PerfLoops {
         s.tcompleted = null;
     }
 
+    /** The most address slots whose unsignaled requests a bandwidth run builds before timing (perftest: a page / a cache line = 64). */
+    private static final long MAX_PREBUILT_SLOTS = 1024;
+
     /**
      * One run of {@link #bandwidth}, one pass of its loop per {@link #pass} call. The loop ran
      * inside {@code bandwidth}, called once per run and size, which the JIT compiles only by
@@ -79,14 +82,17 @@ final class PerfLoops {
         private final MemorySegment inlineSrc;
         private final long[] tposted, posted, done;
         /**
-         * Per QP, the unsignaled request built before timing (null: built per post). perftest posts
-         * the requests it built before its loop and changes only what varies between posts (the
-         * addresses, when a message fits twice in the cycle buffer; the SIGNALED flag); with one
-         * request per post and one address per QP, the unsignaled posts here are that very
-         * request, and only the signaled ones (every cqMod-th, and the last) are built per post,
-         * so that their wr_id carries the index the completion counts up to.
+         * Per QP, the unsignaled requests built before timing, one per address slot (null: built
+         * per post). perftest posts the requests it built before its loop and changes only what
+         * varies between posts (the addresses, when a message fits twice in the cycle buffer; the
+         * SIGNALED flag); with one request per post, the unsignaled posts here are requests built
+         * once per QP and slot (request i posts slot i % slots), and only the signaled ones (every
+         * cqMod-th, and the last) are built per post, so that their wr_id carries the index the
+         * completion counts up to. Until session 26 only the one-slot case was prebuilt: an
+         * atomic_bw or 2-byte post rebuilt its request every time, ~660 more guest instructions
+         * per post than perftest's loop (docs/benchmarking.md).
          */
-        private final SendWorkRequests[] unsignaled;
+        private final SendWorkRequests[][] unsignaled;
         private final String label;
         private final long timeoutNanos, total, perQp, inc, slots, start;
         private final PerfDuration duration;
@@ -123,12 +129,15 @@ final class PerfLoops {
             this.slots = postList == 1 && size <= cycle / 2 ? Math.max(1, cycle / inc) : 1;
             this.posted = s.qpPosted;
             this.done = s.qpSendsDone;
-            if (postList == 1 && slots == 1) {
-                this.unsignaled = s.unsignaledSwr;
+            if (postList == 1 && slots <= MAX_PREBUILT_SLOTS) {
+                this.unsignaled = new SendWorkRequests[nq][];
                 for (int q = 0; q < nq; q++) {
-                    SendWorkRequests w = unsignaled[q].clear();
-                    request(s, w, verb, cas, size, inlineSrc, PerfSide.wrId(q, 0), s.remoteAddrs[q], s.remoteKeys[q],
-                            s.base + s.sendOffset(q));
+                    unsignaled[q] = s.unsignaled(q, (int) slots);
+                    for (int k = 0; k < slots; k++) {
+                        long off = k * inc;
+                        request(s, unsignaled[q][k].clear(), verb, cas, size, inlineSrc, PerfSide.wrId(q, k),
+                                s.remoteAddrs[q] + off, s.remoteKeys[q], s.base + s.sendOffset(q) + off);
+                    }
                 }
             } else {
                 this.unsignaled = null;
@@ -165,7 +174,8 @@ final class PerfLoops {
                     long local = s.base + s.sendOffset(q);
                     while (posted[q] < perQp && posted[q] - done[q] + postList <= tx) {
                         int k = (int) Math.min(postList, perQp - posted[q]);
-                        SendWorkRequests w = unsignaled != null && !signaled(posted[q], cqMod, perQp) ? unsignaled[q]
+                        SendWorkRequests w = unsignaled != null && !signaled(posted[q], cqMod, perQp)
+                                ? unsignaled[q][(int) (posted[q] % slots)]
                                 : chain(s, verb, cas, size, perQp, cqMod, inlineSrc, inc, slots, q, remote, rkey, local,
                                         posted[q], k);
                         if (!timed) {

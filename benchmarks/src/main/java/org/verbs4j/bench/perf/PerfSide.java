@@ -51,10 +51,12 @@ final class PerfSide implements AutoCloseable {
     final long base;
     final SendWorkRequests swr;
     /**
-     * Per QP, one request the bandwidth loop builds before timing and posts again for every
-     * unsignaled request when its message has one address (see PerfLoops.bandwidth).
+     * Per QP, the requests the bandwidth loop builds before timing and posts again for every
+     * unsignaled request: one per address the message cycles through (see PerfLoops.bandwidth),
+     * made by {@link #unsignaled} as a run needs them and kept for the next runs.
      */
-    final SendWorkRequests[] unsignaledSwr;
+    private final SendWorkRequests[][] unsignaledSwr;
+    private final int inline;
     final ReceiveWorkRequests rwr;
     final WorkCompletions wcs;
     private final long timeoutNanos;
@@ -176,12 +178,27 @@ final class PerfSide implements AutoCloseable {
         this.mr = b.region();
         this.base = b.offset();
         this.swr = new SendWorkRequests(Math.max(1, postList), 1, inline);
-        this.unsignaledSwr = new SendWorkRequests[qpCount];
-        for (int i = 0; i < qpCount; i++) {
-            unsignaledSwr[i] = new SendWorkRequests(1, 1, inline);
-        }
+        this.inline = inline;
+        this.unsignaledSwr = new SendWorkRequests[qpCount][0];
         this.rwr = new ReceiveWorkRequests(1, 1);
         this.wcs = new WorkCompletions(64);
+    }
+
+    /**
+     * QP {@code qp}'s first {@code count} prebuilt one-request chains (made here the first time a
+     * run asks for that many; the array may be longer). Before timing only: it allocates.
+     */
+    SendWorkRequests[] unsignaled(int qp, int count) {
+        SendWorkRequests[] have = unsignaledSwr[qp];
+        if (have.length < count) {
+            SendWorkRequests[] more = java.util.Arrays.copyOf(have, count);
+            for (int i = have.length; i < count; i++) {
+                more[i] = new SendWorkRequests(1, 1, inline);
+            }
+            unsignaledSwr[qp] = more;
+            have = more;
+        }
+        return have;
     }
 
     /** The work-request id of request {@code index} on QP {@code qp}. */
@@ -404,8 +421,10 @@ final class PerfSide implements AutoCloseable {
         wcs.close();
         rwr.close();
         swr.close();
-        for (SendWorkRequests w : unsignaledSwr) {
-            w.close();
+        for (SendWorkRequests[] perQp : unsignaledSwr) {
+            for (SendWorkRequests w : perQp) {
+                w.close();
+            }
         }
         if (udAh != null) {
             udAh.close();
