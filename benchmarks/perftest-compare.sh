@@ -191,15 +191,16 @@ COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 # has not seen.
 JIT_NICE_OPTS=""
 if ((SETTLE > 0)) && [[ $(id -u) == 0 ]]; then JIT_NICE_OPTS=" -XX:ThreadPriorityPolicy=1 -XX:CompilerThreadPriority=19"; fi
-# VERBS4J_PERF_JIT_IDLE=on|off (default on with --settle, as root, where chrt exists): with
-# --interleave, before each run a verbs-perf JVM's compiler threads go to SCHED_IDLE (chrt -i). At nice 19 they still took
-# 50-100 ms of each 4 s bandwidth loop and 20-60 ms of each ~1 s latency loop from the loop's pinned
-# vCPU (session 26, "the loop's thread ... other JVM threads during the loop" in the client's log):
+# VERBS4J_PERF_JIT_IDLE=on|off (default on where the nice 19 above applies and chrt exists): with
+# --interleave, before each run a verbs-perf JVM's compiler threads go to SCHED_IDLE (chrt -i). At
+# nice 19 they still took 40-110 ms of each 4 s bandwidth loop and 10-20 ms of each ~1 s latency
+# loop from the loop's pinned vCPU (session 26, "the loop's thread ... other JVM threads during the
+# loop" in the client's log; 10-30 ms at SCHED_IDLE):
 # compiles that the run's own set-up and its first passes trigger after the settle (e.g. the run's
 # method reaching C2 on its fourth call). SCHED_IDLE's weight is 3 against nice 19's 15. On real
 # hardware, unpinned, those threads take another core; pinning is a guest-only workaround (below).
-JIT_IDLE=${VERBS4J_PERF_JIT_IDLE:-on}
-if ! ((SETTLE > 0)) || [[ $(id -u) != 0 ]] || ! command -v chrt >/dev/null; then JIT_IDLE=off; fi
+JIT_IDLE=off
+if [[ -n $JIT_NICE_OPTS ]] && command -v chrt >/dev/null; then JIT_IDLE=${VERBS4J_PERF_JIT_IDLE:-on}; fi
 JIT_SCALE_OPTS=" -XX:CompileCommand=quiet -XX:CompileCommand=CompileThresholdScaling,org.verbs4j.*::*,0.02"
 JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0$JIT_SCALE_OPTS$JIT_NICE_OPTS}
 # shellcheck disable=SC2086

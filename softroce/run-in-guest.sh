@@ -50,7 +50,9 @@
 # (with --net; default 52:54:00:00:00:<last octet of VERBS4J_GUEST_IP>), VERBS4J_GUEST_KERNEL_ARGS
 # (more kernel command-line arguments, e.g. "tsc=reliable clocksource=tsc"),
 # VERBS4J_GUEST_MONITOR (a Unix socket path: qemu's human monitor listens
-# there, e.g. for `info jit` with softroce/tcg-sampler.py; default: no monitor).
+# there, e.g. for `info jit` with softroce/tcg-sampler.py; default: no monitor),
+# VERBS4J_GUEST_QEMU_ARGS (more qemu options, split at spaces, e.g. "-plugin
+# /tmp/tcg-insn.so,totals=FILE" for softroce/tcg-insn-plugin.c).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
