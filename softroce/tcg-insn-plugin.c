@@ -19,6 +19,10 @@
  *                resolve the addresses with the process's /proc/PID/maps (tcg-insn-report.py)
  *   shift=N      region size for hist (default 8: 256 bytes)
  *   vcpu=N       the vCPU hist counts (default 0: the client's, as perftest-compare.sh pins it)
+ *   heavy=PATH   every 250 ms a line "TIME" then, per vCPU (0, 1) and mode (kernel, user), the
+ *                cumulative executions of the instructions TCG emulates out of line: "LOCK FENCE
+ *                PAUSE RDTSC SYSCALL" (LOCK: lock-prefixed or xchg with memory; FENCE: m/l/sfence;
+ *                PAUSE: which leaves the vCPU's execution loop; RDTSC: rdtsc and rdtscp; SYSCALL)
  * Counting costs a call per executed block: the guest runs ~2x slower with the plugin loaded.
  */
 #include <inttypes.h>
@@ -34,6 +38,7 @@
 /* QEMU's plugin API (qemu-plugin.h, API version 1), the part used here */
 typedef uint64_t qemu_plugin_id_t;
 struct qemu_plugin_tb;
+struct qemu_plugin_insn;
 typedef void (*plugin_vcpu_udata_cb)(unsigned int vcpu_index, void *userdata);
 typedef void (*plugin_tb_trans_cb)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, plugin_tb_trans_cb cb);
@@ -41,6 +46,9 @@ void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, plugin_vcpu
                                           void *userdata);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
 #define MAX_VCPUS 2
@@ -52,7 +60,9 @@ static volatile uint64_t totals[MAX_VCPUS][2][8];
 static uint64_t keys[SLOTS];      /* region + 1; 0 = free */
 static volatile uint64_t counts[SLOTS];
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
-static const char *totals_path, *hist_path;
+static const char *totals_path, *hist_path, *heavy_path;
+#define HEAVY_KINDS 5               /* LOCK FENCE PAUSE RDTSC SYSCALL */
+static volatile uint64_t heavy[MAX_VCPUS][2][8];
 static unsigned shift = 8, hist_vcpu = 0;
 
 /* userdata of a block: instructions << 22 | slot << 1 | kernel */
@@ -66,6 +76,44 @@ static void on_exec(unsigned int vcpu, void *userdata) {
     if (!kernel && vcpu == hist_vcpu && hist_path) {
         counts[(u >> 1) & (SLOTS - 1)] += n;
     }
+}
+
+/* userdata of a block's heavy callback: 8 bits per kind (its count in the block), bit 63 = kernel */
+static void on_exec_heavy(unsigned int vcpu, void *userdata) {
+    uint64_t u = (uint64_t) (uintptr_t) userdata;
+    if (vcpu >= MAX_VCPUS) {
+        return;
+    }
+    unsigned kernel = (unsigned) (u >> 63);
+    for (int k = 0; k < HEAVY_KINDS; k++) {
+        heavy[vcpu][kernel][k] += (u >> (8 * k)) & 0xff;
+    }
+}
+
+/* the kind (0..4) of one x86-64 instruction, or -1 */
+static int heavy_kind(const uint8_t *b, size_t n) {
+    size_t i = 0;
+    bool lock = false, rep = false;
+    for (; i < n; i++) {
+        uint8_t p = b[i];
+        if (p == 0xf0) lock = true;
+        else if (p == 0xf3) rep = true;
+        else if (p != 0xf2 && p != 0x2e && p != 0x36 && p != 0x3e && p != 0x26 && p != 0x64 && p != 0x65
+                 && p != 0x66 && p != 0x67) break;
+    }
+    if (lock) return 0;
+    if (i < n && (b[i] & 0xf0) == 0x40) i++; /* REX */
+    if (i >= n) return -1;
+    uint8_t op = b[i];
+    if (op == 0x90 && rep) return 2;
+    if ((op == 0x86 || op == 0x87) && i + 1 < n && (b[i + 1] >> 6) != 3) return 0;
+    if (op != 0x0f || i + 1 >= n) return -1;
+    uint8_t op2 = b[i + 1];
+    uint8_t m = i + 2 < n ? b[i + 2] : 0;
+    if (op2 == 0xae && m >= 0xe8) return 1;   /* lfence e8-ef, mfence f0-f7, sfence f8-ff */
+    if (op2 == 0x31 || (op2 == 0x01 && m == 0xf9)) return 3;
+    if (op2 == 0x05) return 4;
+    return -1;
 }
 
 static uint64_t slot_of(uint64_t region) {
@@ -90,6 +138,19 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     uintptr_t slot = kernel || !hist_path ? 0 : slot_of(va >> shift);
     uintptr_t n = qemu_plugin_tb_n_insns(tb);
     qemu_plugin_register_vcpu_tb_exec_cb(tb, on_exec, 0 /* no registers */, (void *) (n << 22 | slot << 1 | kernel));
+    if (heavy_path) {
+        uint64_t packed = 0;
+        for (size_t i = 0; i < n; i++) {
+            struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+            int k = heavy_kind(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn));
+            if (k >= 0 && ((packed >> (8 * k)) & 0xff) < 0xff) {
+                packed += 1ULL << (8 * k);
+            }
+        }
+        if (packed) {
+            qemu_plugin_register_vcpu_tb_exec_cb(tb, on_exec_heavy, 0, (void *) (uintptr_t) (packed | (uint64_t) kernel << 63));
+        }
+    }
 }
 
 static double now(void) {
@@ -101,11 +162,24 @@ static double now(void) {
 static void *writer(void *unused) {
     FILE *t = totals_path ? fopen(totals_path, "w") : NULL;
     FILE *h = hist_path ? fopen(hist_path, "w") : NULL;
+    FILE *x = heavy_path ? fopen(heavy_path, "w") : NULL;
     for (unsigned tick = 0;; tick++) {
         if (t) {
             fprintf(t, "%.3f %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", now(), totals[0][1][0],
                     totals[0][0][0], totals[1][1][0], totals[1][0][0]);
             fflush(t);
+        }
+        if (x) {
+            fprintf(x, "%.3f", now());
+            for (int v = 0; v < MAX_VCPUS; v++) {
+                for (int k = 1; k >= 0; k--) {
+                    for (int j = 0; j < HEAVY_KINDS; j++) {
+                        fprintf(x, " %" PRIu64, heavy[v][k][j]);
+                    }
+                }
+            }
+            fputc('\n', x);
+            fflush(x);
         }
         if (h && tick % 8 == 0) {
             fprintf(h, "T %.3f\n", now());
@@ -127,14 +201,15 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
         if (!strncmp(argv[i], "totals=", 7)) totals_path = argv[i] + 7;
         else if (!strncmp(argv[i], "hist=", 5)) hist_path = argv[i] + 5;
         else if (!strncmp(argv[i], "shift=", 6)) shift = (unsigned) atoi(argv[i] + 6);
+        else if (!strncmp(argv[i], "heavy=", 6)) heavy_path = argv[i] + 6;
         else if (!strncmp(argv[i], "vcpu=", 5)) hist_vcpu = (unsigned) atoi(argv[i] + 5);
         else {
             fprintf(stderr, "tcg-insn-plugin: unknown option %s\n", argv[i]);
             return 1;
         }
     }
-    if (!totals_path && !hist_path) {
-        fprintf(stderr, "tcg-insn-plugin: give totals=PATH and/or hist=PATH\n");
+    if (!totals_path && !hist_path && !heavy_path) {
+        fprintf(stderr, "tcg-insn-plugin: give totals=PATH, hist=PATH and/or heavy=PATH\n");
         return 1;
     }
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);

@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
 """tcg-insn-report.py: instructions per run from tcg-insn-plugin.c's counts, beside perftest-compare.sh's marks.
 
-  tcg-insn-report.py --console STAMPED --totals TOTALS [--hist HIST] [--maps FILE ...]
-                     [--codelist FILE ...] [--counters DIR] [--window 0.3:0.8] [--top 8]
+  tcg-insn-report.py --console STAMPED --totals TOTALS [--hist HIST] [--heavy HEAVY] [--maps FILE ...]
+                     [--codelist FILE ...] [--perfmap FILE ...] [--counters DIR] [--window 0.3:0.8]
+                     [--top 8] [--per-syscall]
 
 STAMPED: the guest console through `tcg-sampler.py stamp`, with perftest-compare.sh's
 VERBS4J_PERF_MARKS lines; TOTALS and HIST: the plugin's files (totals=, hist=); --maps: copies of
 /proc/PID/maps of the processes whose code HIST should name (a library, or the JVM's anonymous
-code); --codelist: `jcmd PID Compiler.codelist` outputs, to name the JIT's methods; --counters:
+code); --codelist: `jcmd PID Compiler.codelist` outputs, to name the JIT's methods; --perfmap:
+the JVM's /tmp/perf-PID.map as -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit writes it when
+the JVM exits (names the methods without a jcmd during the runs); HEAVY: the plugin's heavy= file
+(locked instructions, fences, pause, rdtsc, syscall per vCPU and mode); --per-syscall: print the
+window's figures per system call of vCPU 0's user mode instead of per second and per kernel
+instruction: one operation each in a latency test (one post per operation, and rxe's post_send
+rings the kernel with one write(); its post_recv and poll_cq make none); --counters:
 perftest-compare.sh's OUT, for each run's sent packets (rxe's hw_counters), so that the whole run's
 kernel instructions on vCPU 0 are also printed per packet.
 
@@ -37,7 +44,7 @@ def load_hist(path):
     return dumps
 
 
-def namer(maps_files, codelists):
+def namer(maps_files, codelists, perfmaps=()):
     spans = []
     for f in maps_files:
         for line in open(f):
@@ -51,6 +58,12 @@ def namer(maps_files, codelists):
             m = CODE.search(line)
             if m:
                 code.append((int(m.group(3), 16), int(m.group(5), 16), f"{m.group(2)} (tier {m.group(1)})"))
+    for f in perfmaps:
+        for line in open(f):
+            p = line.rstrip("\n").split(" ", 2)
+            if len(p) == 3:
+                a = int(p[0], 16)
+                code.append((a, a + int(p[1], 16), p[2]))
     code.sort()
     starts = [c[0] for c in code]
 
@@ -74,6 +87,9 @@ def main():
     ap.add_argument("--hist")
     ap.add_argument("--maps", nargs="*", default=[])
     ap.add_argument("--codelist", nargs="*", default=[])
+    ap.add_argument("--perfmap", nargs="*", default=[])
+    ap.add_argument("--heavy")
+    ap.add_argument("--per-syscall", action="store_true")
     ap.add_argument("--counters")
     ap.add_argument("--window", default="0.3:0.8")
     ap.add_argument("--top", type=int, default=8)
@@ -84,7 +100,11 @@ def main():
     tt = [t[0] for t in tot]
     hist = load_hist(a.hist) if a.hist else []
     ht = [h[0] for h in hist]
-    name = namer(a.maps, a.codelist)
+    name = namer(a.maps, a.codelist, a.perfmap)
+    heavy = [list(map(float, l.split())) for l in open(a.heavy) if l.strip()] if a.heavy else []
+    hvt = [h[0] for h in heavy]
+    if a.per_syscall and not heavy:
+        ap.error("--per-syscall needs --heavy")
 
     def at(times, t):
         return min(bisect.bisect_left(times, t), len(times) - 1)
@@ -128,6 +148,21 @@ def main():
         k, u = y[1] - x[1], y[2] - x[2]
         print(f"{line} window {dt:.1f} s: vCPU 0 kernel {k / dt / 1e6:.1f} M/s, user {u / dt / 1e6:.1f} M/s, "
               f"user per kernel instruction {u / k:.4f}")
+        per, unit = k, "per kernel instruction"
+        if heavy:
+            # columns: time, then per vCPU (0, 1) and mode (kernel, user): lock fence pause rdtsc syscall
+            hx, hy = heavy[at(hvt, ta)], heavy[at(hvt, tb)]
+            d = [hy[c] - hx[c] for c in range(1, 21)]
+            calls = d[9]
+            if a.per_syscall and calls > 0:
+                per, unit = calls, "per user system call"
+                print(f"    vCPU 0: {calls / dt:.0f} user system calls/s; per call: kernel {k / calls:.0f} and user "
+                      f"{u / calls:.0f} instructions")
+            kinds = ("lock", "fence", "pause", "rdtsc", "syscall")
+            for mode, off in (("kernel", 0), ("user", 5)):
+                print(f"    vCPU 0 {mode}, {'per user system call' if a.per_syscall and calls > 0 else 'per second'}: "
+                      + ", ".join(f"{kinds[c]} {d[off + c] / (calls if a.per_syscall and calls > 0 else dt):.2f}"
+                                  for c in range(5)))
         if hist:
             by = collections.Counter()
             for addr, c in hist[j][1].items():
@@ -136,7 +171,7 @@ def main():
                     by[name(addr, a.region)] += d
             total = sum(by.values()) or 1
             for n, c in by.most_common(a.top):
-                print(f"    {100 * c / total:5.1f}%  {c / k:.5f} per kernel instruction  {n}")
+                print(f"    {100 * c / total:5.1f}%  {c / per:.5g} {unit}  {n}")
 
 
 if __name__ == "__main__":
