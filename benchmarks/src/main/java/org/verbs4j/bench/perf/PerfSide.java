@@ -29,7 +29,9 @@ import java.util.Arrays;
  * ({@link #localVaddr(int)}), so that a perftest peer's writes land where this side polls and the
  * other way round. A send's work-request id carries its QP ({@link #wrId}). The work-request
  * chains, the per-QP counters and the completion array are preallocated: the methods the timed
- * loops call allocate nothing. One thread.
+ * loops call allocate nothing. One thread: the thread that creates it uses and closes it, so its CQ
+ * is confined to that thread ({@link org.verbs4j.Context#createConfinedCompletionQueue}): a poll
+ * skips the shared CQ's gate, as perftest's one-threaded loops take no lock of their own.
  */
 final class PerfSide implements AutoCloseable {
     static final VarHandle BYTE = JAVA_BYTE.varHandle();
@@ -129,7 +131,7 @@ final class PerfSide implements AutoCloseable {
         QueuePair[] q = new QueuePair[qpCount];
         BufferProvider.PerfBuffer b = null;
         try {
-            c = pd.context().createCompletionQueue((int) Math.min(Integer.MAX_VALUE / 2,
+            c = pd.context().createConfinedCompletionQueue((int) Math.min(Integer.MAX_VALUE / 2,
                     (long) qpCount * (sendDepth + recvDepth) + 16));
             QueuePairInit init = QueuePairInit.of(type, c).maxSendWr(sendDepth)
                     .maxRecvWr(Math.max(1, recvDepth)).maxSendSge(1).maxRecvSge(1);
