@@ -15,7 +15,9 @@
  *                cumulative instructions of vCPU 0 and vCPU 1 in kernel and user mode (a block
  *                counts as kernel when its address is in the upper half of the address space)
  *   hist=PATH    every 2 s a line "T TIME", then one line "ADDRESS_HEX COUNT" per region of
- *                2^shift bytes that vCPU `vcpu`'s user-mode instructions ran in (cumulative);
+ *                2^shift bytes that vCPU `vcpu`'s user-mode instructions ran in (cumulative; a
+ *                block's instructions all count in the region where the block starts, so regions
+ *                much smaller than a block place instructions by block, not one by one);
  *                resolve the addresses with the process's /proc/PID/maps (tcg-insn-report.py)
  *   shift=N      region size for hist (default 8: 256 bytes)
  *   vcpu=N       the vCPU hist counts (default 0: the client's, as perftest-compare.sh pins it)

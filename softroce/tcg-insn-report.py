@@ -154,15 +154,14 @@ def main():
             hx, hy = heavy[at(hvt, ta)], heavy[at(hvt, tb)]
             d = [hy[c] - hx[c] for c in range(1, 21)]
             calls = d[9]
+            norm, label = dt, "per second"
             if a.per_syscall and calls > 0:
-                per, unit = calls, "per user system call"
+                per, unit = norm, label = calls, "per user system call"
                 print(f"    vCPU 0: {calls / dt:.0f} user system calls/s; per call: kernel {k / calls:.0f} and user "
                       f"{u / calls:.0f} instructions")
             kinds = ("lock", "fence", "pause", "rdtsc", "syscall")
             for mode, off in (("kernel", 0), ("user", 5)):
-                print(f"    vCPU 0 {mode}, {'per user system call' if a.per_syscall and calls > 0 else 'per second'}: "
-                      + ", ".join(f"{kinds[c]} {d[off + c] / (calls if a.per_syscall and calls > 0 else dt):.2f}"
-                                  for c in range(5)))
+                print(f"    vCPU 0 {mode}, {label}: " + ", ".join(f"{kinds[c]} {d[off + c] / norm:.2f}" for c in range(5)))
         if hist:
             by = collections.Counter()
             for addr, c in hist[j][1].items():
