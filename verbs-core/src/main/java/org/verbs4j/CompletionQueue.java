@@ -243,6 +243,27 @@ public final class CompletionQueue extends NativeResource {
         }
     }
 
+    /**
+     * The last lookup of {@link #credit}: the table it was made in, the QP number and what it
+     * found (null: not ours). Polls reap one QP's completions again and again, so most polls skip
+     * the table; a new table (a QP attached or detached) makes it stale. Written and read only by
+     * the thread inside the poll gate (or the owner thread of a confined CQ).
+     */
+    private QpTable lastTable;
+    private int lastQpn;
+    private QueueAccount lastAccount;
+
+    private QueueAccount account(QpTable t, int qpn) {
+        if (t == lastTable && qpn == lastQpn) {
+            return lastAccount;
+        }
+        QueueAccount q = t.get(qpn);
+        lastTable = t;
+        lastQpn = qpn;
+        lastAccount = q;
+        return q;
+    }
+
     /** Credits completions {@code [from, to)} of {@code wcs} to their queue pairs (checked mode). */
     private void credit(WorkCompletions wcs, int from, int to) {
         QpTable t = table;
@@ -256,14 +277,16 @@ public final class CompletionQueue extends NativeResource {
                     q.sendsCompleted(sends);
                     sends = 0;
                 }
-                q = t.get(n);
+                q = account(t, n);
                 qpn = n;
                 if (q == null) {
                     continue; // a queue pair not created through verbs4j, or already closed
                 }
             }
-            int status = wcs.rawStatus(i);
-            if (status == WorkCompletions.SUCCESS && (wcs.rawOpcode(i) & CompletionOpcode.RECV) == 0) {
+            long statusAndOpcode = wcs.rawStatusAndOpcode(i); // one read for both
+            int status = WorkCompletions.statusOf(statusAndOpcode);
+            boolean recvOpcode = (WorkCompletions.opcodeOf(statusAndOpcode) & CompletionOpcode.RECV) != 0;
+            if (status == WorkCompletions.SUCCESS && !recvOpcode) {
                 sends++;
                 continue;
             }
@@ -273,9 +296,9 @@ public final class CompletionQueue extends NativeResource {
             }
             boolean recv;
             if (status == WorkCompletions.SUCCESS || q.sendCq != q.recvCq) {
-                recv = status == WorkCompletions.SUCCESS ? (wcs.rawOpcode(i) & CompletionOpcode.RECV) != 0 : q.recvCq == this;
+                recv = status == WorkCompletions.SUCCESS ? recvOpcode : q.recvCq == this;
             } else {
-                recv = (wcs.rawOpcode(i) & CompletionOpcode.RECV) != 0; // error on a shared CQ: the opcode is a hint
+                recv = recvOpcode; // error on a shared CQ: the opcode is a hint
             }
             q.completed(status, recv);
             if (recv && q.srq != null) {

@@ -138,12 +138,30 @@ public final class WorkCompletions implements AutoCloseable {
         return wcs.get(JAVA_INT, (long) i * CompletionLayout.WC_SIZE + CompletionLayout.QP_NUM);
     }
 
-    int rawStatus(int i) {
-        return wcs.get(JAVA_INT, (long) i * CompletionLayout.WC_SIZE + CompletionLayout.STATUS);
+    /**
+     * Status and opcode of completion {@code i} in one 8-byte read (they are adjacent in
+     * {@code struct ibv_wc}, at an 8-byte boundary): take them apart with {@link #statusOf} and
+     * {@link #opcodeOf}.
+     */
+    long rawStatusAndOpcode(int i) {
+        return wcs.get(JAVA_LONG, (long) i * CompletionLayout.WC_SIZE + CompletionLayout.STATUS);
     }
 
-    int rawOpcode(int i) {
-        return wcs.get(JAVA_INT, (long) i * CompletionLayout.WC_SIZE + CompletionLayout.OPCODE);
+    private static final boolean LITTLE_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
+
+    static int statusOf(long statusAndOpcode) {
+        return (int) (LITTLE_ENDIAN ? statusAndOpcode : statusAndOpcode >>> 32);
+    }
+
+    static int opcodeOf(long statusAndOpcode) {
+        return (int) (LITTLE_ENDIAN ? statusAndOpcode >>> 32 : statusAndOpcode);
+    }
+
+    static {
+        if (CompletionLayout.OPCODE != CompletionLayout.STATUS + 4 || CompletionLayout.STATUS % 8 != 0
+                || CompletionLayout.WC_SIZE % 8 != 0) {
+            throw new ExceptionInInitializerError("struct ibv_wc: status and opcode are not one aligned 8-byte word");
+        }
     }
 
     /**

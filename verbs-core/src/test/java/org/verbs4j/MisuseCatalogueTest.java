@@ -962,6 +962,49 @@ class MisuseCatalogueTest {
         }
 
         @Test
+        void eachCompletionCreditsItsOwnQueuePairAlsoWhenAQpNumberComesBack() {
+            QueuePair b = ForeignHandles.queuePair(pd, p.makeQp(p.context(), 0x77, 2),
+                    QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(4).maxRecvWr(4), QueuePairState.RTS);
+            try (SendWorkRequests wrs = new SendWorkRequests(1, 1); WorkCompletions wcs = new WorkCompletions(16)) {
+                wrs.write(1, 0x1000, 1).sge(mr, 0, 8).signaled();
+                for (int i = 0; i < 4; i++) { // the two QPs' completions alternate within one poll
+                    qp.postSend(wrs);
+                    b.postSend(wrs);
+                }
+                assertEquals(4, qp.sendOutstanding());
+                assertEquals(4, b.sendOutstanding());
+                assertEquals(8, cq.poll(wcs));
+                assertEquals(0, qp.sendOutstanding());
+                assertEquals(0, b.sendOutstanding());
+                for (QueuePair q : List.of(qp, qp, b, qp, b, b)) { // one completion per poll, QP after QP; b last
+                    q.postSend(wrs);
+                    assertEquals(1, q.sendOutstanding());
+                    assertEquals(1, cq.poll(wcs));
+                    assertEquals(0, q.sendOutstanding());
+                }
+                // b closes and a new QP gets its number: its completions credit it, not the closed one
+                b.close();
+                QueuePair c = ForeignHandles.queuePair(pd, p.makeQp(p.context(), 0x77, 2),
+                        QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(4).maxRecvWr(4), QueuePairState.RTS);
+                try {
+                    for (int round = 0; round < 3; round++) {
+                        for (int i = 0; i < 4; i++) {
+                            c.postSend(wrs);
+                        }
+                        assertEquals(4, cq.poll(wcs));
+                        assertEquals(0, c.sendOutstanding(), "round " + round);
+                    }
+                } finally {
+                    c.close();
+                }
+            } finally {
+                if (b.isOpen()) {
+                    b.close();
+                }
+            }
+        }
+
+        @Test
         void aChainLongerThanTheSendQueueIsRefused() {
             try (SendWorkRequests wrs = new SendWorkRequests(17, 1)) {
                 for (int i = 0; i < 17; i++) {
