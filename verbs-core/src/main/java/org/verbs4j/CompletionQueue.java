@@ -244,23 +244,24 @@ public final class CompletionQueue extends NativeResource {
     }
 
     /**
-     * The last lookup of {@link #credit}: the table it was made in, the QP number and what it
-     * found (null: not ours). Polls reap one QP's completions again and again, so most polls skip
-     * the table; a new table (a QP attached or detached) makes it stale. Written and read only by
-     * the thread inside the poll gate (or the owner thread of a confined CQ).
+     * The last account {@link #credit} found, and the table it was found in: polls reap one QP's
+     * completions again and again, so most polls skip the table; a new table (a QP attached or
+     * detached) makes it stale. Written and read only by the thread inside the poll gate (or the
+     * owner thread of a confined CQ).
      */
     private QpTable lastTable;
-    private int lastQpn;
     private QueueAccount lastAccount;
 
     private QueueAccount account(QpTable t, int qpn) {
-        if (t == lastTable && qpn == lastQpn) {
-            return lastAccount;
+        QueueAccount q = lastAccount;
+        if (t == lastTable && q != null && q.qpNumber == qpn) {
+            return q;
         }
-        QueueAccount q = t.get(qpn);
-        lastTable = t;
-        lastQpn = qpn;
-        lastAccount = q;
+        q = t.get(qpn);
+        if (q != null) {
+            lastTable = t;
+            lastAccount = q;
+        }
         return q;
     }
 
