@@ -259,9 +259,15 @@ for ((p = 2; p <= REPEATS; p++)); do
 done
 RUNS=("${FIRST_PASS[@]}" "${RUNS[@]}")
 
+# waits until a server listens on the port, at most TIMEOUT s; with a pid (a perftest server started
+# in the background), fails at once when that process has ended (e.g. it refused its options:
+# perftest's "please check that DURATION > 2*MARGIN") instead of waiting out the bound
 waitport() {
     local i
     for ((i = 0; i < 5 * TIMEOUT; i++)); do
+        if [[ -n ${1:-} ]] && ! kill -0 "$1" 2>/dev/null; then
+            return 1
+        fi
         if [[ $RDMA_CM == 1 ]]; then
             rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*:$PORT\b" && return 0
             sleep 0.2
@@ -350,7 +356,7 @@ pt_client_run() {
             timeout "$TIMEOUT" "${PIN_SERVER[@]}" ib_$t $o >>"$OUT/$pair.server.log" 2>&1 &
             ppid=$!
         fi
-        if waitport; then
+        if waitport "$ppid"; then
             # the client's output of a failed attempt is kept apart
             # shellcheck disable=SC2086
             # its CPU time, user and system, to set beside a verbs-perf loop's own line ("the loop's
@@ -364,6 +370,8 @@ pt_client_run() {
         else
             ok=0
             why="no server listening"
+            [[ -z $ppid ]] || kill -0 "$ppid" 2>/dev/null \
+                || why="the server ended before it listened: see $OUT/$pair.server.log"
         fi
         if [[ $server == pt ]]; then wait "$ppid" || { ok=0; why="${why:-server failed}"; }; fi
     done
@@ -495,8 +503,15 @@ run_interleaved() {
     # (each JVM runs until it blocks on its empty pipe, then stays so until its first run is fed:
     # its start-up is paused only after its first run, like every later gap)
     say "interleaved: ${#RUNS[@]} runs, each by the pairs $PAIRS in turn"
+    local k=0 d rep what
     for r in "${RUNS[@]}"; do
-        read -r t s _ <<<"$r"
+        read -r t s _ d rep <<<"$r"
+        # a progress line per run: a default run is otherwise silent for minutes
+        k=$((k + 1))
+        what=measured
+        [[ $d != warm ]] || what="warm, discarded"
+        [[ -z $rep ]] || what+=", pass ${rep#r}"
+        say "run $k of ${#RUNS[@]}: $t -s $s ($what)"
         for pair in $PAIRS; do
             [[ " $dead " != *" $pair "* ]] || continue
             roles=${pair%%.*}
