@@ -259,14 +259,14 @@ for ((p = 2; p <= REPEATS; p++)); do
 done
 RUNS=("${FIRST_PASS[@]}" "${RUNS[@]}")
 
-# waits until a server listens on the port, at most TIMEOUT s; with a pid (a perftest server started
-# in the background), fails at once when that process has ended (e.g. it refused its options:
-# perftest's "please check that DURATION > 2*MARGIN") instead of waiting out the bound
+# waits until a server listens on the port, at most TIMEOUT s (status 1 past it); with a pid (a
+# perftest server started in the background), returns 2 at once when that process has ended (e.g. it
+# refused its options: perftest's "please check that DURATION > 2*MARGIN") instead of waiting out the bound
 waitport() {
     local i
     for ((i = 0; i < 5 * TIMEOUT; i++)); do
         if [[ -n ${1:-} ]] && ! kill -0 "$1" 2>/dev/null; then
-            return 1
+            return 2
         fi
         if [[ $RDMA_CM == 1 ]]; then
             rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*:$PORT\b" && return 0
@@ -368,10 +368,9 @@ pt_client_run() {
             if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/$d/${pair}__$t.out"
             else cat "$OUT/$pair.attempt" >>"$OUT/$pair.failed-attempts.log"; fi
         else
+            [[ $? == 2 ]] && why="the server ended before it listened: see $OUT/$pair.server.log" \
+                || why="no server listening"
             ok=0
-            why="no server listening"
-            [[ -z $ppid ]] || kill -0 "$ppid" 2>/dev/null \
-                || why="the server ended before it listened: see $OUT/$pair.server.log"
         fi
         if [[ $server == pt ]]; then wait "$ppid" || { ok=0; why="${why:-server failed}"; }; fi
     done
