@@ -14,6 +14,9 @@
 #   pt-pt.ctl  the control: perftest against itself once more, judged like a verbs-perf pair against
 #          the band of pt-pt and pt-pt.N and counted apart, so that `compare` shows how often perftest
 #          itself lands outside its own noise by the same rule ("pt-pt vp-pt pt-pt.ctl pt-vp pt-pt.2")
+#   vp-pt.u, pt-vp.u, vp-vp.u  the same pair with verbs-perf in verbs4j's unchecked mode
+#          (-Dverbs4j.unchecked=true: no semantic checks, every check that keeps the JVM safe), so that
+#          one boot compares both modes, run by run ("pt-pt vp-pt pt-pt.ctl vp-pt.u pt-pt.2")
 # with the same options for both tools (sizes, iterations, tx depth, CQ moderation, inline and
 # warm-up are perftest's defaults unless --extra sets them, for both). Each verbs-perf side runs
 # all its runs in ONE JVM (verbs-perf --batch), so the JVM starts once per pair and role.
@@ -225,6 +228,12 @@ if [[ $PIN == on ]]; then
 fi
 VP_SERVER=("${PIN_SERVER[@]}" "${VP[@]}")
 VP_CLIENT=("${PIN_CLIENT[@]}" "${VP[@]}")
+vp_argv() { # pair role -> VP_ARGV: the verbs-perf command of that role; a pair ending in .u runs unchecked
+    if [[ $2 == server ]]; then VP_ARGV=("${VP_SERVER[@]}"); else VP_ARGV=("${VP_CLIENT[@]}"); fi
+    if [[ $1 == *.u ]]; then # the property before the main class, the JVM's last option
+        VP_ARGV=("${VP_ARGV[@]:0:${#VP_ARGV[@]}-1}" -Dverbs4j.unchecked=true "${VP_ARGV[@]: -1}")
+    fi
+}
 T0=$SECONDS
 say() { echo "[perftest-compare +$((SECONDS - T0))s] $*" >&2; }
 
@@ -388,12 +397,13 @@ vp_start() { # pair role: starts the JVM (every JVM before any pipe is opened he
     # inherits another's write end and keeps it from seeing the end of its batch)
     local key="$1.$2" fifo="$FIFO_DIR/$1.$2.fifo" done="$FIFO_DIR/$1.$2.done"
     mkfifo "$fifo" "$done"
+    vp_argv "$1" "$2"
     if [[ $2 == server ]]; then
         FIFO_LOG[$key]="$OUT/$1.server.stdout"
-        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_SERVER[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" --done "$done" >"${FIFO_LOG[$key]}" 2>&1 &
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_ARGV[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" --done "$done" >"${FIFO_LOG[$key]}" 2>&1 &
     else
         FIFO_LOG[$key]="$OUT/$1.client.log"
-        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_CLIENT[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" --done "$done" 2>>"${FIFO_LOG[$key]}" &
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_ARGV[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" --done "$done" 2>>"${FIFO_LOG[$key]}" &
     fi
     FIFO_PID[$key]=$!
     FIFO_LINES[$key]=0
@@ -589,11 +599,13 @@ run_pair() {
         vp_client_line "$pair" "$r" >>"$cbatch"
     done
     if [[ $server == vp ]]; then
-        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_SERVER[@]}" --batch "$sbatch" --retries $RETRIES --settle "$SETTLE" >"$OUT/$pair.server.stdout" 2>&1 &
+        vp_argv "$pair" server
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_ARGV[@]}" --batch "$sbatch" --retries $RETRIES --settle "$SETTLE" >"$OUT/$pair.server.stdout" 2>&1 &
         spid=$!
     fi
+    vp_argv "$pair" client
     if [[ $client == vp && $server == vp ]]; then
-        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_CLIENT[@]}" --batch "$cbatch" --retries $RETRIES --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
+        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_ARGV[@]}" --batch "$cbatch" --retries $RETRIES --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
             note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
             stop_tree "$spid"
         fi
@@ -603,7 +615,7 @@ run_pair() {
             for r in "${RUNS[@]}"; do pt_server_for_vp "$pair" "$r"; done
         ) &
         spid=$!
-        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_CLIENT[@]}" --batch "$cbatch" --retries $RETRIES --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
+        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_ARGV[@]}" --batch "$cbatch" --retries $RETRIES --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
             note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
             # the perftest servers still waiting for this client would each wait out their bound
             stop_tree "$spid"
