@@ -207,7 +207,7 @@ if [[ -n $JIT_NICE_OPTS ]] && command -v chrt >/dev/null; then JIT_IDLE=${VERBS4
 JIT_SCALE_OPTS=" -XX:CompileCommand=quiet -XX:CompileCommand=CompileThresholdScaling,org.verbs4j.*::*,0.02"
 JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0$JIT_SCALE_OPTS$JIT_NICE_OPTS}
 # shellcheck disable=SC2086
-VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR" org.verbs4j.bench.VerbsPerf)
+VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR")
 # VERBS4J_PERF_PIN=auto|on|off: each server process on the last CPU and each client process on
 # the first, perftest's and verbs-perf's alike (equal terms). auto = on in the guest when it has
 # more than one vCPU: under multi-threaded TCG a JVM patching compiled code that another vCPU is
@@ -226,13 +226,11 @@ if [[ $PIN == on ]]; then
     PIN_SERVER=(taskset -c $((NCPU - 1)))
     PIN_CLIENT=(taskset -c 0)
 fi
-VP_SERVER=("${PIN_SERVER[@]}" "${VP[@]}")
-VP_CLIENT=("${PIN_CLIENT[@]}" "${VP[@]}")
 vp_argv() { # pair role -> VP_ARGV: the verbs-perf command of that role; a pair ending in .u runs unchecked
-    if [[ $2 == server ]]; then VP_ARGV=("${VP_SERVER[@]}"); else VP_ARGV=("${VP_CLIENT[@]}"); fi
-    if [[ $1 == *.u ]]; then # the property before the main class, the JVM's last option
-        VP_ARGV=("${VP_ARGV[@]:0:${#VP_ARGV[@]}-1}" -Dverbs4j.unchecked=true "${VP_ARGV[@]: -1}")
-    fi
+    local pin=("${PIN_CLIENT[@]}") mode=()
+    if [[ $2 == server ]]; then pin=("${PIN_SERVER[@]}"); fi
+    if [[ $1 == *.u ]]; then mode=(-Dverbs4j.unchecked=true); fi
+    VP_ARGV=("${pin[@]}" "${VP[@]}" "${mode[@]}" org.verbs4j.bench.VerbsPerf)
 }
 T0=$SECONDS
 say() { echo "[perftest-compare +$((SECONDS - T0))s] $*" >&2; }
@@ -648,6 +646,7 @@ fi
 [[ ! -s "$OUT/failures.log" ]] || FAIL=1
 say "runs done; results in $OUT"
 crc=0
-"${VP_CLIENT[@]}" compare "$OUT" --json ${PNG:+--png "$PNG"} || crc=$?
+vp_argv compare client
+"${VP_ARGV[@]}" compare "$OUT" --json ${PNG:+--png "$PNG"} || crc=$?
 say "done: runs $([[ $FAIL == 0 ]] && echo ok || echo FAILED), compare exit $crc"
 [[ $FAIL == 0 && $crc == 0 ]]
