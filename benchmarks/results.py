@@ -37,7 +37,9 @@ DEFAULT_NOISE = "target/perf-noise"
 
 JMH_COMMAND = "WI=4 I=6 W=1s R=1s benchmarks/jmh-overhead.sh --build"
 GATE_COMMAND = "benchmarks/insn-gate.sh"
-NOISE_COMMAND = "benchmarks/noise-pass.sh"
+NOISE_COMMAND = ("benchmarks/perftest-compare.sh --guest --pairs 'pt-pt vp-pt pt-pt.ctl pt-vp pt-pt.2' "
+                 "--bw-sizes '4096 65536' --lat-sizes '2 4096' --lat-iters 20000 --bw-extra '-D 4 -f 1' --extra -F "
+                 "--warm-runs 1 --repeats 2 --timeout 60 --interleave --out " + DEFAULT_NOISE)
 
 CK, UN = "PostPollBenchmark", "PostPollUncheckedBenchmark"
 FC, FU = "PostPollConfinedBenchmark", "PostPollConfinedUncheckedBenchmark"
@@ -79,12 +81,18 @@ def write_stamp(path, command):
     return target
 
 
-def read_stamp(path):
+def read_stamp(path, fallback_date_of=None):
+    """The stamp beside a result; without one, the date is the result file's time, if given."""
     try:
         meta = json.loads(stamp_path(path).read_text())
-        return meta if isinstance(meta, dict) else {}
+        if isinstance(meta, dict):
+            return meta
     except (OSError, ValueError):
+        pass
+    if fallback_date_of is None:
         return {}
+    t = datetime.datetime.fromtimestamp(Path(fallback_date_of).stat().st_mtime, datetime.timezone.utc)
+    return {"date": t.strftime("%Y-%m-%d %H:%M UTC") + " (the file's time; no stamp beside it)"}
 
 
 def shown(path):
@@ -143,7 +151,7 @@ def jmh_section(path):
         return out + not_measured(JMH_COMMAND)
     res = jmh_scores(rows)
     units = {r["primaryMetric"].get("scoreUnit", "") for r in rows}
-    out += provenance(read_stamp(path), path)
+    out += provenance(read_stamp(path, path), path)
     out += [
         "",
         "ns per post+poll of one chain of RDMA_WRITEs (the last signaled), JMH's mean (%s); "
@@ -225,7 +233,7 @@ def noise_section(folder):
     lines = report.read_text().splitlines()
     start = next((i for i, l in enumerate(lines) if l.startswith(REPORT_STARTS)), 0)
     body = [l for l in lines[start:] if not l.startswith("plots: ")]
-    out += provenance(read_stamp(folder), folder)
+    out += provenance(read_stamp(folder, report), folder)
     conditions = d / "conditions.txt"
     if conditions.is_file():
         out += ["", "Conditions, as perftest-compare.sh wrote them:", "", "```"]
