@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The binding-overhead set of issue 11 in ONE JMH run (one `java -jar`, one fork per benchmark
+# The binding-overhead set in ONE JMH run (one `java -jar`, one fork per benchmark
 # class and parameter), then a ratio table: Java public API / C loop per chain length (checked
 # and unchecked; the chain built per request and with the bulk SendWorkRequests.writes), one WR /
 # the raw two-downcall floor, the build/post ablation, the default CQ against one confined to the
@@ -178,5 +178,7 @@ java -Djmh.ignoreLock=true -jar "$JAR" \
     'PostPollConfined(Unchecked)?Benchmark\.(javaPublicApi|javaPostPrebuilt)$' \
     'CompletionDecode(Unchecked)?Benchmark\.' \
     -p chain=1,8,32 -f 1 -wi "$WI" -i "$I" -w "$W" -r "$R" -prof gc -prof org.verbs4j.bench.CpuTimeProfiler -rf json -rff "$OUT" "$@"
+# date, machine and command beside the JSON, for docs/results.md (benchmarks/results.py)
+python3 benchmarks/results.py stamp "$OUT" --command "WI=$WI I=$I W=$W R=$R benchmarks/jmh-overhead.sh${*:+ -- $*}"
 echo
 table "$OUT"

@@ -156,7 +156,7 @@ PORT=18515
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/perftest-compare.XXXXXX")}
 mkdir -p "$OUT"
 rm -rf "$OUT"/*.out "$OUT"/*.json "$OUT"/*.log "$OUT"/*.batch "$OUT"/*.stdout "$OUT"/*.attempt "$OUT/warm" \
-    "$OUT/conditions.txt"
+    "$OUT/conditions.txt" "$OUT/compare.txt"
 mkdir -p "$OUT/warm"
 COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 [[ $RDMA_CM == 0 ]] || COMMON+=" -R"
@@ -647,6 +647,7 @@ fi
 say "runs done; results in $OUT"
 crc=0
 vp_argv compare client
-"${VP_ARGV[@]}" compare "$OUT" --json ${PNG:+--png "$PNG"} || crc=$?
+# the report is also kept as OUT/compare.txt, which benchmarks/results.py renders into docs/results.md
+"${VP_ARGV[@]}" compare "$OUT" --json ${PNG:+--png "$PNG"} | tee "$OUT/compare.txt" || crc=$?
 say "done: runs $([[ $FAIL == 0 ]] && echo ok || echo FAILED), compare exit $crc"
 [[ $FAIL == 0 && $crc == 0 ]]
