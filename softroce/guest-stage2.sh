@@ -7,6 +7,8 @@
 #          GUEST_IP, KVER, NETDEV (dummy0, or eth0 with run-in-guest.sh --net)
 #   cmd    the user's command, run with `bash -c`
 # and reads back:
+#   started created just before the command starts: a guest that ends without
+#          it died before its command (run-in-guest.sh boots it once more)
 #   status the command's exit status (written only once it is known; a missing
 #          file means failure)
 #   dmesg  the guest kernel log, appended to the console log on the host
@@ -97,6 +99,7 @@ export PATH="$JAVA_HOME/bin:$PATH"
 export HOME=/root LANG=C.UTF-8 TERM=dumb
 export VERBS4J_GUEST=1 VERBS4J_GUEST_IP="$GUEST_IP"
 cd "$SHARE" || fail "cd $SHARE"
+: >"$CTL/started" || fail "cannot write $CTL/started"
 log "running the command in $SHARE"
 bash -c "$(cat "$CTL/cmd")"
 rc=$?
