@@ -15,17 +15,10 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-OUT="$ROOT/target/boot-test"
-rm -rf "$OUT"
-mkdir -p "$OUT"
-T0=$SECONDS
-say() { echo "[boot-test +$((SECONDS - T0))s] $*"; }
-FAILED=0
-check() { # WHAT CONDITION...: one verdict line
-    local what="$1"
-    shift
-    if "$@"; then say "ok: $what"; else say "FAILED: $what"; FAILED=1; fi
-}
+OUT="$ROOT/target/boot-test"  # made afresh by checks.sh
+CHECK_NAME=boot-test
+# shellcheck source=checks.sh
+. "$ROOT/.ci/checks.sh"
 RETRY_LINE='guest died before the command started (.*); retrying once'
 retries() { grep -c -E "$RETRY_LINE" "$1" || true; }
 
@@ -61,5 +54,4 @@ check "exit status 125" test "$RC" = 125
 check "the command ran" grep -q 'the command started' "$OUT/dies-after-start.out"
 check "no retry" test "$(retries "$OUT/dies-after-start.err")" = 0
 
-say "done in $((SECONDS - T0))s: $([[ $FAILED == 0 ]] && echo all passed || echo FAILED)"
-exit $FAILED
+checks_done

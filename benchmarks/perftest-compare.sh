@@ -322,11 +322,57 @@ note_fail() {
     esac
 }
 
-stop_tree() { # pid: stops the process and its descendants, children first (a later wait reaps it)
+stop_tree() { # pid: ends the process and its descendants, children first (a later wait reaps it;
+    # SIGCONT after the SIGTERM: a JVM stopped between its interleaved runs then sees it)
     local c
     for c in $(pgrep -P "$1" 2>/dev/null); do stop_tree "$c"; done
     kill "$1" 2>/dev/null || true
+    kill -CONT "$1" 2>/dev/null || true
 }
+
+# Every exit path (the end, a failure, SIGINT, SIGTERM, SIGHUP) ends what this script started and
+# leaves nothing behind: the perftest servers and clients, the verbs-perf JVMs (a JVM stopped
+# between its interleaved runs gets SIGCONT after its SIGTERM), the `timeout`s around them (each in
+# a process group of its own, so a Ctrl-C on the terminal does not reach them) and the named pipes.
+# A signal is acted on once the command in the foreground returns (at most --timeout s).
+FIFO_DIR=""
+descendants() { # pid: its descendants, each after its own (this listing's subshell left out)
+    local c
+    for c in $(pgrep -P "$1" 2>/dev/null); do
+        [[ $c != "$BASHPID" ]] || continue
+        descendants "$c"
+        echo "$c"
+    done
+}
+running() { # pid: alive and not a zombie
+    local st
+    st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) && [[ -n $st && $st != Z ]]
+}
+# shellcheck disable=SC2317  # (called from the traps)
+cleanup() {
+    local rc=$? p i left=() pids=()
+    trap - EXIT INT TERM HUP
+    # (a command substitution, not < <(...): that needs /dev/fd, which a minimal system may lack)
+    # shellcheck disable=SC2207
+    pids=($(descendants $$))
+    if ((${#pids[@]})); then
+        echo "[perftest-compare] exit status $rc: ending ${#pids[@]} process(es) it started" >&2
+        for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; kill -CONT "$p" 2>/dev/null || true; done
+        for ((i = 0; i < 50; i++)); do
+            left=()
+            for p in "${pids[@]}"; do if running "$p"; then left+=("$p"); fi; done
+            ((${#left[@]})) || break
+            sleep 0.1
+        done
+        for p in "${left[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    fi
+    [[ -z $FIFO_DIR ]] || rm -rf "$FIFO_DIR"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 # the batch lines of one run for a verbs-perf server and client: pair "test size iters dir [repeat]"
 vp_server_line() {
@@ -583,6 +629,7 @@ run_interleaved() {
         exec {fd}<&-
     done
     rm -rf "$FIFO_DIR"
+    FIFO_DIR=""
 }
 
 run_pair() {

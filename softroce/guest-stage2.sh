@@ -40,6 +40,9 @@ mount -t proc proc /proc || fail "mount /proc"
 mount -t sysfs sysfs /sys || fail "mount /sys"
 mount -t devtmpfs devtmpfs /dev || fail "mount /dev"
 mkdir -p /dev/pts /dev/shm
+# What udev would make: /dev/fd (bash's process substitution), /dev/stdin, /dev/stdout, /dev/stderr.
+ln -sfn /proc/self/fd /dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do ln -sfn "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"; done
 mount -t devpts devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 exec </dev/null >/dev/console 2>&1
