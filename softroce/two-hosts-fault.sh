@@ -11,17 +11,15 @@
 # (-smp 1 -m 2G each, each with its own tmpfs overlay root; see run-in-guest.sh --net). Each
 # guest's Ethernet frames are UDP datagrams between two ports of the host's 127.0.0.1, so A can
 # die and a new A bind the same port while B runs on, and a frame the receiver cannot take is
-# dropped, as on a wire, and left to rxe's retransmission. It is NOT a cure for the stall this
-# tier can hit, over UDP as over the TCP stream (`listen=`/`connect=`) used until 2026-12-04: in
-# the client's guest, ~60 packets that rxe handed to eth0 are never transmitted (rxe's sent_pkts
-# runs ~60 ahead of eth0's tx_packets, the server's rx_packets stops), rxe's requester then waits
-# for those skbs (more than 64 of a QP's out), its retransmission timer fires once and is not
-# re-armed, and no error ever completes: the client waits until the deadline. Seen in the CI of
-# d016dff (600 s), in 1 of 7 fault tiers here over TCP, in 2 of 3 streams of 300,000 completions
-# (--kill-after 300000) over TCP and in 1 of 10 over UDP (a 2nd UDP one lost the server's ACKs
-# instead and failed in 7 s with RETRY_EXC_ERR). Where the packets stop (the guest's virtio-net,
-# qemu) is not known; the progress lines' counters show it. No address other than 127.0.0.1 on
-# the host and 10.0.0.x in the guests is used.
+# dropped, as on a wire, and left to rxe's retransmission. Known stall, over UDP as over a TCP
+# stream (`listen=`/`connect=`): in the client's guest ~60 packets that rxe handed to eth0 are
+# never transmitted (rxe's sent_pkts runs ~60 ahead of eth0's tx_packets, the server's rx_packets
+# stops), rxe's requester then waits for those skbs (more than 64 of a QP's out), its
+# retransmission timer fires once and is not re-armed, and no error ever completes: the client
+# waits until the deadline. Rare in this tier's 2,000 completions (about 1 run in 7 over TCP);
+# common in streams of 300,000 (--kill-after 300000: 2 of 3 over TCP, 1 of 10 over UDP). Where
+# the packets stop (the guest's virtio-net, qemu) is not known; the progress lines' counters show
+# it. No address other than 127.0.0.1 on the host and 10.0.0.x in the guests is used.
 #
 # Steps (every wait bounded by the overall deadline):
 #   1. host: test class path (softroce/test-classpath.sh, snapshot in target/fault-tier/).
