@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# shellcheck.sh — runs shellcheck over every shell script in the repository: the files git knows (tracked, or new and not ignored)
-# named *.sh and those whose first line is a shell's #! line (.ci/run, mvnw, verbs-perf,
-# examples/run, ...), following sourced files (-x, paths relative to each script's folder).
+# scripts/shellcheck.sh — runs shellcheck over every shell script in the repository: of the files
+# git knows (tracked, or new and not ignored), those named *.sh and those whose first line is a
+# shell's #! line (.ci/run, mvnw, verbs-perf, examples/run, ...), following sourced files (-x,
+# paths relative to each script's folder). A comment whose first word is the tool's name reads
+# as a directive to it: start such a line otherwise.
 #
 #   scripts/shellcheck.sh [--list] [shellcheck options]
 #     --list   print the scripts it would check, one a line, and exit
