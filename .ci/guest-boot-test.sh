@@ -27,7 +27,7 @@ guest() { # CASE COMMAND [VAR=VALUE...]: one run-in-guest.sh; its status in RC, 
     shift 2
     RC=0
     env "$@" VERBS4J_GUEST_LOG="$OUT/$name-console.log" \
-        softroce/run-in-guest.sh --timeout 300 --share "$ROOT" -- "$cmd" \
+        softroce/run-in-guest.sh --timeout 180 --share "$ROOT" -- "$cmd" \
         >"$OUT/$name.out" 2> >(tee "$OUT/$name.err" >&2) || RC=$?
     # (the stderr tee finishes before the checks read its file)
     sleep 0.5
