@@ -21,7 +21,9 @@
 #
 # Output: the ratio table, each row said to lie within perftest's own noise or not, then "Within
 # perftest's own noise: K of M rows", the direction of verbs-perf's rows (a sign test) and the
-# control's count by the same rule; the runs, JSON reports and conditions in target/noise-pass/.
+# control's count by the same rule; the runs, JSON reports, conditions and the report
+# (compare.txt) in target/perf-noise/ (or --out DIR), with a stamp of date, machine and command
+# (meta.json, by benchmarks/results.py stamp, which renders the folder into docs/results.md).
 # Exit status: perftest-compare.sh's (non-zero when a run fails or its numbers do not parse; a row
 # outside the noise is reported, not a failure: the emulator's timing is not the hardware's).
 # Environment: VERBS4J_PERF_RETRIES (default 3: each run tried 4 times; perftest under TCG fails
@@ -45,8 +47,15 @@ if [[ ! -s benchmarks/target/verbs4j-benchmarks.jar ]]; then
     ./mvnw -B -q -ntp package -DskipTests
 fi
 export VERBS4J_PERF_RETRIES="${VERBS4J_PERF_RETRIES:-3}"
-exec benchmarks/perftest-compare.sh --guest --guest-timeout "$GUEST_TIMEOUT" \
+OUT=target/perf-noise
+for ((i = 1; i < $#; i++)); do [[ ${!i} != --out ]] || { j=$((i + 1)); OUT=${!j}; }; done
+rc=0
+benchmarks/perftest-compare.sh --guest --guest-timeout "$GUEST_TIMEOUT" \
     --tests 'write_bw send_bw read_bw atomic_bw write_lat send_lat read_lat atomic_lat' \
     --pairs 'pt-pt vp-pt pt-pt.ctl pt-vp pt-pt.2' --bw-sizes '4096 65536' --lat-sizes '2 4096' \
     --lat-iters 20000 --bw-extra '-D 4 -f 1' --extra -F --warm-runs 1 --repeats 2 --timeout 60 \
-    --interleave --out target/noise-pass "$@"
+    --interleave --out "$OUT" "$@" || rc=$?
+if [[ -f benchmarks/results.py && -s "$OUT/compare.txt" ]]; then
+    python3 benchmarks/results.py stamp "$OUT" --command "benchmarks/noise-pass.sh${*:+ $*}" || rc=1
+fi
+exit $rc
