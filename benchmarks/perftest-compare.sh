@@ -206,7 +206,7 @@ JIT_IDLE=off
 if [[ -n $JIT_NICE_OPTS ]] && command -v chrt >/dev/null; then JIT_IDLE=${VERBS4J_PERF_JIT_IDLE:-on}; fi
 JIT_SCALE_OPTS=" -XX:CompileCommand=quiet -XX:CompileCommand=CompileThresholdScaling,org.verbs4j.*::*,0.02"
 JIT_OPTS=${VERBS4J_PERF_JIT_OPTS--XX:PerMethodTrapLimit=0$JIT_SCALE_OPTS$JIT_NICE_OPTS}
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086,SC2206  # the option strings split at spaces on purpose
 VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-} -cp "$JAR")
 # VERBS4J_PERF_PIN=auto|on|off: each server process on the last CPU and each client process on
 # the first, perftest's and verbs-perf's alike (equal terms). auto = on in the guest when it has
@@ -322,11 +322,57 @@ note_fail() {
     esac
 }
 
-stop_tree() { # pid: stops the process and its descendants, children first (a later wait reaps it)
+stop_tree() { # pid: ends the process and its descendants, children first (a later wait reaps it;
+    # SIGCONT after the SIGTERM: a JVM stopped between its interleaved runs then sees it)
     local c
     for c in $(pgrep -P "$1" 2>/dev/null); do stop_tree "$c"; done
     kill "$1" 2>/dev/null || true
+    kill -CONT "$1" 2>/dev/null || true
 }
+
+# Every exit path (the end, a failure, SIGINT, SIGTERM, SIGHUP) ends what this script started and
+# leaves nothing behind: the perftest servers and clients, the verbs-perf JVMs (a JVM stopped
+# between its interleaved runs gets SIGCONT after its SIGTERM), the `timeout`s around them (each in
+# a process group of its own, so a Ctrl-C on the terminal does not reach them) and the named pipes.
+# A signal is acted on once the command in the foreground returns (at most --timeout s).
+FIFO_DIR=""
+descendants() { # pid: its descendants, each after its own (this listing's subshell left out)
+    local c
+    for c in $(pgrep -P "$1" 2>/dev/null); do
+        [[ $c != "$BASHPID" ]] || continue
+        descendants "$c"
+        echo "$c"
+    done
+}
+running() { # pid: alive and not a zombie
+    local st
+    st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) && [[ -n $st && $st != Z ]]
+}
+# shellcheck disable=SC2317  # (called from the traps)
+cleanup() {
+    local rc=$? p i left=() pids=()
+    trap - EXIT INT TERM HUP
+    # (a command substitution, not < <(...): that needs /dev/fd, which a minimal system may lack)
+    # shellcheck disable=SC2207
+    pids=($(descendants $$))
+    if ((${#pids[@]})); then
+        echo "[perftest-compare] exit status $rc: ending ${#pids[@]} process(es) it started" >&2
+        for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; kill -CONT "$p" 2>/dev/null || true; done
+        for ((i = 0; i < 50; i++)); do
+            left=()
+            for p in "${pids[@]}"; do if running "$p"; then left+=("$p"); fi; done
+            ((${#left[@]})) || break
+            sleep 0.1
+        done
+        for p in "${left[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    fi
+    [[ -z $FIFO_DIR ]] || rm -rf "$FIFO_DIR"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 # the batch lines of one run for a verbs-perf server and client: pair "test size iters dir [repeat]"
 vp_server_line() {
@@ -345,7 +391,7 @@ pt_server_for_vp() { # pair "test size iters dir [repeat]"
     local t s n _
     read -r t s n _ <<<"$2"
     # shellcheck disable=SC2046
-    retry timeout $((2 * TIMEOUT)) "${PIN_SERVER[@]}" ib_$t $(opts "$t" "$s" "$n") >>"$OUT/$1.server.log" 2>&1 \
+    retry timeout $((2 * TIMEOUT)) "${PIN_SERVER[@]}" "ib_$t" $(opts "$t" "$s" "$n") >>"$OUT/$1.server.log" 2>&1 \
         || echo "FAILED: $1: ib_$t -s $s server (exit $?)" >>"$OUT/failures.log"
 }
 
@@ -360,17 +406,17 @@ pt_client_run() {
         ok=1
         if [[ $server == pt ]]; then
             # shellcheck disable=SC2086
-            timeout "$TIMEOUT" "${PIN_SERVER[@]}" ib_$t $o >>"$OUT/$pair.server.log" 2>&1 &
+            timeout "$TIMEOUT" "${PIN_SERVER[@]}" "ib_$t" $o >>"$OUT/$pair.server.log" 2>&1 &
             ppid=$!
         fi
         if waitport "$ppid"; then
-            # the client's output of a failed attempt is kept apart
-            # shellcheck disable=SC2086
+            # the client's output of a failed attempt is kept apart;
             # its CPU time, user and system, to set beside a verbs-perf loop's own line ("the loop's
             # thread: user .. ms, system .. ms"); bash's time in a subshell of its own, whose only
             # child is the client (here it would also count a server this shell reaps meanwhile)
             local TIMEFORMAT="$3: ib_$t client process: user %U s, system %S s"
-            ( time timeout "$TIMEOUT" "${PIN_CLIENT[@]}" ib_$t $o "$IP" >"$OUT/$pair.attempt" 2>&1 ) 2>>"$OUT/$pair.cputime" \
+            # shellcheck disable=SC2086  # $o: the options, split at spaces
+            ( time timeout "$TIMEOUT" "${PIN_CLIENT[@]}" "ib_$t" $o "$IP" >"$OUT/$pair.attempt" 2>&1 ) 2>>"$OUT/$pair.cputime" \
                 || { ok=0; why="client exit $?"; }
             if [[ $ok == 1 ]]; then cat "$OUT/$pair.attempt" >>"$OUT/$d/${pair}__$t.out"
             else cat "$OUT/$pair.attempt" >>"$OUT/$pair.failed-attempts.log"; fi
@@ -398,10 +444,10 @@ vp_start() { # pair role: starts the JVM (every JVM before any pipe is opened he
     vp_argv "$1" "$2"
     if [[ $2 == server ]]; then
         FIFO_LOG[$key]="$OUT/$1.server.stdout"
-        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_ARGV[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" --done "$done" >"${FIFO_LOG[$key]}" 2>&1 &
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_ARGV[@]}" --batch "$fifo" --retries "$RETRIES" --settle "$SETTLE" --done "$done" >"${FIFO_LOG[$key]}" 2>&1 &
     else
         FIFO_LOG[$key]="$OUT/$1.client.log"
-        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_ARGV[@]}" --batch "$fifo" --retries $RETRIES --settle "$SETTLE" --done "$done" 2>>"${FIFO_LOG[$key]}" &
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2) * 2)) "${VP_ARGV[@]}" --batch "$fifo" --retries "$RETRIES" --settle "$SETTLE" --done "$done" 2>>"${FIFO_LOG[$key]}" &
     fi
     FIFO_PID[$key]=$!
     FIFO_LINES[$key]=0
@@ -463,12 +509,13 @@ vp_wait() { # pair role: until the JVM has done every run fed to it; 1 if it die
 # hw_counters gives the CPU times alone
 HWC_DIR=$(ls -d /sys/class/infiniband/"$DEV"/ports/1/hw_counters 2>/dev/null || true)
 declare -A HWC=()
+# shellcheck disable=SC2034  # (into: a name reference, the caller's array)
 hwc_read() { # NAME: fills the associative array NAME with cpuN.user/.system/.softirq (USER_HZ
     # ticks, /proc/stat) and the device's port counters
     local -n into=$1
-    local f v c u n sy id io irq sirq _
+    local f v c u n sy sirq _
     into=()
-    while read -r c u n sy id io irq sirq _; do
+    while read -r c u n sy _ _ _ sirq _; do
         [[ $c == cpu[0-9]* ]] || continue
         into[$c.user]=$((u + n)) into[$c.system]=$sy into[$c.softirq]=$sirq
     done </proc/stat
@@ -582,6 +629,7 @@ run_interleaved() {
         exec {fd}<&-
     done
     rm -rf "$FIFO_DIR"
+    FIFO_DIR=""
 }
 
 run_pair() {
@@ -598,12 +646,12 @@ run_pair() {
     done
     if [[ $server == vp ]]; then
         vp_argv "$pair" server
-        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_ARGV[@]}" --batch "$sbatch" --retries $RETRIES --settle "$SETTLE" >"$OUT/$pair.server.stdout" 2>&1 &
+        timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_ARGV[@]}" --batch "$sbatch" --retries "$RETRIES" --settle "$SETTLE" >"$OUT/$pair.server.stdout" 2>&1 &
         spid=$!
     fi
     vp_argv "$pair" client
     if [[ $client == vp && $server == vp ]]; then
-        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_ARGV[@]}" --batch "$cbatch" --retries $RETRIES --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
+        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_ARGV[@]}" --batch "$cbatch" --retries "$RETRIES" --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
             note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
             stop_tree "$spid"
         fi
@@ -613,7 +661,7 @@ run_pair() {
             for r in "${RUNS[@]}"; do pt_server_for_vp "$pair" "$r"; done
         ) &
         spid=$!
-        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_ARGV[@]}" --batch "$cbatch" --retries $RETRIES --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
+        if ! timeout $(((TIMEOUT + SETTLE) * (${#RUNS[@]} + 2))) "${VP_ARGV[@]}" --batch "$cbatch" --retries "$RETRIES" --settle "$SETTLE" 2>>"$OUT/$pair.client.log"; then
             note_fail "$pair: a verbs-perf client run failed (see $OUT/$pair.client.log)"
             # the perftest servers still waiting for this client would each wait out their bound
             stop_tree "$spid"

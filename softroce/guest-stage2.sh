@@ -7,6 +7,8 @@
 #          GUEST_IP, KVER, NETDEV (dummy0, or eth0 with run-in-guest.sh --net)
 #   cmd    the user's command, run with `bash -c`
 # and reads back:
+#   started created just before the command starts: a guest that ends without
+#          it died before its command (run-in-guest.sh boots it once more)
 #   status the command's exit status (written only once it is known; a missing
 #          file means failure)
 #   dmesg  the guest kernel log, appended to the console log on the host
@@ -38,6 +40,9 @@ mount -t proc proc /proc || fail "mount /proc"
 mount -t sysfs sysfs /sys || fail "mount /sys"
 mount -t devtmpfs devtmpfs /dev || fail "mount /dev"
 mkdir -p /dev/pts /dev/shm
+# What udev would make: /dev/fd (bash's process substitution), /dev/stdin, /dev/stdout, /dev/stderr.
+ln -sfn /proc/self/fd /dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do ln -sfn "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"; done
 mount -t devpts devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 exec </dev/null >/dev/console 2>&1
@@ -97,6 +102,7 @@ export PATH="$JAVA_HOME/bin:$PATH"
 export HOME=/root LANG=C.UTF-8 TERM=dumb
 export VERBS4J_GUEST=1 VERBS4J_GUEST_IP="$GUEST_IP"
 cd "$SHARE" || fail "cd $SHARE"
+: >"$CTL/started" || fail "cannot write $CTL/started"
 log "running the command in $SHARE"
 bash -c "$(cat "$CTL/cmd")"
 rc=$?

@@ -42,6 +42,18 @@
 # Exit status: the command's; 124 if the timeout expired; 125 if the guest
 # ended without reporting a status (boot failure, panic, qemu killed, ...).
 #
+# Boot: the kernel gets arguments suited to an emulated machine on a possibly
+# busy host: no_timer_check (the IO-APIC timer check counts timer interrupts
+# during a busy wait and panics, "IO-APIC + timer doesn't work!", when the
+# host does not run the vCPU's timer in time) and lpj= from the host's TSC
+# frequency (the guest's TSC is the host's; no delay-loop calibration, which a
+# busy host makes fail). A guest that dies before its command started (a
+# panic, a failed setup step; guest-stage2.sh creates the file "started" in
+# the control folder just before the command) is booted once more, within the
+# same --timeout, with "guest died before the command started (...); retrying
+# once" on stderr; the first boot's console is kept beside the log as
+# <log>.first-boot. A guest whose command started is never booted again.
+#
 # Environment: VERBS4J_GUEST_CACHE (see build-guest.sh), VERBS4J_GUEST_MEM
 # (default 4G), VERBS4J_GUEST_CPUS (default 2), VERBS4J_GUEST_IP (default
 # 10.0.0.1), VERBS4J_GUEST_LOG, VERBS4J_GUEST_ACCEL (default
@@ -52,7 +64,11 @@
 # VERBS4J_GUEST_MONITOR (a Unix socket path: qemu's human monitor listens
 # there, e.g. for `info jit` with softroce/tcg-sampler.py; default: no monitor),
 # VERBS4J_GUEST_QEMU_ARGS (more qemu options, split at spaces, e.g. "-plugin
-# /tmp/tcg-insn.so,totals=FILE" for softroce/tcg-insn-plugin.c).
+# /tmp/tcg-insn.so,totals=FILE" for softroce/tcg-insn-plugin.c),
+# VERBS4J_GUEST_LPJ (the kernel's lpj=; default from the host's "cpu MHz" and
+# the guest kernel's CONFIG_HZ; "none" leaves it out), VERBS4J_GUEST_FIRST_BOOT_ARGS
+# (kernel arguments for the first boot only, to try the retry: e.g.
+# "rdinit=/none" makes the first boot panic before the command).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -127,6 +143,19 @@ KVER="$(cat "$CACHE/kernel.kver")"
 KERNEL="$CACHE/kernel/boot/vmlinuz-$KVER"
 MODULES="$CACHE/kernel/lib/modules/$KVER"
 
+# Kernel arguments for an emulated guest on a possibly busy host (see the header).
+# lpj: loops per jiffy of the TSC delay loop = TSC Hz / CONFIG_HZ (the guest's TSC is the host's).
+LPJ="${VERBS4J_GUEST_LPJ:-}"
+if [[ -z "$LPJ" ]]; then
+    hz="$(sed -n 's/^CONFIG_HZ=\([0-9]*\)$/\1/p' "$CACHE/kernel/boot/config-$KVER" 2>/dev/null || true)"
+    mhz="$(awk -F: '/^cpu MHz/ { print $2 + 0; exit }' /proc/cpuinfo 2>/dev/null || true)"
+    if [[ "$hz" =~ ^[0-9]+$ && "$mhz" =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+        LPJ="$(awk -v m="$mhz" -v h="$hz" 'BEGIN { printf "%d", m * 1000000 / h }')"
+    fi
+fi
+[[ "$LPJ" =~ ^[1-9][0-9]*$ ]] || LPJ=""
+KARGS="console=ttyS0 quiet panic=-1 no_timer_check${LPJ:+ lpj=$LPJ}${VERBS4J_GUEST_KERNEL_ARGS:+ $VERBS4J_GUEST_KERNEL_ARGS}"
+
 # Per-run control folder, shared read-write as 9p tag "ctl".
 CTL="$(mktemp -d "${TMPDIR:-/tmp}/verbs4j-guest.XXXXXX")"
 QPID=""
@@ -148,17 +177,19 @@ install -m 0755 "$HERE/guest-stage2.sh" "$CTL/stage2.sh"
 } >"$CTL/env"
 printf '%s\n' "$CMD" >"$CTL/cmd"
 mkdir -p "$(dirname "$LOG")"
+# The console goes through a FIFO to tee: to our stdout and to the log file.
+mkfifo "$CTL/console.fifo"
 
 q() { printf '%s' "${1//,/,,}"; }   # qemu option values escape "," as ",,"
 MONITOR=(-monitor none)
 [[ -z "${VERBS4J_GUEST_MONITOR:-}" ]] || MONITOR=(-monitor "unix:$(q "$VERBS4J_GUEST_MONITOR"),server=on,wait=off")
+# shellcheck disable=SC2206  # VERBS4J_GUEST_QEMU_ARGS is split at spaces on purpose
 QEMU=(
     qemu-system-x86_64
     -accel "$ACCEL" -cpu "$CPU" -machine q35 -m "$MEM" -smp "$CPUS" "${MONITOR[@]}" ${VERBS4J_GUEST_QEMU_ARGS:-}
     -display none -no-reboot "${NIC[@]}"
     -chardev "stdio,id=con0,signal=off" -serial chardev:con0
     -kernel "$KERNEL" -initrd "$CACHE/initramfs.cpio.gz"
-    -append "console=ttyS0 quiet panic=-1${VERBS4J_GUEST_KERNEL_ARGS:+ $VERBS4J_GUEST_KERNEL_ARGS}"
     # The host's root, read-only: the guest's userland.
     -virtfs "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$(q "$MODULES"),mount_tag=modules,security_model=none,readonly=on"
@@ -167,18 +198,34 @@ QEMU=(
 )
 if [[ -n "$PIDFILE" ]]; then QEMU+=(-pidfile "$PIDFILE"); fi
 
+DEADLINE=$((START + TIMEOUT))
+QRC=0
+boot() { # KERNEL-ARGS: one boot of the guest, bounded by what is left of --timeout; qemu's status in QRC
+    tee "$LOG" <"$CTL/console.fifo" &
+    TEEPID=$!
+    timeout --kill-after=15 "$((DEADLINE - SECONDS > 0 ? DEADLINE - SECONDS : 1))" "${QEMU[@]}" -append "$1" </dev/null >"$CTL/console.fifo" 2>&1 &
+    QPID=$!
+    QRC=0
+    wait "$QPID" || QRC=$?
+    QPID=""
+    wait "$TEEPID" || true
+    TEEPID=""
+}
+
 say "booting the guest (timeout ${TIMEOUT}s, $CPUS CPUs, $MEM; $GUEST_IP on $NETDEV${NET:+ (socket $NET)}; share $SHARE; log $LOG)"
-# The console goes through a FIFO to tee: to our stdout and to the log file.
-mkfifo "$CTL/console.fifo"
-tee "$LOG" <"$CTL/console.fifo" &
-TEEPID=$!
-timeout --kill-after=15 "$TIMEOUT" "${QEMU[@]}" </dev/null >"$CTL/console.fifo" 2>&1 &
-QPID=$!
-qrc=0
-wait "$QPID" || qrc=$?
-QPID=""
-wait "$TEEPID" || true
-TEEPID=""
+boot "$KARGS${VERBS4J_GUEST_FIRST_BOOT_ARGS:+ $VERBS4J_GUEST_FIRST_BOOT_ARGS}"
+# A guest that ended on its own (qemu neither timed out nor killed) before its command started is
+# booted once more, if at least a minute of the bound is left.
+if [[ ! -e "$CTL/status" && ! -e "$CTL/started" && $QRC != 124 && $QRC != 137 ]] &&
+    ((DEADLINE - SECONDS >= 60)); then
+    why="$(grep -a -m1 -o -E 'Kernel panic - not syncing: .*|\[verbs4j-guest[^]]*\] FATAL: .*' "$LOG" | tr -d '\r' || true)"
+    say "guest died before the command started (${why:-no panic or FATAL line on its console}; qemu exit status $QRC, after $((SECONDS - START))s); retrying once"
+    mv -f "$LOG" "$LOG.first-boot"
+    rm -f "$CTL/dmesg"
+    say "booting the guest again (${TIMEOUT}s bound, $((DEADLINE - SECONDS))s left; first boot's console: $LOG.first-boot)"
+    boot "$KARGS"
+fi
+qrc=$QRC
 
 if [[ -s "$CTL/dmesg" ]]; then
     { echo "===== guest dmesg ====="; cat "$CTL/dmesg"; } >>"$LOG"
@@ -187,7 +234,7 @@ if [[ -s "$CTL/status" ]]; then
     rc="$(cat "$CTL/status")"
     say "guest done in $((SECONDS - START))s: command exit status $rc"
     exit "$rc"
-elif [[ $qrc == 124 || ($qrc == 137 && $((SECONDS - START)) -ge $TIMEOUT) ]]; then
+elif [[ $qrc == 124 || ($qrc == 137 && $SECONDS -ge $DEADLINE) ]]; then
     say "TIMEOUT: the guest ran past ${TIMEOUT}s and was killed (console log: $LOG)"
     exit 124
 elif [[ $qrc == 137 ]]; then
