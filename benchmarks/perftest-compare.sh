@@ -20,7 +20,7 @@
 # with the same options for both tools (sizes, iterations, tx depth, CQ moderation, inline and
 # warm-up are perftest's defaults unless --extra sets them, for both). Each verbs-perf side runs
 # all its runs in ONE JVM (verbs-perf --batch), so the JVM starts once per pair and role.
-# Then `verbs-perf compare` prints both tools' parameters, the ratio table against pt-pt, checks
+# Then the side-by-side report (benchmarks' PerfCompare) prints both tools' parameters, the ratio table against pt-pt, checks
 # every verbs-perf JSON report against its printed rows, and (with --png) draws the plots.
 # Exit status: 0 when every run with verbs-perf on either side succeeded and its numbers parse (a
 # failure of perftest against itself is reported as the baseline's, not counted); 1 otherwise.
@@ -119,8 +119,12 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 
-JAR="$ROOT/benchmarks/target/verbs4j-benchmarks.jar"
-[[ -s "$JAR" ]] || { echo "perftest-compare: $JAR is missing (./mvnw -B -q package -DskipTests)" >&2; exit 2; }
+# the tool (module perf) and the side-by-side report (module benchmarks: PerfCompare)
+JAR="$ROOT/perf/target/verbs-perf.jar"
+BENCH_JAR="$ROOT/benchmarks/target/verbs4j-benchmarks.jar"
+for j in "$JAR" "$BENCH_JAR"; do
+    [[ -s "$j" ]] || { echo "perftest-compare: $j is missing (./mvnw -B -q package -DskipTests)" >&2; exit 2; }
+done
 
 if [[ $GUEST == 1 ]]; then
     # re-run this script inside a fresh Soft-RoCE guest, without --guest
@@ -230,7 +234,7 @@ vp_argv() { # pair role -> VP_ARGV: the verbs-perf command of that role; a pair 
     local pin=("${PIN_CLIENT[@]}") mode=()
     if [[ $2 == server ]]; then pin=("${PIN_SERVER[@]}"); fi
     if [[ $1 == *.u ]]; then mode=(-Dverbs4j.unchecked=true); fi
-    VP_ARGV=("${pin[@]}" "${VP[@]}" "${mode[@]}" org.verbs4j.bench.VerbsPerf)
+    VP_ARGV=("${pin[@]}" "${VP[@]}" "${mode[@]}" org.verbs4j.perf.VerbsPerf)
 }
 T0=$SECONDS
 say() { echo "[perftest-compare +$((SECONDS - T0))s] $*" >&2; }
@@ -646,7 +650,6 @@ fi
 [[ ! -s "$OUT/failures.log" ]] || FAIL=1
 say "runs done; results in $OUT"
 crc=0
-vp_argv compare client
-"${VP_ARGV[@]}" compare "$OUT" --json ${PNG:+--png "$PNG"} || crc=$?
+"${PIN_CLIENT[@]}" java -cp "$BENCH_JAR" org.verbs4j.bench.compare.PerfCompare "$OUT" --json ${PNG:+--png "$PNG"} || crc=$?
 say "done: runs $([[ $FAIL == 0 ]] && echo ok || echo FAILED), compare exit $crc"
 [[ $FAIL == 0 && $crc == 0 ]]
