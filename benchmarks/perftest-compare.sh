@@ -30,7 +30,7 @@
 #       [--bw-sizes "2 4096 65536"] [--lat-sizes "2 4096 65536"] [--bw-iters 5000] [--lat-iters 1000]
 #       [--extra "perftest options for both tools"] [--out DIR] [--png DIR] [--timeout SEC] [--rdma-cm]
 #       [--bw-extra "options for the bandwidth tests only"] [--lat-extra "... latency tests only"]
-#       [--warm-runs K] [--repeats R] [--settle SEC] [--interleave]
+#       [--warm-runs K] [--repeats R] [--settle SEC] [--interleave] [--budget SEC]
 # --warm-runs K: each run is preceded by K identical runs (same options, same pair, same process
 # for verbs-perf, a fresh one for perftest) whose output is discarded (in OUT/warm/), for every
 # pair and so for both tools alike: under TCG the JVM's JIT takes seconds to compile the loops,
@@ -55,6 +55,10 @@
 # also appends its deltas of the device's port counters (rxe: packets, retransmissions, duplicates,
 # RNR NAKs) and of every CPU's user/system/softirq time to OUT/PAIR.counters; with or without
 # --interleave, a perftest client's own user and system time goes to OUT/PAIR.cputime.
+# With --interleave each measured run prints a "row" line as it completes (every pair's BW average
+# or t_typical, and verbs-perf's ratio to the mean of perftest's runs against itself).
+# --budget SEC: with --interleave, no run starts once SEC seconds have passed since the start; the
+# report then covers the runs done (a row is only reported once all its pairs ran it).
 # --extra "-D SEC" (duration mode) drops -n (--bw-iters/--lat-iters) from both tools' options;
 # -q N and -b go through as given (with -b the server's report lands in PAIR.server.log).
 # --rdma-cm: both tools with -R (perftest's rdma_cm mode: QP and messages over rdma_cm); a server
@@ -91,6 +95,7 @@ WARM=0
 REPEATS=1
 SETTLE=30
 INTERLEAVE=0
+BUDGET=0
 ARGS=("$@")
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -113,6 +118,7 @@ while [[ $# -gt 0 ]]; do
         --repeats) REPEATS=$2; shift ;;
         --settle) SETTLE=$2; shift ;;
         --interleave) INTERLEAVE=1 ;;
+        --budget) BUDGET=$2; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "perftest-compare: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -499,6 +505,26 @@ hwc_delta() { # pair "test size iters dir [repeat]": appends this run's nonzero 
     echo "$2:${line:- (none)}" >>"$OUT/$1.counters"   # cpuN=user/system/softirq
 }
 
+say_row() { # "test size iters dir [repeat]": the row of a measured run, every pair's number of it, as it completes
+    local t s rep pair v vals="" unit="us t_typical" col=5
+    read -r t s _ _ rep <<<"$1"
+    if [[ $t == *_bw ]]; then unit="MB/s BW average" col=4; fi
+    [[ $t != atomic_* ]] || s=8
+    for pair in $PAIRS; do
+        # the pair's last row of that size in its output (perftest's columns: #bytes #iterations ...)
+        v=$(awk -v s="$s" -v c="$col" '$1 == s && $2 ~ /^[0-9]+$/ && NF >= c { v = $c } END { print v }' \
+            "$OUT/${pair}__$t.out" 2>/dev/null)
+        vals+=" $pair=${v:-?}"
+    done
+    say "row $t -s $s${rep:+ (pass ${rep#r})}:$vals ($unit)$(awk -v pairs="$vals" -v bw="$col" 'BEGIN {
+        n = split(pairs, p, " "); base = 0; nb = 0
+        for (i = 1; i <= n; i++) { split(p[i], kv, "="); if (kv[1] ~ /^pt-pt(\.[0-9]+)?$/ && kv[2] + 0 > 0) { base += kv[2]; nb++ } }
+        if (nb == 0) exit
+        base /= nb
+        for (i = 1; i <= n; i++) { split(p[i], kv, "="); if (kv[1] ~ /^vp-/ && kv[2] + 0 > 0) printf "; %s / perftest %.2f (%s)", kv[1], kv[2] / base, bw == 4 ? "<1: slower" : ">1: slower" }
+    }')"
+}
+
 run_interleaved() {
     local pair roles client server r t s dead=""
     # the pipes in a local directory: OUT may be on a file system without named pipes (the guest's share)
@@ -517,6 +543,11 @@ run_interleaved() {
     local k=0 d rep what
     for r in "${RUNS[@]}"; do
         read -r t s _ d rep <<<"$r"
+        if ((BUDGET > 0 && SECONDS - T0 >= BUDGET)); then
+            say "the budget of $BUDGET s is spent: runs $((k + 1))-${#RUNS[@]} of ${#RUNS[@]} left out; the report covers the runs done"
+            echo "left out: runs $((k + 1))-${#RUNS[@]} of ${#RUNS[@]} (--budget $BUDGET s spent)" >>"$OUT/conditions.txt"
+            break
+        fi
         # a progress line per run: a default run is otherwise silent for minutes
         k=$((k + 1))
         what=measured
@@ -566,6 +597,7 @@ run_interleaved() {
             hwc_delta "$pair" "$r"
             [[ -z "${VERBS4J_PERF_MARKS:-}" ]] || say "mark end $pair $r"
         done
+        [[ $d == warm ]] || say_row "$r"
     done
     # the end of every batch, then each JVM's exit status (its worst run)
     local fd
