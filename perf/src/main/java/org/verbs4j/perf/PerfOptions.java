@@ -195,6 +195,17 @@ public final class PerfOptions {
         }
         resolveGpu();
         PerfModes.check(this); // -q, -b, -D, -f
+        resolveConnection();
+        checkProtocolOptions();
+        resolveSizes();
+        resolveDepths();
+        resolveCqModeration();
+        resolveInline(deviceName);
+        return this;
+    }
+
+    /** {@code -c}: RC, UC (no reads or atomics) or UD (its tests, one QP). */
+    private void resolveConnection() {
         connection = connection.toUpperCase(Locale.ROOT);
         switch (connection) {
             case "RC" -> { }
@@ -212,6 +223,10 @@ public final class PerfOptions {
             }
             default -> throw new IllegalArgumentException("-c must be RC, UC or UD: " + connection);
         }
+    }
+
+    /** {@code -A}, {@code -u}, {@code -m}. */
+    private void checkProtocolOptions() {
         atomicType = atomicType.toUpperCase(Locale.ROOT);
         if (!atomicType.equals("FETCH_AND_ADD") && !atomicType.equals("CMP_AND_SWAP")) {
             throw new IllegalArgumentException("-A must be CMP_AND_SWAP or FETCH_AND_ADD: " + atomicType);
@@ -222,6 +237,10 @@ public final class PerfOptions {
         if (mtu != null && (mtu < 256 || mtu > 4096 || Integer.bitCount(mtu) != 1)) {
             throw new IllegalArgumentException("-m must be 256, 512, 1024, 2048 or 4096: " + mtu);
         }
+    }
+
+    /** {@code -s} or {@code -a} (2 B .. 8 MiB; 8 B for the atomics), perftest's default size per test. */
+    private void resolveSizes() {
         boolean atomic = test.verb() == PerfTest.Verb.ATOMIC;
         if (atomic && size != null && size != 8) {
             throw new IllegalArgumentException("atomic tests use 8-byte messages (-s 8)");
@@ -238,6 +257,10 @@ public final class PerfOptions {
             }
             sizes = new int[] {s};
         }
+    }
+
+    /** {@code -n}, {@code -t}, {@code -l}, {@code -r}: perftest's defaults per test and their bounds. */
+    private void resolveDepths() {
         iterations = duration != null ? 0 : iters != null ? iters : test.bandwidth() ? 5000 : 1000;
         if (duration == null && (iterations < 5 || iterations * qps > PerfModes.MAX_TIMESTAMPS)) {
             throw new IllegalArgumentException("-n must be 5 .. 10^8 (times -q " + qps + "): " + iterations);
@@ -255,21 +278,30 @@ public final class PerfOptions {
         if (rxDepth < 1 || rxDepth > 16384) {
             throw new IllegalArgumentException("-r must be 1 .. 16384: " + rxDepth);
         }
-        boolean ud = connection.equals("UD");
-        if ((ud || connection.equals("UC")) && duration == null) {
+        if ((connection.equals("UD") || connection.equals("UC")) && duration == null) {
             // perftest: no flow control, post them all (iterations mode only: with -D the depth stays)
             rxDepth = UdTransport.rxDepth(rxDepth, iterations);
         }
-        // perftest: CQ moderation 100, off (1) above 8 KiB unless asked for (not with -a, not on UD),
-        // never above the tx depth; a post list signals its last request
+    }
+
+    /**
+     * perftest: CQ moderation 100, off (1) above 8 KiB unless asked for (not with -a, not on UD),
+     * never above the tx depth; a post list signals its last request.
+     */
+    private void resolveCqModeration() {
         cq = cqMod != null ? cqMod : 100;
-        if (cqMod == null && !all && !ud && sizes[0] > 8192) {
+        if (cqMod == null && !all && !connection.equals("UD") && sizes[0] > 8192) {
             cq = 1;
         }
         if (postList > 1 && cqMod == null) {
             cq = postList;
         }
         cq = Math.max(1, Math.min(cq, tx));
+    }
+
+    /** {@code -I}: perftest's default inline size on mlx devices (none elsewhere), none for reads, atomics and GPU memory. */
+    private void resolveInline(String deviceName) {
+        boolean ud = connection.equals("UD");
         if (inlineSize != null) {
             inline = inlineSize;
         } else {
@@ -280,7 +312,7 @@ public final class PerfOptions {
                 default -> 0;
             };
         }
-        if (test.verb() == PerfTest.Verb.READ || atomic || useCuda != null) {
+        if (test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC || useCuda != null) {
             inline = 0;
         }
         if (ud) {
@@ -289,7 +321,6 @@ public final class PerfOptions {
         if (inline < 0 || inline > 1024) {
             throw new IllegalArgumentException("-I must be 0 .. 1024: " + inline);
         }
-        return this;
     }
 
     boolean server() {

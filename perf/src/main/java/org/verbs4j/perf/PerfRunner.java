@@ -70,28 +70,47 @@ public final class PerfRunner {
             o.resolveGpu();
             GpuBufferProvider.checkAvailable(); // before anything opens: the capability report's reason
         }
-        InetAddress peer = null;
-        if (!o.server()) {
-            try {
-                peer = InetAddress.getByName(o.host);
-            } catch (IOException e) {
-                throw new IllegalArgumentException("cannot resolve " + o.host + ": " + e.getMessage(), e);
-            }
-        }
+        InetAddress peer = o.server() ? null : resolvePeer();
         if (o.rdmaCm) {
             runRdmaCm(peer);
             return;
         }
-        ServerSocket listener = null;
-        if (o.server()) {
-            try {
-                listener = new ServerSocket();
-                listener.setReuseAddress(true);
-                listener.bind(new InetSocketAddress(o.tcpPort));
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot listen on TCP port " + o.tcpPort + ": " + e.getMessage(), e);
+        ServerSocket listener = o.server() ? listen() : null;
+        try {
+            runTcp(peer, listener);
+        } finally {
+            if (listener != null) {
+                try {
+                    listener.close(); // a second close (after accept's) does nothing
+                } catch (IOException ignored) {
+                    // closing
+                }
             }
         }
+    }
+
+    private InetAddress resolvePeer() {
+        try {
+            return InetAddress.getByName(o.host);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot resolve " + o.host + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The server's TCP listener on {@code -p}, for perftest's exchange. */
+    private ServerSocket listen() {
+        try {
+            ServerSocket listener = new ServerSocket();
+            listener.setReuseAddress(true);
+            listener.bind(new InetSocketAddress(o.tcpPort));
+            return listener;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot listen on TCP port " + o.tcpPort + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The test over perftest's TCP exchange: the device of {@code -d}, the peer's connection, then the run. */
+    private void runTcp(InetAddress peer, ServerSocket listener) {
         try (Context ctx = o.device != null ? Verbs.open(o.device) : Verbs.openFirst();
              ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             o.resolve(ctx.deviceName());
@@ -104,16 +123,7 @@ public final class PerfRunner {
             }
             try (PerfConnection conn = o.server() ? PerftestTcpConnection.accept(listener, o.timeout(), withGid)
                     : PerftestTcpConnection.connect(new InetSocketAddress(peer, o.tcpPort), o.timeout(), withGid)) {
-                listener = null; // accept closed it
                 runConnected(ctx, pd, provider, pa, gid, conn);
-            }
-        } finally {
-            if (listener != null) {
-                try {
-                    listener.close();
-                } catch (IOException ignored) {
-                    // closing
-                }
             }
         }
     }
@@ -152,10 +162,47 @@ public final class PerfRunner {
         }
     }
 
+    /**
+     * What the negotiation with the peer and the options fix for a run: the device and port, the GID,
+     * the MTU, the buffer's cycle and cache line, the QPs' type and depths, the outstanding reads.
+     */
+    private record Setup(Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, Mtu mtu, int cycle, int cacheLine,
+                         boolean ud, QueuePairType type, int recvDepth, int sendDepth, int outReads) {
+    }
+
+    /** Each QP's local endpoint and connection record, the peer's records, and the peer's record that counts. */
+    private record Records(QueuePairEndpoint[] locals, KeyMessage[] mine, KeyMessage[] peers, KeyMessage peer) {
+    }
+
     private void runConnected(Context ctx, ProtectionDomain pd, BufferProvider provider, PortAttributes pa,
                               PerfDevices.GidChoice gid, PerfConnection conn) {
+        Setup s = setup(ctx, pa, gid, conn);
+        PerftestCmConnection cm = conn instanceof PerftestCmConnection c ? c : null;
+        // UD: room for each receive's GRH in front of a cache-line-aligned payload (UdTransport)
+        int maxMessage = o.maxSize() + (s.ud() ? s.cacheLine() : 0);
+        try (PerfSide side = new PerfSide(pd, provider, s.type(), o.qps, maxMessage, s.cycle(), s.sendDepth(), o.postList,
+                s.recvDepth(), o.inline, o.timeout().toNanos(), cm == null ? null : cmQpSource(cm, pd, s),
+                cm == null ? null : cm::closeData)) {
+            Records r = exchangeRecords(side, conn, cm, s);
+            connectQps(side, pd, cm, s, r);
+            banner(s, provider, conn);
+            for (KeyMessage m : r.mine()) {
+                out.printf(" local address: %s%n", m);
+            }
+            lastExchange(conn, r);
+            PerfReporter rep = new PerfReporter(out);
+            fillTestInfo(rep.testInfo(), s);
+            runTest(side, conn, r.mine()[0], rep, s);
+            out.println(PerfReporter.RESULT_LINE);
+            if (o.outJson && !rep.root().get("results").isEmpty()) {
+                rep.writeJson(Path.of(o.outJsonFile));
+            }
+        }
+    }
+
+    /** Negotiates with the peer (perftest's version, page, cache line, MTU) and fixes the run's {@link Setup}. */
+    private Setup setup(Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, PerfConnection conn) {
         PerfTest test = o.test;
-        boolean server = o.server();
         Mtu localMtu = o.mtu != null ? mtuOfBytes(o.mtu) : pa.activeMtu();
         PerfConnection.Negotiation theirs = conn.negotiate(new PerfConnection.Negotiation(
                 PerftestTcpConnection.PERFTEST_VERSION, PAGE, CACHE_LINE, localMtu.value()));
@@ -170,19 +217,20 @@ public final class PerfRunner {
         boolean rd = test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC;
         int recvDepth = send ? (int) (o.duration != null ? o.rxDepth : Math.min(o.rxDepth, o.iterations)) : 0;
         int sendDepth = Math.max(2, o.tx);
-        long timeoutNanos = o.timeout().toNanos();
         int devOutReads = Math.max(1, Math.min(255, ctx.queryDevice().maxQpRdAtom())); // perftest: the device maximum
         int outReads = rd ? Math.min(devOutReads, o.outReads != null ? o.outReads : devOutReads) : 1;
         QueuePairType type = ud ? QueuePairType.UD : o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
-        int psn = ThreadLocalRandom.current().nextInt(1 << 24);
-        PerftestCmConnection cm = conn instanceof PerftestCmConnection c ? c : null;
-        int nq = o.qps;
-        PerfSide.QpSource qpSource = cm == null ? null : (cq, init, count) -> {
+        return new Setup(ctx, pa, gid, mtu, cycle, cacheLine, ud, type, recvDepth, sendDepth, outReads);
+    }
+
+    /** {@code -R}: the data QPs come from rdma_cm, connected already (GID and MTU from the route). */
+    private PerfSide.QpSource cmQpSource(PerftestCmConnection cm, ProtectionDomain pd, Setup s) {
+        return (cq, init, count) -> {
             RdmaConnection[] cs = cm.connectData(new ConnectionSetup().protectionDomain(pd)
-                    .completionQueues(cq, cq).maxSendWr(sendDepth).maxRecvWr(Math.max(1, recvDepth))
+                    .completionQueues(cq, cq).maxSendWr(s.sendDepth()).maxRecvWr(Math.max(1, s.recvDepth()))
                     .maxInlineData(o.inline)
                     .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
-                    .responderResources(outReads).initiatorDepth(outReads)
+                    .responderResources(s.outReads()).initiatorDepth(s.outReads())
                     // GID and MTU come from the route
                     .connectOptions(perftestRetries(ConnectOptions.roce(0))), count,
                     new KeyMessage(0, 0, 0, 0, 0, 0, null, 0));
@@ -192,123 +240,142 @@ public final class PerfRunner {
             }
             return qs;
         };
-        // UD: room for each receive's GRH in front of a cache-line-aligned payload (UdTransport)
-        int maxMessage = o.maxSize() + (ud ? cacheLine : 0);
-        try (PerfSide side = new PerfSide(pd, provider, type, nq, maxMessage, cycle, sendDepth, o.postList, recvDepth,
-                o.inline, timeoutNanos, qpSource, cm == null ? null : cm::closeData)) {
-            KeyMessage[] mineAll = new KeyMessage[nq];
-            KeyMessage[] peers = new KeyMessage[nq];
-            QueuePairEndpoint[] locals = new QueuePairEndpoint[nq];
-            for (int i = 0; i < nq; i++) {
-                int p = i == 0 ? psn : ThreadLocalRandom.current().nextInt(1 << 24);
-                locals[i] = ud ? UdTransport.activate(side, o.ibPort, gid.index(), p) // UD: one QP (PerfModes)
-                        : cm == null ? side.init(i, o.ibPort, gid.index(), p, type == QueuePairType.UC)
-                        : side.qps[i].localEndpoint(gid.index(), p); // rdma_cm's QP is connected already
-                mineAll[i] = new KeyMessage(locals[i].lid(), outReads, side.qps[i].qpNumber(), locals[i].psn(),
-                        side.mr.rkey(), side.localVaddr(i), locals[i].gid() != null ? locals[i].gid().toBytes() : null, 0);
-            }
-            QueuePairEndpoint local = locals[0];
-            byte[] gidBytes = local.gid() != null ? local.gid().toBytes() : null;
-            KeyMessage mine = mineAll[0];
-            for (int i = 0; i < nq; i++) { // perftest: one record per QP
-                peers[i] = conn.exchangeKeys(mineAll[i]);
-            }
-            KeyMessage peer = peers[0];
-            if (!test.bandwidth() && test.verb() != PerfTest.Verb.SEND) {
-                peer = conn.exchangeKeys(mine); // write_lat, read_lat, atomic_lat exchange the records twice
-            }
-            if (cm == null && gidBytes != null && isV4Mapped(gidBytes) != isV4Mapped(peer.gid())) {
-                throw new IllegalStateException("the GID types differ (one IPv4-mapped, one not): use the same IP version "
-                        + "on both sides (-x)");
-            }
-            ConnectOptions co = perftestRetries(gid.index() >= 0 ? ConnectOptions.roce(gid.index()) : ConnectOptions.infiniband())
-                    .withMtu(mtu).withMaxRdAtomic(rd ? Math.min(outReads, Math.max(1, peer.outReads())) : 0);
-            if (ud) { // every client sends, and both sides of send_lat and of -b
-                UdTransport.connect(side, pd, o.ibPort, gid.index(), peer, !server || !test.bandwidth() || o.bidirectional,
-                        cacheLine);
-            }
-            for (int i = 0; i < nq && !ud; i++) {
-                KeyMessage pi = i == 0 ? peer : peers[i];
-                if (cm == null) {
-                    side.connect(i, locals[i], new QueuePairEndpoint(pi.qpn(), pi.psn(), pi.lid(),
-                            pi.gid() != null ? Gid.of(pi.gid()) : null, mtu), pi.vaddr(), pi.rkey(), co);
-                } else {
-                    side.target(i, pi.vaddr(), pi.rkey());
-                }
-            }
-            banner(ctx, pa, gid, mtu, outReads, recvDepth, provider, conn);
-            for (KeyMessage m : mineAll) {
-                out.printf(" local address: %s%n", m);
-            }
-            // perftest: the records once more per QP, with one barrier (before them in send tests, after otherwise)
-            if (test.verb() == PerfTest.Verb.SEND) {
-                conn.sync(mine);
-            }
-            for (int i = 0; i < nq; i++) {
-                KeyMessage again = conn.exchangeKeys(mineAll[i]);
-                out.printf(" remote address: %s%n", nq == 1 ? peer : again);
-            }
-            if (test.verb() != PerfTest.Verb.SEND) {
-                if (server && test == PerfTest.WRITE_LAT) {
-                    settleJit(); // before the barrier: the peer waits in it, untimed
-                }
-                conn.sync(mine);
-            }
-            if (!server) {
-                settleJit(); // the setup above made methods hot: their compilation ends before timing
-            }
-            PerfReporter rep = new PerfReporter(out);
-            fillTestInfo(rep.testInfo(), ctx, pa, gid, mtu, outReads, recvDepth);
-            switch (test) {
-                case WRITE_BW, READ_BW, ATOMIC_BW -> oneSidedBandwidth(side, conn, mine, rep, cycle, cacheLine);
-                case SEND_BW -> sendBandwidth(side, conn, mine, rep, cycle, cacheLine);
-                case WRITE_LAT -> {
-                    rep.header(false, false);
-                    for (int size : o.sizes) {
-                        long[] tposted = new long[(int) o.iterations];
-                        LoopCpu cpu = loopCpuBefore();
-                        PerfLoops.pingPong(side, false, server, size, o.iterations, inlineSource(side, size), tposted,
-                                label(size));
-                        loopCpuAfter(cpu);
-                        rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
-                    }
-                }
-                case READ_LAT, ATOMIC_LAT -> {
-                    if (!server) {
-                        rep.header(false, false);
-                        for (int size : o.sizes) {
-                            long[] tposted = new long[(int) o.iterations];
-                            LoopCpu cpu = loopCpuBefore();
-                            PerfLoops.readLatency(side, test.verb(), cas(), size, o.iterations, tposted, label(size));
-                            loopCpuAfter(cpu);
-                            rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
-                        }
-                    }
-                    conn.finish(mine);
-                }
-                case SEND_LAT -> {
-                    rep.header(false, false);
-                    for (int size : o.sizes) {
-                        long[] tposted = new long[(int) o.iterations];
-                        side.startReceives(o.iterations, recvDepth, size, false);
-                        if (server) {
-                            settleJit();
-                        }
-                        conn.sync(mine);
-                        LoopCpu cpu = loopCpuBefore();
-                        PerfLoops.pingPong(side, true, !server, size, o.iterations, inlineSource(side, size), tposted,
-                                label(size));
-                        loopCpuAfter(cpu);
-                        rep.lat(LatReport.of(size, o.iterations, tposted, test.rttFactor()));
-                    }
-                    conn.finish(mine);
-                }
-            }
-            out.println(PerfReporter.RESULT_LINE);
-            if (o.outJson && !rep.root().get("results").isEmpty()) {
-                rep.writeJson(Path.of(o.outJsonFile));
+    }
+
+    /** Brings each QP to INIT (UD: to RTS), and exchanges the connection records, one per QP (twice for the latency tests but send_lat). */
+    private Records exchangeRecords(PerfSide side, PerfConnection conn, PerftestCmConnection cm, Setup s) {
+        PerfTest test = o.test;
+        int nq = o.qps;
+        int psn = ThreadLocalRandom.current().nextInt(1 << 24);
+        KeyMessage[] mineAll = new KeyMessage[nq];
+        KeyMessage[] peers = new KeyMessage[nq];
+        QueuePairEndpoint[] locals = new QueuePairEndpoint[nq];
+        for (int i = 0; i < nq; i++) {
+            int p = i == 0 ? psn : ThreadLocalRandom.current().nextInt(1 << 24);
+            locals[i] = s.ud() ? UdTransport.activate(side, o.ibPort, s.gid().index(), p) // UD: one QP (PerfModes)
+                    : cm == null ? side.init(i, o.ibPort, s.gid().index(), p, s.type() == QueuePairType.UC)
+                    : side.qps[i].localEndpoint(s.gid().index(), p); // rdma_cm's QP is connected already
+            mineAll[i] = new KeyMessage(locals[i].lid(), s.outReads(), side.qps[i].qpNumber(), locals[i].psn(),
+                    side.mr.rkey(), side.localVaddr(i), locals[i].gid() != null ? locals[i].gid().toBytes() : null, 0);
+        }
+        for (int i = 0; i < nq; i++) { // perftest: one record per QP
+            peers[i] = conn.exchangeKeys(mineAll[i]);
+        }
+        KeyMessage peer = peers[0];
+        if (!test.bandwidth() && test.verb() != PerfTest.Verb.SEND) {
+            peer = conn.exchangeKeys(mineAll[0]); // write_lat, read_lat, atomic_lat exchange the records twice
+        }
+        return new Records(locals, mineAll, peers, peer);
+    }
+
+    /** Connects each QP to the peer's (INIT, RTR, RTS; UD: the address handle; rdma_cm: only the remote buffer). */
+    private void connectQps(PerfSide side, ProtectionDomain pd, PerftestCmConnection cm, Setup s, Records r) {
+        PerfTest test = o.test;
+        int gidIndex = s.gid().index();
+        QueuePairEndpoint local = r.locals()[0];
+        byte[] gidBytes = local.gid() != null ? local.gid().toBytes() : null;
+        KeyMessage peer = r.peer();
+        if (cm == null && gidBytes != null && isV4Mapped(gidBytes) != isV4Mapped(peer.gid())) {
+            throw new IllegalStateException("the GID types differ (one IPv4-mapped, one not): use the same IP version "
+                    + "on both sides (-x)");
+        }
+        boolean rd = test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC;
+        ConnectOptions co = perftestRetries(gidIndex >= 0 ? ConnectOptions.roce(gidIndex) : ConnectOptions.infiniband())
+                .withMtu(s.mtu()).withMaxRdAtomic(rd ? Math.min(s.outReads(), Math.max(1, peer.outReads())) : 0);
+        if (s.ud()) { // every client sends, and both sides of send_lat and of -b
+            UdTransport.connect(side, pd, o.ibPort, gidIndex, peer, !o.server() || !test.bandwidth() || o.bidirectional,
+                    s.cacheLine());
+        }
+        for (int i = 0; i < o.qps && !s.ud(); i++) {
+            KeyMessage pi = i == 0 ? peer : r.peers()[i];
+            if (cm == null) {
+                side.connect(i, r.locals()[i], new QueuePairEndpoint(pi.qpn(), pi.psn(), pi.lid(),
+                        pi.gid() != null ? Gid.of(pi.gid()) : null, s.mtu()), pi.vaddr(), pi.rkey(), co);
+            } else {
+                side.target(i, pi.vaddr(), pi.rkey());
             }
         }
+    }
+
+    /**
+     * perftest: the records once more per QP, with one barrier (before them in send tests, after otherwise);
+     * the JIT settles where the peer waits untimed.
+     */
+    private void lastExchange(PerfConnection conn, Records r) {
+        PerfTest test = o.test;
+        KeyMessage mine = r.mine()[0];
+        if (test.verb() == PerfTest.Verb.SEND) {
+            conn.sync(mine);
+        }
+        for (int i = 0; i < o.qps; i++) {
+            KeyMessage again = conn.exchangeKeys(r.mine()[i]);
+            out.printf(" remote address: %s%n", o.qps == 1 ? r.peer() : again);
+        }
+        if (test.verb() != PerfTest.Verb.SEND) {
+            if (o.server() && test == PerfTest.WRITE_LAT) {
+                settleJit(); // before the barrier: the peer waits in it, untimed
+            }
+            conn.sync(mine);
+        }
+        if (!o.server()) {
+            settleJit(); // the setup above made methods hot: their compilation ends before timing
+        }
+    }
+
+    /** The test's timed runs, one per size, each reported as it ends. */
+    private void runTest(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, Setup s) {
+        switch (o.test) {
+            case WRITE_BW, READ_BW, ATOMIC_BW -> oneSidedBandwidth(side, conn, mine, rep, s.cycle(), s.cacheLine());
+            case SEND_BW -> sendBandwidth(side, conn, mine, rep, s.cycle(), s.cacheLine());
+            case WRITE_LAT -> writeLatency(side, rep);
+            case READ_LAT, ATOMIC_LAT -> readLatency(side, conn, mine, rep);
+            case SEND_LAT -> sendLatency(side, conn, mine, rep, s.recvDepth());
+        }
+    }
+
+    /** write_lat: per size a ping-pong, the server first; no close. */
+    private void writeLatency(PerfSide side, PerfReporter rep) {
+        rep.header(false, false);
+        for (int size : o.sizes) {
+            long[] tposted = new long[(int) o.iterations];
+            LoopCpu cpu = loopCpuBefore();
+            PerfLoops.pingPong(side, false, o.server(), size, o.iterations, inlineSource(side, size), tposted, label(size));
+            loopCpuAfter(cpu);
+            rep.lat(LatReport.of(size, o.iterations, tposted, o.test.rttFactor()));
+        }
+    }
+
+    /** read_lat, atomic_lat: the client's runs, one per size; then both close. */
+    private void readLatency(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep) {
+        if (!o.server()) {
+            rep.header(false, false);
+            for (int size : o.sizes) {
+                long[] tposted = new long[(int) o.iterations];
+                LoopCpu cpu = loopCpuBefore();
+                PerfLoops.readLatency(side, o.test.verb(), cas(), size, o.iterations, tposted, label(size));
+                loopCpuAfter(cpu);
+                rep.lat(LatReport.of(size, o.iterations, tposted, o.test.rttFactor()));
+            }
+        }
+        conn.finish(mine);
+    }
+
+    /** send_lat: per size both post receives, a barrier, a ping-pong (the client first); then close. */
+    private void sendLatency(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int recvDepth) {
+        rep.header(false, false);
+        for (int size : o.sizes) {
+            long[] tposted = new long[(int) o.iterations];
+            side.startReceives(o.iterations, recvDepth, size, false);
+            if (o.server()) {
+                settleJit();
+            }
+            conn.sync(mine);
+            LoopCpu cpu = loopCpuBefore();
+            PerfLoops.pingPong(side, true, !o.server(), size, o.iterations, inlineSource(side, size), tposted, label(size));
+            loopCpuAfter(cpu);
+            rep.lat(LatReport.of(size, o.iterations, tposted, o.test.rttFactor()));
+        }
+        conn.finish(mine);
     }
 
     private void oneSidedBandwidth(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle,
@@ -483,12 +550,11 @@ public final class PerfRunner {
         throw new IllegalArgumentException("no MTU of " + bytes + " bytes");
     }
 
-    private void banner(Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, Mtu mtu, int outReads, int recvDepth,
-                        BufferProvider provider, PerfConnection conn) {
+    private void banner(Setup s, BufferProvider provider, PerfConnection conn) {
         PerfTest t = o.test;
         out.println(PerfReporter.RESULT_LINE);
         out.printf("                    %s%n", PerfModes.title(t.title(o.atomicType), o.bidirectional));
-        out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.deviceName());
+        out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", s.ctx().deviceName());
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.qps);
         out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", o.connection);
         if (printsTxDepth(o)) {
@@ -497,19 +563,19 @@ public final class PerfRunner {
         if (o.postList > 1) {
             out.printf(" Post List       : %d%n", o.postList);
         }
-        if (printsRxDepth(o, recvDepth)) {
-            out.printf(" RX depth        : %d%n", recvDepth);
+        if (printsRxDepth(o, s.recvDepth())) {
+            out.printf(" RX depth        : %d%n", s.recvDepth());
         }
         if (t.bandwidth()) {
             out.printf(" CQ Moderation   : %d%n", o.cq);
         }
-        out.printf(" Mtu             : %d[B]%n", mtu.bytes());
-        out.printf(" Link type       : %s%n", pa.isRoce() ? "Ethernet" : "IB");
-        if (gid.index() >= 0) {
-            out.printf(" GID index       : %d%n", gid.index());
+        out.printf(" Mtu             : %d[B]%n", s.mtu().bytes());
+        out.printf(" Link type       : %s%n", s.pa().isRoce() ? "Ethernet" : "IB");
+        if (s.gid().index() >= 0) {
+            out.printf(" GID index       : %d%n", s.gid().index());
         }
         if (t.verb() == PerfTest.Verb.READ || t.verb() == PerfTest.Verb.ATOMIC) {
-            out.printf(" Outstand reads  : %d%n", outReads);
+            out.printf(" Outstand reads  : %d%n", s.outReads());
         } else {
             out.printf(" Max inline data : %d[B]%n", o.inline);
         }
@@ -535,12 +601,11 @@ public final class PerfRunner {
         return recvDepth > 0 && (o.server() || o.bidirectional);
     }
 
-    private void fillTestInfo(ObjectNode ti, Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, Mtu mtu,
-                              int outReads, int recvDepth) {
+    private void fillTestInfo(ObjectNode ti, Setup s) {
         PerfTest t = o.test;
         ti.put("test", PerfModes.jsonTitle(t.jsonName(o.atomicType), o.bidirectional));
         ti.put("Dual_port", "OFF");
-        ti.put("Device", ctx.deviceName());
+        ti.put("Device", s.ctx().deviceName());
         ti.put("Number_of_qps", o.qps);
         ti.put("Transport_type", "IB");
         ti.put("Connection_type", o.connection);
@@ -551,16 +616,16 @@ public final class PerfRunner {
         if (o.postList > 1) {
             ti.put("Post_List", o.postList);
         }
-        if (printsRxDepth(o, recvDepth)) {
-            ti.put("RX_depth", recvDepth);
+        if (printsRxDepth(o, s.recvDepth())) {
+            ti.put("RX_depth", s.recvDepth());
         }
         ti.put("CQ_Moderation", o.cq);
-        ti.put("Mtu", mtu.bytes());
-        ti.put("Link_type", pa.isRoce() ? "Ethernet" : "IB");
-        ti.put("GID_index", gid.index());
+        ti.put("Mtu", s.mtu().bytes());
+        ti.put("Link_type", s.pa().isRoce() ? "Ethernet" : "IB");
+        ti.put("GID_index", s.gid().index());
         ti.put("Max_inline_data", o.inline);
         if (t.verb() == PerfTest.Verb.READ || t.verb() == PerfTest.Verb.ATOMIC) {
-            ti.put("Outstand_reads", outReads);
+            ti.put("Outstand_reads", s.outReads());
         }
         ti.put("rdma_cm_QPs", o.rdmaCm ? "ON" : "OFF");
         ti.put("Data_ex_method", o.rdmaCm ? "rdma_cm" : "Ethernet");

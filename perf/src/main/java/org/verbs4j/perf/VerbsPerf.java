@@ -46,23 +46,28 @@ public final class VerbsPerf {
             return GpuInfoCommand.run(System.out);
         }
         if (args.length >= 2 && args[0].equals("--batch")) {
-            int retries = 0;
-            int settle = 0;
-            Path done = null;
-            for (int i = 2; i + 1 < args.length; i += 2) {
-                switch (args[i]) {
-                    case "--retries" -> retries = Integer.parseInt(args[i + 1]);
-                    case "--settle" -> settle = Integer.parseInt(args[i + 1]);
-                    case "--done" -> done = Path.of(args[i + 1]);
-                    default -> {
-                        System.err.println("verbs-perf: --batch FILE [--retries N] [--settle SEC] [--done FILE]: unknown " + args[i]);
-                        return 2;
-                    }
-                }
-            }
-            return batch(Path.of(args[1]), retries, settle, done);
+            return batchCommand(args);
         }
         return runOne(args, OUT);
+    }
+
+    /** {@code --batch FILE [--retries N] [--settle SEC] [--done FILE]}. */
+    private static int batchCommand(String[] args) {
+        int retries = 0;
+        int settle = 0;
+        Path done = null;
+        for (int i = 2; i + 1 < args.length; i += 2) {
+            switch (args[i]) {
+                case "--retries" -> retries = Integer.parseInt(args[i + 1]);
+                case "--settle" -> settle = Integer.parseInt(args[i + 1]);
+                case "--done" -> done = Path.of(args[i + 1]);
+                default -> {
+                    System.err.println("verbs-perf: --batch FILE [--retries N] [--settle SEC] [--done FILE]: unknown " + args[i]);
+                    return 2;
+                }
+            }
+        }
+        return batch(Path.of(args[1]), retries, settle, done);
     }
 
     /**
@@ -94,31 +99,9 @@ public final class VerbsPerf {
             if (l.isEmpty() || l.startsWith("#")) {
                 continue;
             }
-            List<String> words = new ArrayList<>(Arrays.asList(l.split("\\s+")));
-            PrintStream to = OUT;
-            int redirect = words.indexOf(">>");
-            if (redirect >= 0 && redirect == words.size() - 2) {
-                try {
-                    to = new PrintStream(new FileOutputStream(words.get(redirect + 1), true), true, StandardCharsets.UTF_8);
-                } catch (IOException e) {
-                    System.err.println("verbs-perf: cannot append to " + words.get(redirect + 1) + ": " + e.getMessage());
-                    return 2;
-                }
-                words = words.subList(0, redirect);
-            }
-            int rc = 1;
-            for (int attempt = 0; attempt <= retries && rc != 0; attempt++) {
-                if (!awaitJitIdle("", settle)) {
-                    return 1;
-                }
-                System.err.println("=== verbs-perf " + l + (attempt > 0 ? "   (again: attempt " + (attempt + 1) + ")" : ""));
-                long jit = JitSettle.compilerMillis();
-                rc = runOne(words.toArray(String[]::new), to);
-                System.err.println("=== exit " + rc + " (the JIT compiler threads ran " + (JitSettle.compilerMillis() - jit)
-                        + " ms of CPU during the run)");
-            }
-            if (to != OUT) {
-                to.close();
+            int rc = batchLine(l, retries, settle);
+            if (rc < 0) {
+                return -rc;
             }
             worst = Math.max(worst, rc);
             // the JIT compiles after a run too: this JVM is quiet before the driver starts the
@@ -132,6 +115,43 @@ public final class VerbsPerf {
             }
         }
         return worst;
+    }
+
+    /**
+     * One line of a batch, tried up to {@code 1 + retries} times: its exit status, or minus the batch's
+     * (a line whose {@code >> FILE} cannot be opened, an interrupted wait) when the batch must end.
+     */
+    private static int batchLine(String l, int retries, int settle) {
+        List<String> words = new ArrayList<>(Arrays.asList(l.split("\\s+")));
+        PrintStream to = OUT;
+        int redirect = words.indexOf(">>");
+        if (redirect >= 0 && redirect == words.size() - 2) {
+            try {
+                to = new PrintStream(new FileOutputStream(words.get(redirect + 1), true), true, StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                System.err.println("verbs-perf: cannot append to " + words.get(redirect + 1) + ": " + e.getMessage());
+                return -2;
+            }
+            words = words.subList(0, redirect);
+        }
+        try {
+            int rc = 1;
+            for (int attempt = 0; attempt <= retries && rc != 0; attempt++) {
+                if (!awaitJitIdle("", settle)) {
+                    return -1;
+                }
+                System.err.println("=== verbs-perf " + l + (attempt > 0 ? "   (again: attempt " + (attempt + 1) + ")" : ""));
+                long jit = JitSettle.compilerMillis();
+                rc = runOne(words.toArray(String[]::new), to);
+                System.err.println("=== exit " + rc + " (the JIT compiler threads ran " + (JitSettle.compilerMillis() - jit)
+                        + " ms of CPU during the run)");
+            }
+            return rc;
+        } finally {
+            if (to != OUT) {
+                to.close();
+            }
+        }
     }
 
     /** With {@code settle} above 0, waits until the JIT compiler is idle (at most that many seconds) and logs it; false if interrupted. */
