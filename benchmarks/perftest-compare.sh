@@ -20,7 +20,7 @@
 # with the same options for both tools (sizes, iterations, tx depth, CQ moderation, inline and
 # warm-up are perftest's defaults unless --extra sets them, for both). Each verbs-perf side runs
 # all its runs in ONE JVM (verbs-perf --batch), so the JVM starts once per pair and role.
-# Then `verbs-perf compare` prints both tools' parameters, the ratio table against pt-pt, checks
+# Then the side-by-side report (benchmarks' PerfCompare) prints both tools' parameters, the ratio table against pt-pt, checks
 # every verbs-perf JSON report against its printed rows, and (with --png) draws the plots.
 # Exit status: 0 when every run with verbs-perf on either side succeeded and its numbers parse (a
 # failure of perftest against itself is reported as the baseline's, not counted); 1 otherwise.
@@ -30,7 +30,7 @@
 #       [--bw-sizes "2 4096 65536"] [--lat-sizes "2 4096 65536"] [--bw-iters 5000] [--lat-iters 1000]
 #       [--extra "perftest options for both tools"] [--out DIR] [--png DIR] [--timeout SEC] [--rdma-cm]
 #       [--bw-extra "options for the bandwidth tests only"] [--lat-extra "... latency tests only"]
-#       [--warm-runs K] [--repeats R] [--settle SEC] [--interleave]
+#       [--warm-runs K] [--repeats R] [--settle SEC] [--interleave] [--budget SEC]
 # --warm-runs K: each run is preceded by K identical runs (same options, same pair, same process
 # for verbs-perf, a fresh one for perftest) whose output is discarded (in OUT/warm/), for every
 # pair and so for both tools alike: under TCG the JVM's JIT takes seconds to compile the loops,
@@ -55,6 +55,10 @@
 # also appends its deltas of the device's port counters (rxe: packets, retransmissions, duplicates,
 # RNR NAKs) and of every CPU's user/system/softirq time to OUT/PAIR.counters; with or without
 # --interleave, a perftest client's own user and system time goes to OUT/PAIR.cputime.
+# With --interleave each measured run prints a "row" line as it completes (every pair's BW average
+# or t_typical, and verbs-perf's ratio to the mean of perftest's runs against itself).
+# --budget SEC: with --interleave, no run starts once SEC seconds have passed since the start; the
+# report then covers the runs done (a row is only reported once all its pairs ran it).
 # --extra "-D SEC" (duration mode) drops -n (--bw-iters/--lat-iters) from both tools' options;
 # -q N and -b go through as given (with -b the server's report lands in PAIR.server.log).
 # --rdma-cm: both tools with -R (perftest's rdma_cm mode: QP and messages over rdma_cm); a server
@@ -91,6 +95,7 @@ WARM=0
 REPEATS=1
 SETTLE=30
 INTERLEAVE=0
+BUDGET=0
 ARGS=("$@")
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -113,14 +118,19 @@ while [[ $# -gt 0 ]]; do
         --repeats) REPEATS=$2; shift ;;
         --settle) SETTLE=$2; shift ;;
         --interleave) INTERLEAVE=1 ;;
+        --budget) BUDGET=$2; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "perftest-compare: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
 done
 
-JAR="$ROOT/benchmarks/target/verbs4j-benchmarks.jar"
-[[ -s "$JAR" ]] || { echo "perftest-compare: $JAR is missing (./mvnw -B -q package -DskipTests)" >&2; exit 2; }
+# the tool (module perf) and the side-by-side report (module benchmarks: PerfCompare)
+JAR="$ROOT/perf/target/verbs-perf.jar"
+BENCH_JAR="$ROOT/benchmarks/target/verbs4j-benchmarks.jar"
+for j in "$JAR" "$BENCH_JAR"; do
+    [[ -s "$j" ]] || { echo "perftest-compare: $j is missing (./mvnw -B -q package -DskipTests)" >&2; exit 2; }
+done
 
 if [[ $GUEST == 1 ]]; then
     # re-run this script inside a fresh Soft-RoCE guest, without --guest
@@ -230,7 +240,7 @@ vp_argv() { # pair role -> VP_ARGV: the verbs-perf command of that role; a pair 
     local pin=("${PIN_CLIENT[@]}") mode=()
     if [[ $2 == server ]]; then pin=("${PIN_SERVER[@]}"); fi
     if [[ $1 == *.u ]]; then mode=(-Dverbs4j.unchecked=true); fi
-    VP_ARGV=("${pin[@]}" "${VP[@]}" "${mode[@]}" org.verbs4j.bench.VerbsPerf)
+    VP_ARGV=("${pin[@]}" "${VP[@]}" "${mode[@]}" org.verbs4j.perf.VerbsPerf)
 }
 T0=$SECONDS
 say() { echo "[perftest-compare +$((SECONDS - T0))s] $*" >&2; }
@@ -542,6 +552,26 @@ hwc_delta() { # pair "test size iters dir [repeat]": appends this run's nonzero 
     echo "$2:${line:- (none)}" >>"$OUT/$1.counters"   # cpuN=user/system/softirq
 }
 
+say_row() { # "test size iters dir [repeat]": the row of a measured run, every pair's number of it, as it completes
+    local t s rep pair v vals="" unit="us t_typical" col=5
+    read -r t s _ _ rep <<<"$1"
+    if [[ $t == *_bw ]]; then unit="MB/s BW average" col=4; fi
+    [[ $t != atomic_* ]] || s=8
+    for pair in $PAIRS; do
+        # the pair's last row of that size in its output (perftest's columns: #bytes #iterations ...)
+        v=$(awk -v s="$s" -v c="$col" '$1 == s && $2 ~ /^[0-9]+$/ && NF >= c { v = $c } END { print v }' \
+            "$OUT/${pair}__$t.out" 2>/dev/null)
+        vals+=" $pair=${v:-?}"
+    done
+    say "row $t -s $s${rep:+ (pass ${rep#r})}:$vals ($unit)$(awk -v pairs="$vals" -v bw="$col" 'BEGIN {
+        n = split(pairs, p, " "); base = 0; nb = 0
+        for (i = 1; i <= n; i++) { split(p[i], kv, "="); if (kv[1] ~ /^pt-pt(\.[0-9]+)?$/ && kv[2] + 0 > 0) { base += kv[2]; nb++ } }
+        if (nb == 0) exit
+        base /= nb
+        for (i = 1; i <= n; i++) { split(p[i], kv, "="); if (kv[1] ~ /^vp-/ && kv[2] + 0 > 0) printf "; %s / perftest %.2f (%s)", kv[1], kv[2] / base, bw == 4 ? "<1: slower" : ">1: slower" }
+    }')"
+}
+
 run_interleaved() {
     local pair roles client server r t s dead=""
     # the pipes in a local directory: OUT may be on a file system without named pipes (the guest's share)
@@ -560,6 +590,11 @@ run_interleaved() {
     local k=0 d rep what
     for r in "${RUNS[@]}"; do
         read -r t s _ d rep <<<"$r"
+        if ((BUDGET > 0 && SECONDS - T0 >= BUDGET)); then
+            say "the budget of $BUDGET s is spent: runs $((k + 1))-${#RUNS[@]} of ${#RUNS[@]} left out; the report covers the runs done"
+            echo "left out: runs $((k + 1))-${#RUNS[@]} of ${#RUNS[@]} (--budget $BUDGET s spent)" >>"$OUT/conditions.txt"
+            break
+        fi
         # a progress line per run: a default run is otherwise silent for minutes
         k=$((k + 1))
         what=measured
@@ -609,6 +644,7 @@ run_interleaved() {
             hwc_delta "$pair" "$r"
             [[ -z "${VERBS4J_PERF_MARKS:-}" ]] || say "mark end $pair $r"
         done
+        [[ $d == warm ]] || say_row "$r"
     done
     # the end of every batch, then each JVM's exit status (its worst run)
     local fd
@@ -694,8 +730,8 @@ fi
 [[ ! -s "$OUT/failures.log" ]] || FAIL=1
 say "runs done; results in $OUT"
 crc=0
-vp_argv compare client
 # the report is also kept as OUT/compare.txt, which benchmarks/results.py renders into docs/results.md
-"${VP_ARGV[@]}" compare "$OUT" --json ${PNG:+--png "$PNG"} | tee "$OUT/compare.txt" || crc=$?
+"${PIN_CLIENT[@]}" java -cp "$BENCH_JAR" org.verbs4j.bench.compare.PerfCompare "$OUT" --json ${PNG:+--png "$PNG"} |
+    tee "$OUT/compare.txt" || crc=$?
 say "done: runs $([[ $FAIL == 0 ]] && echo ok || echo FAILED), compare exit $crc"
 [[ $FAIL == 0 && $crc == 0 ]]
