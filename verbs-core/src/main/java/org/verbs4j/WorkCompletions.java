@@ -28,6 +28,8 @@ public final class WorkCompletions implements AutoCloseable {
     private final LeakReport leak;
     private final java.lang.foreign.Arena memory = java.lang.foreign.Arena.ofAuto(); // freed with this object
     private java.lang.foreign.Arena views;  // made by the first segment(), closed by close()
+    /** Guards {@link #views}: a private lock, not this public object's monitor. */
+    private final Object viewsLock = new Object();
     private final MemorySegment wcs;
     final long address;
     final int capacity;
@@ -192,20 +194,22 @@ public final class WorkCompletions implements AutoCloseable {
         closed = true;
         count = 0;
         leak.closed();
-        synchronized (this) {
+        synchronized (viewsLock) {
             if (views != null) {
                 views.close();
             }
         }
     }
 
-    private synchronized java.lang.foreign.Arena views() {
-        if (closed) {
-            throw new IllegalStateException("closed");
+    private java.lang.foreign.Arena views() {
+        synchronized (viewsLock) {
+            if (closed) {
+                throw new IllegalStateException("closed");
+            }
+            if (views == null) {
+                views = java.lang.foreign.Arena.ofShared();
+            }
+            return views;
         }
-        if (views == null) {
-            views = java.lang.foreign.Arena.ofShared();
-        }
-        return views;
     }
 }

@@ -59,6 +59,8 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
 
     private final LeakReport leak;
     private java.lang.foreign.Arena views; // made by the first segment(), closed by close(): the raw view dies
+    /** Guards {@link #views}: a private lock, not this public object's monitor. */
+    private final Object viewsLock = new Object();
     private final long wrSize;
     final MemorySegment wrs;
     final MemorySegment sges;
@@ -152,14 +154,16 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         }
     }
 
-    private synchronized java.lang.foreign.Arena views() {
-        if (closed) {
-            throw new IllegalStateException("closed");
+    private java.lang.foreign.Arena views() {
+        synchronized (viewsLock) {
+            if (closed) {
+                throw new IllegalStateException("closed");
+            }
+            if (views == null) {
+                views = java.lang.foreign.Arena.ofShared();
+            }
+            return views;
         }
-        if (views == null) {
-            views = java.lang.foreign.Arena.ofShared();
-        }
-        return views;
     }
 
     /**
@@ -262,7 +266,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         }
         closed = true; // count and the descriptors stay as they were: a post racing this close reads live memory
         leak.closed();
-        synchronized (this) {
+        synchronized (viewsLock) {
             if (views != null) {
                 views.close();
             }
