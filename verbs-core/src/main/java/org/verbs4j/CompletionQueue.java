@@ -308,7 +308,8 @@ public final class CompletionQueue extends NativeResource {
     /**
      * Busy-polls until at least {@code min} completions were reaped into {@code wcs} (appended
      * after one another) or {@code timeout} passed; returns how many it holds. For tests and
-     * setup, where a wait must never hang.
+     * setup, where a wait must never hang; on the hot path, {@link CompletionWaiter} spins and
+     * then blocks on the completion channel, allocation-free.
      */
     public int poll(WorkCompletions wcs, int min, Duration timeout) {
         checkMin(wcs, min);

@@ -125,7 +125,8 @@ class CConstantsConformanceTest {
         notC("a verbs4j default or tuning value", "SendWorkRequests.DEFAULT_INLINE_BYTES",
                 "AsyncEventDispatcher.QUEUE_CAPACITY", "AsyncEventDispatcher.JOIN_MILLIS",
                 "AsyncEventDispatcher.MAX_CONSECUTIVE_FAILURES", "CompletionChannel.CLOSE_WAIT_MILLIS",
-                "CompletionQueue.ACK_BATCH", "Gate.CLOSE_WAIT_NANOS", "BufferPool.MAX_PARK_NANOS");
+                "CompletionQueue.ACK_BATCH", "Gate.CLOSE_WAIT_NANOS", "BufferPool.MAX_PARK_NANOS",
+                "CompletionWaiter.BLOCK_SLICE_NANOS");
         notC("a state of verbs4j's own lifecycle machines", "Gate.IDLE", "Gate.BUSY", "Gate.CLOSED",
                 "NativeResource.OPEN", "NativeResource.CLOSING", "NativeResource.CLOSED", "PoolResources.OPEN",
                 "PoolResources.CLOSING", "PoolResources.CLOSED");
