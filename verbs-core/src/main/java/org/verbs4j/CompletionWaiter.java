@@ -46,6 +46,7 @@ public final class CompletionWaiter {
     private final CompletionQueue cq;
     private final CompletionChannel channel;
     private final long spinNanos;
+    private final long blockSliceNanos;
     /** The out-pointers and pollfds of the channel wait, reused by every block. */
     private final MemorySegment scratch = Arena.ofAuto().allocate(CompletionChannel.SCRATCH_SIZE, 8);
     private long events;
@@ -58,6 +59,11 @@ public final class CompletionWaiter {
      *                  {@code Long.MAX_VALUE}: never block)
      */
     public CompletionWaiter(CompletionQueue cq, long spinNanos) {
+        this(cq, spinNanos, BLOCK_SLICE_NANOS);
+    }
+
+    /** With the longest single block on the channel chosen (tests: one block for a whole wait). */
+    CompletionWaiter(CompletionQueue cq, long spinNanos, long blockSliceNanos) {
         cq.ensureOpen("CompletionWaiter");
         if (cq.channel() == null) {
             throw new InvalidRequestException("ibv_req_notify_cq", "the completion queue has no completion channel",
@@ -69,6 +75,7 @@ public final class CompletionWaiter {
         this.cq = cq;
         this.channel = cq.channel();
         this.spinNanos = spinNanos;
+        this.blockSliceNanos = blockSliceNanos;
     }
 
     /** {@link #await(WorkCompletions, int, long)} with a {@link Duration} (converting it allocates nothing). */
@@ -120,7 +127,7 @@ public final class CompletionWaiter {
             }
             blocks++;
             // in slices, so that an interrupt (which does not wake poll(2)) ends the wait soon
-            long until = deadline - now > BLOCK_SLICE_NANOS ? now + BLOCK_SLICE_NANOS : deadline;
+            long until = deadline - now > blockSliceNanos ? now + blockSliceNanos : deadline;
             CompletionQueue woke = channel.awaitEventUntil(until, scratch);
             if (woke != null) {
                 events++;

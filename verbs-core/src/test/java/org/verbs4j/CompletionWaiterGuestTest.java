@@ -10,8 +10,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.testing.RdmaTest;
 
@@ -24,6 +27,7 @@ import org.verbs4j.testing.RdmaTest;
  */
 @RdmaTest
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class) // the last leaves the CQ armed: no event may be left for another
 class CompletionWaiterGuestTest {
     private Context ctx;
     private ProtectionDomain pd;
@@ -72,6 +76,7 @@ class CompletionWaiterGuestTest {
     }
 
     @Test
+    @Order(1)
     void theSpinPathReapsWithoutBlocking() {
         CompletionWaiter spinner = new CompletionWaiter(cqA, Long.MAX_VALUE);
         try (WorkCompletions wcs = new WorkCompletions(4)) {
@@ -87,8 +92,11 @@ class CompletionWaiterGuestTest {
     }
 
     @Test
+    @Order(2)
     void theBlockPathSleepsOnTheChannelUntilThePeerSends() throws Exception {
-        CompletionWaiter blocker = new CompletionWaiter(cqA, 0);
+        // one block for the whole wait: the peer sends while the waiter is inside it, so the
+        // completion's event (the CQ was armed before the block) is what wakes it
+        CompletionWaiter blocker = new CompletionWaiter(cqA, 0, TimeUnit.SECONDS.toNanos(90));
         AtomicReference<Throwable> peerFailure = new AtomicReference<>();
         try (WorkCompletions wcs = new WorkCompletions(4)) {
             postReceive(12);
@@ -109,14 +117,15 @@ class CompletionWaiterGuestTest {
             assertEquals(1, n);
             assertEquals(12, wcs.wrId(0));
             assertTrue(wcs.isSuccess(0));
-            assertTrue(blocker.blocks() >= 1, "blocked " + blocker.blocks());
-            assertTrue(blocker.events() >= 1, "woken by " + blocker.events() + " completion events");
+            assertEquals(1, blocker.blocks(), "one block on the channel");
+            assertEquals(1, blocker.events(), "woken by the completion's event");
             System.out.println("[CompletionWaiterGuestTest] block path: " + blocker.blocks() + " channel waits, "
                     + blocker.events() + " events");
         }
     }
 
     @Test
+    @Order(3)
     void aTimeoutReturnsWhatItHasAndAnInterruptEndsTheWait() throws Exception {
         CompletionWaiter blocker = new CompletionWaiter(cqA, 0);
         try (WorkCompletions wcs = new WorkCompletions(4)) {
