@@ -11,7 +11,6 @@
 module org.verbs4j.core {
     requires org.verbs4j.natives;
     requires org.slf4j;
-    requires java.management; // Restricted: the launcher's native-access grant of the class path
 
     exports org.verbs4j;
     exports org.verbs4j.pool;

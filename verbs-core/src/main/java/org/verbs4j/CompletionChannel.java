@@ -157,6 +157,20 @@ public final class CompletionChannel extends NativeResource {
     public CompletionQueue awaitEvent(Duration timeout) {
         ensureOpen("ibv_get_cq_event");
         long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
+        try (Arena arena = Arena.ofConfined()) {
+            return awaitEventUntil(deadline, arena.allocate(SCRATCH_SIZE, 8));
+        }
+    }
+
+    /** The scratch memory {@link #awaitEventUntil} needs: the two out-pointers and two {@code struct pollfd}. */
+    static final long SCRATCH_SIZE = 16 + LibC.POLLFD_PAIR_SIZE;
+
+    /**
+     * {@link #awaitEvent} until {@code deadline} ({@link System#nanoTime()}) with the caller's
+     * scratch memory ({@link #SCRATCH_SIZE} bytes, 8-aligned, one thread at a time): allocates
+     * nothing on its way to an event.
+     */
+    CompletionQueue awaitEventUntil(long deadline, MemorySegment scratch) {
         try {
             if (!gate.waiters.readLock().tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
                 return null;
@@ -165,15 +179,16 @@ public final class CompletionChannel extends NativeResource {
             Thread.currentThread().interrupt();
             return null;
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment cqOut = arena.allocate(ADDRESS);
-            MemorySegment ctxOut = arena.allocate(ADDRESS);
+        try {
+            MemorySegment cqOut = scratch.asSlice(0, ADDRESS.byteSize());
+            MemorySegment ctxOut = scratch.asSlice(8, ADDRESS.byteSize());
+            MemorySegment pollFds = scratch.asSlice(16, LibC.POLLFD_PAIR_SIZE);
             while (true) {
                 if (gate.closed) {
                     throw closedException("ibv_get_cq_event");
                 }
                 long left = Math.max(0, (deadline - System.nanoTime() + 999_999L) / 1_000_000L);
-                int r = LibC.pollReadableOrWoken("ibv_get_cq_event", fd, gate.wakeFd, left);
+                int r = LibC.pollReadableOrWoken("ibv_get_cq_event", fd, gate.wakeFd, left, pollFds);
                 if (r == LibC.WOKEN) {
                     throw closedException("ibv_get_cq_event");
                 }

@@ -41,11 +41,11 @@ public final class CompletionQueue extends NativeResource {
     final long address;
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
+    /** Poll through critical downcalls (see Context.criticalDataPath). */
+    private final boolean critical;
     private final int capacity;
     private final CompletionChannel channel;
     private int unackedEvents;
-    /** A fatal async event (IBV_EVENT_CQ_ERR, DEVICE_FATAL) routed here by the context's event thread. */
-    private volatile AsyncEvent asyncFailure;
     private static final boolean CHECKED = Verbs.CHECKED;
     final Gate pollGate = new Gate();
     /** The only thread that may poll, arm and close this CQ, or null (any thread, one at a time, through the gate). */
@@ -55,6 +55,11 @@ public final class CompletionQueue extends NativeResource {
     private volatile QpTable table = QpTable.EMPTY;
     /** True when its queue pairs and SRQs could together hold more work than it has entries. */
     volatile boolean overcommitted;
+    /**
+     * Serialises the table's changes and, on an over-committed CQ, each post's room check with its
+     * post. A private lock: code that holds this public object's monitor cannot block the library.
+     */
+    final Object roomLock = new Object();
 
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel) {
         this(context, cq, channel, LibIbverbs::destroyCq);
@@ -71,6 +76,7 @@ public final class CompletionQueue extends NativeResource {
         MemorySegment ctx = context.handle;
         this.pollFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POLL_CQ);
         this.notifyFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_REQ_NOTIFY_CQ);
+        this.critical = context.criticalDataPath;
         this.capacity = handle.get(JAVA_INT, ObjectLayout.CQ_CQE);
         this.channel = channel;
         this.confinedTo = confinedTo;
@@ -117,7 +123,7 @@ public final class CompletionQueue extends NativeResource {
         Thread owner = confinedTo;
         if (owner != null) {
             if (Thread.currentThread() != owner || pollGate.isClosed()) {
-                throw confinedRefusal(verb, owner);
+                throw Refusals.confinedRefusal(this, verb, owner);
             }
         } else if (!pollGate.tryEnter()) {
             throw pollGate.refusal(verb, this, "polling");
@@ -130,26 +136,13 @@ public final class CompletionQueue extends NativeResource {
         }
     }
 
-    private VerbsException confinedRefusal(String verb, Thread owner) {
-        if (pollGate.isClosed()) {
-            return closedException(verb);
-        }
-        return new ResourceBusyException(verb, "this completion queue is confined to thread \"" + owner.getName()
-                + "\" and was used from thread \"" + Thread.currentThread().getName() + "\"",
-                "poll, arm and close a confined completion queue on the thread that created it; create it with "
-                        + "Context.createCompletionQueue to poll it from any thread (one at a time)");
-    }
-
     @Override
     VerbsException closeRefusal() {
         Thread owner = confinedTo;
         if (owner == null || owner == Thread.currentThread() || !owner.isAlive()) {
             return null; // a thread that has ended is not inside a poll (its end happens-before isAlive's false)
         }
-        return new ResourceBusyException("ibv_destroy_cq", "this completion queue is confined to thread \""
-                + owner.getName() + "\", which is still running, and was closed from thread \""
-                + Thread.currentThread().getName() + "\"", "close a confined completion queue on its own thread, "
-                + "or from another thread after it has ended (join it first)");
+        return Refusals.confinedCloseRefusal(owner);
     }
 
     /** True when the queues that complete here could together hold more work than its capacity. */
@@ -157,14 +150,18 @@ public final class CompletionQueue extends NativeResource {
         return overcommitted;
     }
 
-    synchronized void attach(QueueAccount qp) {
-        table = table.with(qp);
-        recompute();
+    void attach(QueueAccount qp) {
+        synchronized (roomLock) {
+            table = table.with(qp);
+            recompute();
+        }
     }
 
-    synchronized void detach(QueueAccount qp) {
-        table = table.without(qp);
-        recompute();
+    void detach(QueueAccount qp) {
+        synchronized (roomLock) {
+            table = table.without(qp);
+            recompute();
+        }
     }
 
     private void recompute() {
@@ -186,7 +183,7 @@ public final class CompletionQueue extends NativeResource {
     }
 
     /**
-     * Checked mode, over-committed CQ, with this CQ's monitor held: refuses {@code n} more work
+     * Checked mode, over-committed CQ, with {@link #roomLock} held: refuses {@code n} more work
      * requests when the work outstanding on its queues could then overrun it.
      */
     void checkRoom(String verb, int n) {
@@ -210,10 +207,7 @@ public final class CompletionQueue extends NativeResource {
             }
         }
         if (outstanding + n > capacity) {
-            throw new QueueFullException(verb, "the completion queue of " + capacity + " entries already has "
-                    + outstanding + " completions outstanding on its queues; " + n + " more could overrun it and lose "
-                    + "completions", "poll the completion queue first, or create it larger (at least the sum of the "
-                    + "depths of the queues that complete into it)");
+            throw Refusals.completionQueueFull(verb, capacity, outstanding, n);
         }
     }
 
@@ -228,9 +222,9 @@ public final class CompletionQueue extends NativeResource {
                 throw AsyncEventDispatcher.failure("ibv_poll_cq", asyncFailure);
             }
             wcs.ensureUsable("ibv_poll_cq");
-            int n = InlineVerbs.pollCq(pollFn, address, wcs.capacity, wcs.address);
+            int n = InlineVerbs.pollCq(critical, pollFn, address, wcs.capacity, wcs.address);
             if (n < 0) {
-                throw VerbsException.of("ibv_poll_cq", n == -1 ? Errno.EIO : -n, "the provider reported an error polling the CQ");
+                throw Refusals.pollFailed(n);
             }
             wcs.count = n;
             if (CHECKED && n > 0) {
@@ -314,39 +308,16 @@ public final class CompletionQueue extends NativeResource {
     /**
      * Busy-polls until at least {@code min} completions were reaped into {@code wcs} (appended
      * after one another) or {@code timeout} passed; returns how many it holds. For tests and
-     * setup, where a wait must never hang.
+     * setup, where a wait must never hang; on the hot path, {@link CompletionWaiter} spins and
+     * then blocks on the completion channel, allocation-free.
      */
     public int poll(WorkCompletions wcs, int min, Duration timeout) {
-        ensureOpen("ibv_poll_cq");
-        wcs.ensureUsable("ibv_poll_cq");
-        if (min > wcs.capacity) {
-            throw VerbsException.create("ibv_poll_cq", Errno.EINVAL, "min " + min + " exceeds the array's capacity "
-                    + wcs.capacity, null);
-        }
+        checkMin(wcs, min);
         long deadline = System.nanoTime() + timeout.toNanos();
         int have = 0;
         wcs.count = 0;
         while (have < min) {
-            enterPoll("ibv_poll_cq");
-            int n;
-            try {
-                if (asyncFailure != null) {
-                    throw AsyncEventDispatcher.failure("ibv_poll_cq", asyncFailure);
-                }
-                wcs.ensureUsable("ibv_poll_cq");
-                n = InlineVerbs.pollCq(pollFn, address, wcs.capacity - have,
-                        wcs.address + (long) have * CompletionLayout.WC_SIZE);
-                if (n < 0) {
-                    throw VerbsException.of("ibv_poll_cq", n == -1 ? Errno.EIO : -n, "the provider reported an error polling the CQ");
-                }
-                if (CHECKED && n > 0) {
-                    wcs.count = have + n;
-                    credit(wcs, have, have + n);
-                }
-            } finally {
-                leavePoll();
-                java.lang.ref.Reference.reachabilityFence(wcs);
-            }
+            int n = pollAppend(wcs, have);
             have += n;
             if (n == 0) {
                 if (System.nanoTime() - deadline > 0) {
@@ -357,6 +328,44 @@ public final class CompletionQueue extends NativeResource {
         }
         wcs.count = have;
         return have;
+    }
+
+    /** Refuses a wait for more completions than {@code wcs} holds (and a closed CQ or array). */
+    void checkMin(WorkCompletions wcs, int min) {
+        ensureOpen("ibv_poll_cq");
+        wcs.ensureUsable("ibv_poll_cq");
+        if (min > wcs.capacity) {
+            throw VerbsException.create("ibv_poll_cq", Errno.EINVAL, "min " + min + " exceeds the array's capacity "
+                    + wcs.capacity, null);
+        }
+    }
+
+    /**
+     * One {@code ibv_poll_cq} into {@code wcs} after the {@code have} completions it already
+     * holds; returns how many it reaped (its count is {@code have} plus those). Allocation-free.
+     */
+    int pollAppend(WorkCompletions wcs, int have) {
+        enterPoll("ibv_poll_cq");
+        int n;
+        try {
+            if (asyncFailure != null) {
+                throw AsyncEventDispatcher.failure("ibv_poll_cq", asyncFailure);
+            }
+            wcs.ensureUsable("ibv_poll_cq");
+            n = InlineVerbs.pollCq(critical, pollFn, address, wcs.capacity - have,
+                    wcs.address + (long) have * CompletionLayout.WC_SIZE);
+            if (n < 0) {
+                throw Refusals.pollFailed(n);
+            }
+            wcs.count = have + n;
+            if (CHECKED && n > 0) {
+                credit(wcs, have, have + n);
+            }
+        } finally {
+            leavePoll();
+            java.lang.ref.Reference.reachabilityFence(wcs);
+        }
+        return n;
     }
 
     /**
@@ -393,15 +402,6 @@ public final class CompletionQueue extends NativeResource {
             LibIbverbs.ackCqEvents(handle, unackedEvents);
             unackedEvents = 0;
         }
-    }
-
-    /** Called by the context's event thread: the next poll throws. Returns whether it is the first failure. */
-    boolean asyncFailure(AsyncEvent e) {
-        if (asyncFailure != null) {
-            return false;
-        }
-        asyncFailure = e;
-        return true;
     }
 
     @Override

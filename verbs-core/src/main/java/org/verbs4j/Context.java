@@ -32,6 +32,13 @@ import org.verbs4j.natives.generated.ibverbs.ibv_port_attr;
  */
 public final class Context extends NativeResource {
     private final String deviceName;
+    /** The provider (libibverbs driver) name, e.g. {@code rxe}, or null when unknown. */
+    private final String providerName;
+    /**
+     * Whether its queue pairs, SRQs and CQs post and poll through critical downcalls (a provider
+     * whose post and poll stay in user space), or ordinary ones (see InlineVerbs.criticalDataPath).
+     */
+    final boolean criticalDataPath;
     /** Reads, routes and queues the async events; stopped before the device is closed. */
     final AsyncEventDispatcher asyncEvents;
 
@@ -40,13 +47,21 @@ public final class Context extends NativeResource {
     }
 
     Context(MemorySegment ctx, String deviceName, Destroyer destroy) {
-        this(ctx.reinterpret(ContextLayout.SIZE), deviceName, destroy,
-                new AsyncEventDispatcher(ctx.reinterpret(ContextLayout.SIZE), deviceName));
+        this(ctx, deviceName, destroy, InlineVerbs.criticalDataPath(InlineVerbs.providerName(ctx.reinterpret(ContextLayout.SIZE))));
     }
 
-    private Context(MemorySegment ctx, String deviceName, Destroyer destroy, AsyncEventDispatcher events) {
+    /** With the data path's linkage chosen by the caller (tests: a stand-in op that calls back into Java). */
+    Context(MemorySegment ctx, String deviceName, Destroyer destroy, boolean criticalDataPath) {
+        this(ctx.reinterpret(ContextLayout.SIZE), deviceName, destroy,
+                new AsyncEventDispatcher(ctx.reinterpret(ContextLayout.SIZE), deviceName), criticalDataPath);
+    }
+
+    private Context(MemorySegment ctx, String deviceName, Destroyer destroy, AsyncEventDispatcher events,
+                    boolean criticalDataPath) {
         super(null, "device context", "ibv_close_device", ctx, stopThenDestroy(events, destroy), null);
         this.deviceName = deviceName;
+        this.providerName = InlineVerbs.providerName(ctx);
+        this.criticalDataPath = criticalDataPath;
         this.asyncEvents = events;
     }
 
@@ -66,6 +81,16 @@ public final class Context extends NativeResource {
     /** The device name, e.g. {@code rxe0}. */
     public String deviceName() {
         return deviceName;
+    }
+
+    /**
+     * The libibverbs provider (driver) of the device, e.g. {@code rxe}, {@code siw} or
+     * {@code mlx5}; empty for a context libibverbs did not make. It decides how the data path is
+     * linked: critical downcalls where the provider's post and poll stay in user space, ordinary
+     * ones where its post is a system call (rxe, siw).
+     */
+    public Optional<String> providerName() {
+        return Optional.ofNullable(providerName);
     }
 
     /** The raw {@code struct ibv_context *}, for code that calls libibverbs directly. */

@@ -29,7 +29,19 @@ public final class ForeignHandles {
      */
     public static Context context(MemorySegment ibvContext, String deviceName) {
         Restricted.check("ForeignHandles.context");
+        notNull("ForeignHandles.context", ibvContext, "struct ibv_context *");
         return new Context(ibvContext.reinterpret(ContextLayout.SIZE), deviceName, BORROWED);
+    }
+
+    /** {@link #context(MemorySegment, String)} with the data path linked critical or not, whatever the provider. */
+    static Context context(MemorySegment ibvContext, String deviceName, boolean criticalDataPath) {
+        return new Context(ibvContext.reinterpret(ContextLayout.SIZE), deviceName, BORROWED, criticalDataPath);
+    }
+
+    private static void notNull(String method, MemorySegment handle, String type) {
+        if (handle.equals(MemorySegment.NULL)) {
+            throw new InvalidRequestException(method, "a NULL " + type, "pass the object its creator returned");
+        }
     }
 
     /** Wraps a {@code struct ibv_pd *} of {@code context}. */

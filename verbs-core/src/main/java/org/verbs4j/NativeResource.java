@@ -54,6 +54,23 @@ abstract sealed class NativeResource implements AutoCloseable
     private volatile int state;
     /** The arena of the raw views {@link #rawHandle} handed out; closed with this object. */
     private volatile java.lang.foreign.Arena views;
+    /** Guards {@link #views}: a private lock, so that code holding this public object's monitor cannot block the library. */
+    private final Object viewsLock = new Object();
+    /**
+     * A fatal async event routed here by the context's event thread (a queue pair's QP_FATAL,
+     * QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR; a CQ's CQ_ERR; an SRQ's SRQ_ERR; DEVICE_FATAL): the
+     * next post or poll throws it. Null while there is none (a queue pair's reset clears it).
+     */
+    volatile AsyncEvent asyncFailure;
+
+    /** Called by the context's event thread: records the first fatal event. Returns whether it is the first. */
+    final boolean asyncFailure(AsyncEvent e) {
+        if (asyncFailure != null) {
+            return false;
+        }
+        asyncFailure = e;
+        return true;
+    }
     private static final Gate[] NO_GATES = new Gate[0];
 
     /**
@@ -196,7 +213,7 @@ abstract sealed class NativeResource implements AutoCloseable
         ensureOpen(method);
         java.lang.foreign.Arena a = views;
         if (a == null) {
-            synchronized (this) {
+            synchronized (viewsLock) {
                 a = views;
                 if (a == null) {
                     views = a = java.lang.foreign.Arena.ofShared();
@@ -269,7 +286,7 @@ abstract sealed class NativeResource implements AutoCloseable
             state = OPEN;
             throw e;
         }
-        synchronized (this) {
+        synchronized (viewsLock) {
             if (views != null) {
                 views.close();
             }

@@ -6,6 +6,7 @@ import java.util.EnumSet;
 import java.util.Set;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
+import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
 import org.verbs4j.natives.generated.ibverbs.ibv_ah_attr;
@@ -61,7 +62,7 @@ public final class ProtectionDomain extends NativeResource {
     }
 
     /**
-     * Allocates {@code size} bytes (page-aligned, zeroed) and registers them: the region owns the
+     * Allocates {@code size} bytes (aligned to this machine's page size, zeroed) and registers them: the region owns the
      * memory and frees it only after it has been deregistered, so the adapter can never write into
      * memory the JVM has handed to someone else. {@link MemoryRegion#segment()} stops working when
      * the region closes. The first choice for buffers.
@@ -88,7 +89,7 @@ public final class ProtectionDomain extends NativeResource {
         Arena owned = Arena.ofShared();
         MemorySegment memory;
         try {
-            memory = owned.allocate(size, PAGE);
+            memory = owned.allocate(size, LibC.PAGE_SIZE);
         } catch (OutOfMemoryError e) {
             owned.close();
             throw new VerbsException("ibv_reg_mr", Errno.ENOMEM, "cannot allocate " + size + " bytes", null, e);
@@ -101,8 +102,6 @@ public final class ProtectionDomain extends NativeResource {
             throw e;
         }
     }
-
-    private static final long PAGE = 4096;
 
     /**
      * {@code ibv_reg_mr} of memory whose lifetime the region can guarantee: a segment of

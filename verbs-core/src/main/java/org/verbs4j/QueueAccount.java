@@ -123,7 +123,10 @@ final class QueueAccount {
         SEND_POSTED.setRelease(this, (long) SEND_POSTED.get(this) - (n - from));
     }
 
-    /** {@code n} receives were handed to the provider (posting thread). */
+    /**
+     * {@code n} receives are being handed to the provider (posting thread), before the call: a
+     * negative {@code n} takes back those the provider refused.
+     */
     void recvPosted(int n) {
         RECV_POSTED.setRelease(this, (long) RECV_POSTED.get(this) + n);
     }

@@ -5,7 +5,6 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 import org.verbs4j.natives.ContextLayout;
-import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
@@ -40,6 +39,8 @@ public final class QueuePair extends NativeResource {
     final long address;
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
+    /** Post through critical downcalls (see Context.criticalDataPath). */
+    private final boolean critical;
     /** The bad_wr out-slot: provider writes happen only inside a post (under the gate), so an automatic arena that lives as long as this object is enough. */
     private final java.lang.foreign.Arena scratch = java.lang.foreign.Arena.ofAuto();
     private final MemorySegment badWr;
@@ -56,8 +57,6 @@ public final class QueuePair extends NativeResource {
     private QueuePairState state = QueuePairState.RESET;
     /** The port of the last INIT transition (control path, by the owner). */
     int port = 1;
-    /** A fatal async event (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR, DEVICE_FATAL) routed here. */
-    private volatile AsyncEvent asyncFailure;
 
     QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
               int maxRecvSge, int maxInlineData) {
@@ -92,6 +91,7 @@ public final class QueuePair extends NativeResource {
         MemorySegment ctx = pd.context().handle;
         this.postSendFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_SEND);
         this.postRecvFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_RECV);
+        this.critical = pd.context().criticalDataPath;
         this.badWr = scratch.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
         this.badWrAddress = badWr.address();
         this.maxSendWr = maxSendWr;
@@ -269,7 +269,7 @@ public final class QueuePair extends NativeResource {
             int n = wrs.count;
             if (wrs.closed || n == 0) {
                 if (wrs.closed) {
-                    throw unusable("ibv_post_send", wrs);
+                    throw Refusals.unusable(this, "ibv_post_send", wrs);
                 }
                 return;
             }
@@ -278,12 +278,12 @@ public final class QueuePair extends NativeResource {
             }
             wrs.verifyLive("ibv_post_send");
             if (type == QueuePairType.UD && !wrs.everyRequestHasDestination()) {
-                throw sendRefused(wrs, n); // every mode: the provider reads the address handle
+                throw Refusals.sendRefused(this, wrs, n); // every mode: the provider reads the address handle
             }
             if (CHECKED) {
                 checkSend(wrs, n);
                 if (sendCq.overcommitted) {
-                    synchronized (sendCq) {
+                    synchronized (sendCq.roomLock) {
                         sendCq.checkRoom("ibv_post_send", n);
                         postSendNow(wrs, n);
                     }
@@ -304,13 +304,13 @@ public final class QueuePair extends NativeResource {
             account.posted(wrs, n);
         }
         wrs.endAt(n);
-        int rc = InlineVerbs.postSend(postSendFn, address, wrs.address, badWrAddress);
+        int rc = InlineVerbs.postSend(critical, postSendFn, address, wrs.address, badWrAddress);
         if (rc != 0) {
             int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
             if (CHECKED) {
                 account.notPosted(wrs, Math.max(index, 0), n);
             }
-            throw postFailed("ibv_post_send", rc, index, n);
+            throw Refusals.postFailed("ibv_post_send", rc, index, n);
         }
     }
 
@@ -324,7 +324,7 @@ public final class QueuePair extends NativeResource {
             int n = wrs.count;
             if (wrs.closed || n == 0) {
                 if (wrs.closed) {
-                    throw unusable("ibv_post_recv", wrs);
+                    throw Refusals.unusable(this, "ibv_post_recv", wrs);
                 }
                 return;
             }
@@ -335,7 +335,7 @@ public final class QueuePair extends NativeResource {
             if (CHECKED) {
                 checkRecv(wrs, n);
                 if (recvCq.overcommitted) {
-                    synchronized (recvCq) {
+                    synchronized (recvCq.roomLock) {
                         recvCq.checkRoom("ibv_post_recv", n);
                         postRecvNow(wrs, n);
                     }
@@ -350,15 +350,19 @@ public final class QueuePair extends NativeResource {
     }
 
     private void postRecvNow(ReceiveWorkRequests wrs, int n) {
-        int rc = wrs.postTo(postRecvFn, address, badWrAddress, false, n);
+        if (CHECKED) {
+            // counted BEFORE the provider sees them, as sends are: a poller on another thread may
+            // reap a receive's completion before post_recv has returned
+            account.recvPosted(n);
+        }
+        int rc = wrs.postTo(critical, postRecvFn, address, badWrAddress, n);
         if (rc != 0) {
             int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
-            if (index > 0) {
-                account.recvPosted(index);
+            if (CHECKED) {
+                account.recvPosted(-(n - Math.max(index, 0))); // those not posted after all
             }
-            throw postFailed("ibv_post_recv", rc, index, n);
+            throw Refusals.postFailed("ibv_post_recv", rc, index, n);
         }
-        account.recvPosted(n);
     }
 
     /** Sends that may still produce a completion (or hold a send-queue slot). */
@@ -371,20 +375,6 @@ public final class QueuePair extends NativeResource {
         return account.recvOutstanding();
     }
 
-    private VerbsException unusable(String verb, WorkRequestChain wrs) {
-        if (!isOpenPlain()) {
-            return closedException(verb);
-        }
-        return VerbsException.create(verb, Errno.EBADF, "the " + wrs.getClass().getSimpleName() + " is closed",
-                "create a new one");
-    }
-
-    private static VerbsException postFailed(String verb, int rc, int index, int n) {
-        return VerbsException.of(verb, rc, index >= 0
-                ? "work request #" + index + " of " + n + " was not posted (nor those after it; those before it were)"
-                : "the chain of " + n + " was not posted");
-    }
-
     private void checkSend(SendWorkRequests wrs, int n) {
         QueuePairState s = state;
         if (s.ordinal() < QueuePairState.RTS.ordinal() || s == QueuePairState.UNKNOWN || n > maxSendWr
@@ -392,117 +382,15 @@ public final class QueuePair extends NativeResource {
                 || wrs.maxSges > maxSendSge || wrs.maxInline > maxInlineData
                 || (type == QueuePairType.UD && (wrs.hasNonSendOps() || wrs.withDestination != n))
                 || (type == QueuePairType.UC && wrs.hasReadOrAtomicOps())) {
-            throw sendRefused(wrs, n); // the reasons are sorted out off the hot path
+            throw Refusals.sendRefused(this, wrs, n); // the reasons are sorted out off the hot path
         }
-    }
-
-    private VerbsException sendRefused(SendWorkRequests wrs, int n) {
-        QueuePairState s = state;
-        if (s.ordinal() < QueuePairState.RTS.ordinal() || s == QueuePairState.UNKNOWN) {
-            return VerbsException.create("ibv_post_send", Errno.EINVAL, "the queue pair is in " + s
-                    + "; sends need RTS", "connect it first (RESET->INIT->RTR->RTS)");
-        }
-        if (n > maxSendWr) {
-            return new QueueFullException("ibv_post_send", "a chain of " + n + " exceeds the send queue of "
-                    + maxSendWr, "post shorter chains, or create the QP with a larger maxSendWr");
-        }
-        if (account.failedStatus() != 0) {
-            return failed("ibv_post_send");
-        }
-        if (sendOutstanding() + n > maxSendWr) {
-            return new QueueFullException("ibv_post_send", "the send queue of " + maxSendWr + " holds "
-                    + sendOutstanding() + " outstanding requests; " + n + " more would overrun it",
-                    "poll the send completion queue first, and signal at least every maxSendWr-th send so "
-                            + "that its completion frees the slots of the unsignaled ones before it");
-        }
-        if (wrs.maxSges > maxSendSge) {
-            int i = firstSend(wrs, n, j -> wrs.numSgeAt(j) > maxSendSge);
-            return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
-                    + " SGEs; the queue pair takes " + maxSendSge, "create the QP with a larger maxSendSge");
-        }
-        if (wrs.maxInline > maxInlineData) {
-            int i = firstSend(wrs, n, j -> (wrs.flagsAt(j) & SendWorkRequests.FLAG_INLINE) != 0
-                    && wrs.payloadAt(j) > maxInlineData);
-            return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + " has " + wrs.payloadAt(i)
-                    + " inline bytes; the queue pair takes " + maxInlineData, "create the QP with a larger maxInlineData");
-        }
-        if (type == QueuePairType.UD) {
-            if (wrs.hasNonSendOps()) {
-                int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) != SendWorkRequests.OP_SEND
-                        && wrs.opcodeAt(j) != SendWorkRequests.OP_SEND_WITH_IMM);
-                return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + ": a UD queue pair only sends",
-                        null);
-            }
-            if (wrs.withDestination != n) {
-                int i = firstSend(wrs, n, j -> wrs.udAhAt(j) == 0);
-                return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i + " has no destination",
-                        "call destination(ah, qpn, qkey) on each UD request");
-            }
-        } else if (type == QueuePairType.UC && wrs.hasReadOrAtomicOps()) {
-            int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) >= SendWorkRequests.OP_RDMA_READ);
-            return VerbsException.create("ibv_post_send", Errno.EINVAL, "request #" + i
-                    + ": UC has no RDMA READ or atomics", "use an RC queue pair");
-        }
-        // the queue had no room when checked, and a poller on another thread freed some meanwhile
-        return new QueueFullException("ibv_post_send", "the send queue of " + maxSendWr + " was full when checked",
-                "poll the send completion queue, then post again");
-    }
-
-    private static int firstSend(SendWorkRequests wrs, int n, java.util.function.IntPredicate bad) {
-        for (int i = 0; i < n; i++) {
-            if (bad.test(i)) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
-    private VerbsException failed(String verb) {
-        return new InvalidRequestException(verb, "the queue pair is in error: a completion failed with "
-                + CompletionStatus.text(account.failedStatus()) + " (status " + account.failedStatus() + "); outstanding work is flushed",
-                "poll the remaining (flushed) completions, then reset() and reconnect the queue pair, or create a new one");
     }
 
     private void checkRecv(ReceiveWorkRequests wrs, int n) {
-        if (srq != null) {
-            throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "the queue pair receives through a shared receive queue",
-                    "post receives to the SharedReceiveQueue");
+        if (srq != null || state == QueuePairState.RESET || n > maxRecvWr || account.failedStatus() != 0
+                || recvOutstanding() + n > maxRecvWr || wrs.maxSges > maxRecvSge) {
+            throw Refusals.recvRefused(this, srq, wrs, n); // the reasons are sorted out off the hot path
         }
-        if (state == QueuePairState.RESET) {
-            throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "the queue pair is in RESET", "move it to INIT first");
-        }
-        if (n > maxRecvWr) {
-            throw new QueueFullException("ibv_post_recv", "a chain of " + n + " exceeds the receive queue of "
-                    + maxRecvWr, "post shorter chains, or create the QP with a larger maxRecvWr");
-        }
-        if (account.failedStatus() != 0) {
-            throw failed("ibv_post_recv");
-        }
-        if (recvOutstanding() + n > maxRecvWr) {
-            throw new QueueFullException("ibv_post_recv", "the receive queue of " + maxRecvWr + " holds "
-                    + recvOutstanding() + " posted receives; " + n + " more would overrun it",
-                    "poll receive completions first, or create the QP with a larger maxRecvWr");
-        }
-        if (wrs.maxSges > maxRecvSge) {
-            for (int i = 0; i < n; i++) {
-                if (wrs.numSgeAt(i) > maxRecvSge) {
-                    throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "request #" + i + " has " + wrs.numSgeAt(i)
-                            + " SGEs; the queue pair takes " + maxRecvSge, "create the QP with a larger maxRecvSge");
-                }
-            }
-        }
-    }
-
-    /**
-     * Called by the context's event thread: the next post throws (until a reset). Returns
-     * whether it is the first failure.
-     */
-    boolean asyncFailure(AsyncEvent e) {
-        if (asyncFailure != null) {
-            return false;
-        }
-        asyncFailure = e;
-        return true;
     }
 
     @Override

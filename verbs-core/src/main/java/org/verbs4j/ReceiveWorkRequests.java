@@ -48,10 +48,9 @@ public final class ReceiveWorkRequests extends WorkRequestChain {
      * provider's op {@code fn} for {@code target} (see {@link #endAt}). Returns the provider's
      * return code; on failure {@code *badWr} names the first request not posted.
      */
-    int postTo(MemorySegment fn, long target, long badWrAddress, boolean srq, int n) {
+    int postTo(boolean critical, MemorySegment fn, long target, long badWrAddress, int n) {
         endAt(n);
-        return srq ? InlineVerbs.postSrqRecv(fn, target, address, badWrAddress)
-                : InlineVerbs.postRecv(fn, target, address, badWrAddress);
+        return InlineVerbs.postRecv(critical, fn, target, address, badWrAddress);
     }
 
     /** Starts a receive request. */

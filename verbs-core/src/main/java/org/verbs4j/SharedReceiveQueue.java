@@ -3,7 +3,6 @@ package org.verbs4j;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.ContextLayout;
-import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibIbverbs;
 
@@ -20,13 +19,13 @@ public final class SharedReceiveQueue extends NativeResource {
     private static final boolean CHECKED = Verbs.CHECKED;
     final long address;
     private final MemorySegment postFn;
+    /** Post through critical downcalls (see Context.criticalDataPath). */
+    private final boolean critical;
     private final int maxWr;
     private final int maxSge;
     /** The bad_wr out-slot: provider writes happen only inside a post (under the gate), so an automatic arena that lives as long as this object is enough. */
     private final java.lang.foreign.Arena scratch = java.lang.foreign.Arena.ofAuto();
     private final MemorySegment badWr;
-    /** A fatal async event (SRQ_ERR, DEVICE_FATAL) routed here by the context's event thread. */
-    private volatile AsyncEvent asyncFailure;
     final Gate postGate;
     private final Gate[] gates;
     private static final java.lang.invoke.VarHandle POSTED, COMPLETED;
@@ -57,6 +56,7 @@ public final class SharedReceiveQueue extends NativeResource {
         pdGates.add(gate);
         this.address = srq.address();
         this.postFn = InlineVerbs.contextOp(pd.context().handle, ContextLayout.OPS_POST_SRQ_RECV);
+        this.critical = pd.context().criticalDataPath;
         this.maxWr = maxWr;
         this.maxSge = maxSge;
         this.badWr = scratch.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
@@ -108,41 +108,33 @@ public final class SharedReceiveQueue extends NativeResource {
             wrs.verifyLive("ibv_post_srq_recv");
             if (CHECKED) {
                 if (wrs.maxSges > maxSge) {
-                    for (int i = 0; i < n; i++) {
-                        if (wrs.numSgeAt(i) > maxSge) {
-                            throw new InvalidRequestException("ibv_post_srq_recv", "request #" + i + " has "
-                                    + wrs.numSgeAt(i) + " SGEs; the SRQ takes " + maxSge, null);
-                        }
+                    VerbsException e = Refusals.srqSges(wrs, n, maxSge);
+                    if (e != null) {
+                        throw e;
                     }
                 }
-                if (outstanding() + n > maxWr) {
-                    throw new QueueFullException("ibv_post_srq_recv", "the shared receive queue of " + maxWr + " holds "
-                            + outstanding() + " posted receives; " + n + " more would overrun it",
-                            "poll receive completions first, or create a larger SRQ");
+                long outstanding = outstanding();
+                if (outstanding + n > maxWr) {
+                    throw Refusals.srqFull(maxWr, outstanding, n);
                 }
             }
-            int rc = wrs.postTo(postFn, address, badWr.address(), true, n);
+            if (CHECKED) {
+                // counted BEFORE the provider sees them: a poller on another thread may reap a
+                // receive's completion before post_srq_recv has returned
+                POSTED.setRelease(this, (long) POSTED.get(this) + n);
+            }
+            int rc = wrs.postTo(critical, postFn, address, badWr.address(), n);
             if (rc != 0) {
                 int index = wrs.indexOf(badWr.get(ADDRESS, 0).address());
-                if (index > 0) {
-                    POSTED.setRelease(this, (long) POSTED.get(this) + index);
+                if (CHECKED) {
+                    POSTED.setRelease(this, (long) POSTED.get(this) - (n - Math.max(index, 0))); // not posted after all
                 }
                 throw VerbsException.of("ibv_post_srq_recv", rc, "work request #" + index + " of " + n + " was not posted");
             }
-            POSTED.setRelease(this, (long) POSTED.get(this) + n);
         } finally {
             g.exit();
             java.lang.ref.Reference.reachabilityFence(wrs);
         }
-    }
-
-    /** Called by the context's event thread: the next post throws. Returns whether it is the first failure. */
-    boolean asyncFailure(AsyncEvent e) {
-        if (asyncFailure != null) {
-            return false;
-        }
-        asyncFailure = e;
-        return true;
     }
 
     @Override

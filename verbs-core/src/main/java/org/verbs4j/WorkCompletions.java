@@ -27,7 +27,7 @@ public final class WorkCompletions implements AutoCloseable {
 
     private final LeakReport leak;
     private final java.lang.foreign.Arena memory = java.lang.foreign.Arena.ofAuto(); // freed with this object
-    private java.lang.foreign.Arena views;  // made by the first segment(), closed by close()
+    private final RawViews views = new RawViews(); // of segment(), closed by close()
     private final MemorySegment wcs;
     final long address;
     final int capacity;
@@ -171,7 +171,7 @@ public final class WorkCompletions implements AutoCloseable {
     public MemorySegment segment() {
         Restricted.check("WorkCompletions.segment");
         try {
-            return MemorySegment.ofAddress(address).reinterpret(CompletionLayout.WC_SIZE * capacity, views(), null);
+            return MemorySegment.ofAddress(address).reinterpret(CompletionLayout.WC_SIZE * capacity, views.arena(), null);
         } catch (IllegalStateException e) {
             throw new ResourceClosedException("WorkCompletions.segment", "the array is closed", null);
         }
@@ -192,20 +192,6 @@ public final class WorkCompletions implements AutoCloseable {
         closed = true;
         count = 0;
         leak.closed();
-        synchronized (this) {
-            if (views != null) {
-                views.close();
-            }
-        }
-    }
-
-    private synchronized java.lang.foreign.Arena views() {
-        if (closed) {
-            throw new IllegalStateException("closed");
-        }
-        if (views == null) {
-            views = java.lang.foreign.Arena.ofShared();
-        }
-        return views;
+        views.close();
     }
 }

@@ -58,7 +58,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     }
 
     private final LeakReport leak;
-    private java.lang.foreign.Arena views; // made by the first segment(), closed by close(): the raw view dies
+    private final RawViews views = new RawViews(); // of segment(), closed by close(): the raw view dies
     private final long wrSize;
     final MemorySegment wrs;
     final MemorySegment sges;
@@ -152,16 +152,6 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         }
     }
 
-    private synchronized java.lang.foreign.Arena views() {
-        if (closed) {
-            throw new IllegalStateException("closed");
-        }
-        if (views == null) {
-            views = java.lang.foreign.Arena.ofShared();
-        }
-        return views;
-    }
-
     /**
      * The one SGE writer: appends {@code [addr, addr + length)} under {@code lkey} to the current
      * request. {@code mr} is the region it lies in (it must be open, in every mode; the chain
@@ -210,7 +200,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     public final MemorySegment segment() {
         Restricted.check(getClass().getSimpleName() + ".segment");
         try {
-            return MemorySegment.ofAddress(address).reinterpret(wrSize * capacity, views(), null);
+            return MemorySegment.ofAddress(address).reinterpret(wrSize * capacity, views.arena(), null);
         } catch (IllegalStateException e) {
             throw new ResourceClosedException(getClass().getSimpleName() + ".segment", "the chain is closed", null);
         }
@@ -262,10 +252,6 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         }
         closed = true; // count and the descriptors stay as they were: a post racing this close reads live memory
         leak.closed();
-        synchronized (this) {
-            if (views != null) {
-                views.close();
-            }
-        }
+        views.close();
     }
 }

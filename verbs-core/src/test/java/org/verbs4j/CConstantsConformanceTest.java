@@ -125,15 +125,17 @@ class CConstantsConformanceTest {
         notC("a verbs4j default or tuning value", "SendWorkRequests.DEFAULT_INLINE_BYTES",
                 "AsyncEventDispatcher.QUEUE_CAPACITY", "AsyncEventDispatcher.JOIN_MILLIS",
                 "AsyncEventDispatcher.MAX_CONSECUTIVE_FAILURES", "CompletionChannel.CLOSE_WAIT_MILLIS",
-                "CompletionQueue.ACK_BATCH", "Gate.CLOSE_WAIT_NANOS", "BufferPool.MAX_PARK_NANOS");
+                "CompletionQueue.ACK_BATCH", "Gate.CLOSE_WAIT_NANOS", "BufferPool.MAX_PARK_NANOS",
+                "CompletionWaiter.BLOCK_SLICE_NANOS");
         notC("a state of verbs4j's own lifecycle machines", "Gate.IDLE", "Gate.BUSY", "Gate.CLOSED",
                 "NativeResource.OPEN", "NativeResource.CLOSING", "NativeResource.CLOSED", "PoolResources.OPEN",
                 "PoolResources.CLOSING", "PoolResources.CLOSED");
         notC("the buffer pool's slot and token encoding", "BufferPool.NO_TOKEN", "BufferPool.STATE_SHIFT",
                 "BufferPool.FREE", "BufferPool.LEASED", "BufferPool.LEAKED", "BufferPool.STATE_BITS",
                 "BufferPool.LEASE_STEP", "LeaseRefusals.STALE_WINDOW", "FreeStack.EMPTY");
-        notC("the base page size verbs4j aligns to (x86-64, arm64), not a header constant",
-                "ProtectionDomain.PAGE", "PoolMemory.REGION_ALIGNMENT");
+        notC("the machine's page size, read with sysconf(_SC_PAGESIZE) at run time", "PoolMemory.REGION_ALIGNMENT");
+        notC("the size of verbs4j's own scratch memory (two pointers and two struct pollfd)",
+                "CompletionChannel.SCRATCH_SIZE");
         notC("the default huge page size of x86-64 and arm64, a kernel setting", "HugePageAllocator.HUGE_PAGE");
         notC("verbs4j's out-of-band wire format", "OutOfBandChannel.MAGIC");
         notC("verbs4j's own reading of the dma-buf probe's errno", "Verdict");

@@ -65,11 +65,13 @@ class ModulePathIT {
                         System.out.println("reflection=refused " + e.getMessage());
                     }
                     try (Arena arena = Arena.ofConfined()) {
-                        // a fake ibv_context whose every int (async_fd among them) is a closed fd
+                        // a fake ibv_context whose every int (async_fd among them) is a closed fd,
+                        // and whose device is NULL (no provider to name)
                         MemorySegment fake = arena.allocate(4096, 8);
                         for (long o = 0; o < fake.byteSize(); o += 4) {
                             fake.set(ValueLayout.JAVA_INT, o, 0x3ffffff0);
                         }
+                        fake.set(ValueLayout.JAVA_LONG, 0, 0L);
                         Context ctx;
                         try {
                             ctx = ForeignHandles.context(fake, "fake0");

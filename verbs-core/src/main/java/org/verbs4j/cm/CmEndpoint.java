@@ -14,6 +14,11 @@ import org.verbs4j.internal.CoreAccess;
  * bounded waits that drive a polled channel while they wait.
  */
 abstract class CmEndpoint {
+    /**
+     * Guards the endpoint's state and is what waiters wait on. A private lock, not the public
+     * object's monitor: code that synchronizes on a connection or listener cannot block the library.
+     */
+    final Object lock = new Object();
     final CmEventChannel channel;
     final MemorySegment id;
     /** The id and whether it was destroyed; shared with the leak cleaner (and a request's connection). */
@@ -67,8 +72,8 @@ abstract class CmEndpoint {
     }
 
     /**
-     * Waits until {@code ready} gives a result (checked under this object's monitor, which event
-     * handling notifies), for at most {@code timeout}; on a polled channel, and on the channel's
+     * Waits until {@code ready} gives a result (checked under {@link #lock}, which event handling
+     * notifies), for at most {@code timeout}; on a polled channel, and on the channel's
      * own event thread (a callback that accepts or connects), this thread reads the channel while
      * it waits.
      */
@@ -76,7 +81,7 @@ abstract class CmEndpoint {
         long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
         while (true) {
             long left;
-            synchronized (this) {
+            synchronized (lock) {
                 T r = ready.get();
                 if (r != null) {
                     return r;
@@ -87,7 +92,7 @@ abstract class CmEndpoint {
                 }
                 if (!channel.isPolled() && !channel.isEventThread()) {
                     try {
-                        wait(Math.max(1, Math.min(left / 1_000_000L, 1000)));
+                        lock.wait(Math.max(1, Math.min(left / 1_000_000L, 1000)));
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                         throw new VerbsException("rdma_get_cm_event", Errno.EINTR, "interrupted while waiting", null, e);
@@ -102,7 +107,9 @@ abstract class CmEndpoint {
         }
     }
 
-    final synchronized void wakeAll() {
-        notifyAll();
+    final void wakeAll() {
+        synchronized (lock) {
+            lock.notifyAll();
+        }
     }
 }

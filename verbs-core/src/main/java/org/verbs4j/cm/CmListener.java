@@ -26,10 +26,10 @@ import org.verbs4j.natives.LibRdmacm;
 public final class CmListener extends CmEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CmListener.class);
 
-    private final ArrayDeque<ConnectionRequest> pending = new ArrayDeque<>(); // under the monitor
+    private final ArrayDeque<ConnectionRequest> pending = new ArrayDeque<>(); // under lock
     private volatile Consumer<ConnectionRequest> onRequest;
     private volatile InetSocketAddress local;
-    private boolean closed; // under the monitor
+    private boolean closed; // under lock
 
     private final boolean ud;
 
@@ -114,11 +114,11 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
         r.register();
         Consumer<ConnectionRequest> h = onRequest;
         boolean reject;
-        synchronized (this) {
+        synchronized (lock) {
             reject = closed;
             if (!closed && h == null) {
                 pending.add(r);
-                notifyAll();
+                lock.notifyAll();
                 return;
             }
         }
@@ -149,14 +149,14 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
     @Override
     public void close() {
         ConnectionRequest[] left;
-        synchronized (this) {
+        synchronized (lock) {
             if (closed) {
                 return;
             }
             closed = true;
             left = pending.toArray(ConnectionRequest[]::new);
             pending.clear();
-            notifyAll();
+            lock.notifyAll();
         }
         for (ConnectionRequest r : left) {
             r.close();

@@ -24,7 +24,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
     private final InetSocketAddress peer, local;
     private final byte[] privateData;
     private final int responderResources, initiatorDepth;
-    /** Under the monitor: accepted, rejected or closed. */
+    /** Under lock: accepted, rejected or closed. */
     private boolean handled;
     private volatile CmEvent abandoned;
 
@@ -79,11 +79,13 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         wakeAll();
     }
 
-    private synchronized void claim(String verb) {
-        if (handled) {
-            throw VerbsExceptions.closed(verb, "the request was already accepted, rejected or closed");
+    private void claim(String verb) {
+        synchronized (lock) {
+            if (handled) {
+                throw VerbsExceptions.closed(verb, "the request was already accepted, rejected or closed");
+            }
+            handled = true;
         }
-        handled = true;
         leakClosed(); // answered: the connection (or the reject) owns the id from here on
     }
 
@@ -146,7 +148,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
     /** Rejects the request unless it was accepted or rejected already. A second call does nothing. */
     @Override
     public void close() {
-        synchronized (this) {
+        synchronized (lock) {
             if (handled) {
                 return;
             }

@@ -72,7 +72,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private volatile byte[] peerPrivateData = new byte[0];
     private volatile int responderResources, initiatorDepth;
     private volatile InetSocketAddress peer, local;
-    private boolean closed; // under the monitor
+    private boolean closed; // under lock
     // set once the queue pair exists (under channel.lock; volatile for the accessors of other threads)
     private volatile Context context;
     private volatile ProtectionDomain pd;
@@ -185,7 +185,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         if (timeout.isNegative() || timeout.isZero()) {
             throw new InvalidRequestException("rdma_connect", "the timeout must be positive: " + timeout);
         }
-        synchronized (this) {
+        synchronized (lock) {
             if (closed) {
                 throw VerbsExceptions.closed("rdma_connect", "the connection is closed");
             }
@@ -345,12 +345,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             try (Arena a = Arena.ofConfined()) {
                 LibRdmacm.accept(id, CmStructs.connParam(a, privateData, 0, 0, 0, 0, qp.qpNumber()));
             }
-            synchronized (this) {
+            synchronized (lock) {
                 if (state == ConnectionState.ACCEPTING) {
                     local = CmStructs.localAddress(id);
                     state = ConnectionState.CONNECTED;
                 }
-                notifyAll();
+                lock.notifyAll();
             }
             return;
         }
@@ -400,19 +400,19 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     private void advance(ConnectionState from, ConnectionState to) {
-        synchronized (this) {
+        synchronized (lock) {
             if (state == from) {
                 state = to;
             }
-            notifyAll();
+            lock.notifyAll();
         }
     }
 
     private void fail(ConnectionFailedException.Reason reason, CmEvent e) {
-        synchronized (this) {
+        synchronized (lock) {
             ConnectionState s = state;
             if (s == ConnectionState.CLOSED || s.isDown()) {
-                notifyAll();
+                lock.notifyAll();
                 return;
             }
             if (s == ConnectionState.CONNECTED) {
@@ -422,7 +422,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 failureEvent = e;
                 state = ConnectionState.FAILED;
             }
-            notifyAll();
+            lock.notifyAll();
         }
         flushQueuePair();
     }
@@ -459,8 +459,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         established(e);
     }
 
-    private synchronized boolean stillConnecting() {
-        return !closed && state == ConnectionState.CONNECTING;
+    private boolean stillConnecting() {
+        synchronized (lock) {
+            return !closed && state == ConnectionState.CONNECTING;
+        }
     }
 
     /** Active UD side: the listener's QPN, Q_Key and path; the address handle to reach it. */
@@ -486,9 +488,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     private void established(CmEvent e) {
-        synchronized (this) {
+        synchronized (lock) {
             if (state != ConnectionState.CONNECTING && state != ConnectionState.ACCEPTING) {
-                notifyAll();
+                lock.notifyAll();
                 return;
             }
             if (active) {
@@ -497,13 +499,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             peer = CmStructs.peerAddress(id) != null ? CmStructs.peerAddress(id) : peer;
             local = CmStructs.localAddress(id);
             state = ConnectionState.CONNECTED;
-            notifyAll();
+            lock.notifyAll();
         }
     }
 
     private void peerDisconnected(CmEvent e) {
         boolean wasUp;
-        synchronized (this) {
+        synchronized (lock) {
             ConnectionState s = state;
             wasUp = s == ConnectionState.CONNECTED;
             if (s == ConnectionState.CONNECTING || s == ConnectionState.ACCEPTING) {
@@ -513,7 +515,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             } else if (wasUp) {
                 state = ConnectionState.DISCONNECTED;
             }
-            notifyAll();
+            lock.notifyAll();
         }
         flushQueuePair();
         channel.lock.lock();
@@ -529,13 +531,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     private void deviceRemoved(CmEvent e) {
-        synchronized (this) {
+        synchronized (lock) {
             if (state != ConnectionState.CLOSED) {
                 failure = ConnectionFailedException.Reason.DEVICE_REMOVAL;
                 failureEvent = e;
                 state = ConnectionState.DEVICE_REMOVED;
             }
-            notifyAll();
+            lock.notifyAll();
         }
         flushQueuePair();
         MemorySegment verbs = CmStructs.verbs(id);
@@ -774,12 +776,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * Idempotent.
      */
     public void disconnect() {
-        synchronized (this) {
+        synchronized (lock) {
             if (state != ConnectionState.CONNECTED) {
                 return;
             }
             state = ConnectionState.DISCONNECTED;
-            notifyAll();
+            lock.notifyAll();
         }
         flushQueuePair();
         channel.lock.lock();
@@ -802,14 +804,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     @Override
     public void close() {
         boolean wasConnected;
-        synchronized (this) {
+        synchronized (lock) {
             if (closed) {
                 return;
             }
             closed = true;
             wasConnected = state == ConnectionState.CONNECTED;
             state = ConnectionState.CLOSED;
-            notifyAll();
+            lock.notifyAll();
         }
         channel.lock.lock();
         try {
@@ -865,7 +867,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     void locked(String verb, Runnable action) {
         channel.lock.lock();
         try {
-            synchronized (this) {
+            synchronized (lock) {
                 if (closed) {
                     throw failureException("calling " + verb);
                 }

@@ -40,6 +40,7 @@ final class HugePageAllocator implements RegionAllocator {
         static final MethodHandle MMAP, MUNMAP, MADVISE;
 
         static {
+            org.verbs4j.natives.NativeAccess.grantedAtStart(); // sampled before this class's restricted calls
             Linker linker = Linker.nativeLinker();
             MMAP = linker.downcallHandle(linker.defaultLookup().findOrThrow("mmap"), MMAP_DESCRIPTOR,
                     Errno.CAPTURE_OPTION);

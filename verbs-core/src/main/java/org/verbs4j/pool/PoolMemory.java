@@ -20,8 +20,8 @@ import org.verbs4j.VerbsException;
  * and the failure is rethrown. Used by the building thread only.
  */
 final class PoolMemory {
-    /** Region alignment: a page, so that no two regions share one. */
-    static final long REGION_ALIGNMENT = 4096;
+    /** Region alignment: a page of this machine ({@code sysconf(_SC_PAGESIZE)}), so that no two regions share one. */
+    static final long REGION_ALIGNMENT = org.verbs4j.natives.LibC.PAGE_SIZE;
 
     /** Makes the buffers of class {@code k} over {@code view} (the region's memory) from {@code offset}. */
     interface Slots {

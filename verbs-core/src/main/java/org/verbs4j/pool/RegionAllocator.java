@@ -29,7 +29,7 @@ public interface RegionAllocator {
 
     /**
      * Allocates one region of at least {@code byteSize} bytes whose first byte is aligned to
-     * {@code alignment} (a power of two, at least 4096).
+     * {@code alignment} (a power of two, at least the page size).
      */
     Allocation allocate(long byteSize, long alignment);
 
@@ -89,7 +89,8 @@ public interface RegionAllocator {
         private final long byteSize;
         private final String description;
         private final Runnable free;
-        private boolean freed;
+        private boolean freed; // under lock
+        private final Object lock = new Object();
         /** Set by the pool once built: what the close of a bounding arena does (deregister, then free). */
         volatile Runnable revoke;
 
@@ -165,12 +166,17 @@ public interface RegionAllocator {
 
         /** Frees the memory (idempotent). */
         @Override
-        public synchronized void close() {
-            if (!freed) {
-                freed = true;
-                if (free != null) {
-                    free.run();
+        public void close() {
+            Runnable f;
+            synchronized (lock) { // a private lock: a caller holding this object's monitor blocks nothing
+                if (freed) {
+                    return;
                 }
+                freed = true;
+                f = free;
+            }
+            if (f != null) {
+                f.run();
             }
         }
     }

@@ -60,6 +60,14 @@ public final class ContextLayout {
     public static final long VCTX_CREATE_QP_EX = 264;
     public static final long VCTX_SZ = 312;
 
+    /**
+     * {@code offsetof(struct verbs_device, ops)}: libibverbs allocates every {@code ibv_device} as
+     * the first member of its {@code struct verbs_device} ({@code infiniband/driver.h}), followed by
+     * the provider's {@code const struct verbs_device_ops *ops}, whose first member is the
+     * provider's name ({@code "rxe"}, {@code "mlx5"}); {@code sizeof(struct ibv_device)} is 664.
+     */
+    public static final long VERBS_DEVICE_OPS = 664;
+
     /** {@code sizeof(struct ibv_port_attr)} in libibverbs 44, passed to the query_port op. */
     public static final long PORT_ATTR_SIZE = 52;
     /** Bytes the exported compat {@code ibv_query_port@IBVERBS_1.1} fills. */

@@ -18,21 +18,35 @@ import java.lang.invoke.MethodHandle;
  * <p>Data path ({@link #postSend}, {@link #postRecv}, {@link #postSrqRecv}, {@link #pollCq},
  * {@link #reqNotifyCq}): {@code static final} handles invoked with {@code invokeExact}; pointer
  * arguments travel as {@code long} (an LP64 pointer is passed exactly as a 64-bit integer), so a
- * call touches no arena and allocates nothing. These calls neither block nor call back into Java,
- * so by default they are linked with {@code Linker.Option.critical(false)} (no thread-state
- * transition); {@value #CRITICAL_PROPERTY}{@code =false} links them as ordinary downcalls. The
- * return value is the verb's own error report (an errno for post, a negative count for poll),
- * so no errno is captured on the data path.
+ * call touches no arena and allocates nothing. Post and poll are linked both ways, and the caller
+ * picks one per provider ({@link #criticalDataPath}): {@code Linker.Option.critical(false)} (no
+ * thread-state transition) where the provider's post and poll write to mapped queues and ring a
+ * doorbell without entering the kernel, an ordinary downcall where its post is a system call
+ * ({@link #SYSCALL_PROVIDERS}: rxe and siw post with {@code write(2)} on the uverbs fd, and a
+ * critical call must not block a safepoint for a system call's length).
+ * {@value #CRITICAL_PROPERTY}{@code =false} links every provider's data path as ordinary
+ * downcalls. {@code req_notify_cq} is always an ordinary downcall (it arms the CQ for a wait; on
+ * several providers it enters the kernel). The return value is the verb's own error report (an
+ * errno for post, a negative count for poll), so no errno is captured on the data path.
  *
  * <p>Control path ({@link #queryPort}, {@link #queryDeviceEx}, {@link #createCqEx},
  * {@link #regMr}): errno is captured at the call. Stateless; any thread may call it, with the
  * usual verbs rules on which objects may be used concurrently.
  */
 public final class InlineVerbs {
-    /** System property: link data-path downcalls as critical (default true). */
+    /**
+     * System property: {@code false} links every provider's data path as ordinary downcalls
+     * (default true: critical where the provider allows it, see {@link #criticalDataPath}).
+     */
     public static final String CRITICAL_PROPERTY = "verbs4j.criticalDowncalls";
-    /** Whether the data-path handles are critical downcalls. */
+    /** Whether data-path downcalls may be critical at all ({@value #CRITICAL_PROPERTY}). */
     public static final boolean CRITICAL = Boolean.parseBoolean(System.getProperty(CRITICAL_PROPERTY, "true"));
+    /**
+     * The providers ({@code verbs_device_ops.name}) whose post makes a system call: the software
+     * RDMA providers rxe and siw, and the rdmavt-based hfi1verbs and ipathverbs, whose
+     * {@code post_send} is {@code ibv_cmd_post_send}, a {@code write(2)} to the uverbs fd.
+     */
+    public static final java.util.Set<String> SYSCALL_PROVIDERS = java.util.Set.of("rxe", "siw", "hfi1verbs", "ipathverbs");
 
     /** The shape of {@code post_send}/{@code post_recv}: {@code (qp, wr, bad_wr)int}, pointers as long. */
     static final FunctionDescriptor POST = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
@@ -40,23 +54,22 @@ public final class InlineVerbs {
     static final FunctionDescriptor POLL = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG);
     private static final FunctionDescriptor NOTIFY = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT);
 
-    /** {@code int post_send(qp, wr, bad_wr)}, type {@code (MemorySegment fn, long, long, long)int}. */
-    public static final MethodHandle POST_SEND = dataPath("ibv_context_ops.post_send", POST, CRITICAL);
-    /** {@code int post_recv(qp, wr, bad_wr)}, same shape; also used for post_srq_recv. */
-    public static final MethodHandle POST_RECV = dataPath("ibv_context_ops.post_recv", POST, CRITICAL);
-    /** {@code int poll_cq(cq, num_entries, wc)}, type {@code (MemorySegment fn, long, int, long)int}. */
-    public static final MethodHandle POLL_CQ = dataPath("ibv_context_ops.poll_cq", POLL, CRITICAL);
-    /** {@code int req_notify_cq(cq, solicited_only)}, type {@code (MemorySegment fn, long, int)int}. */
-    public static final MethodHandle REQ_NOTIFY_CQ = dataPath("ibv_context_ops.req_notify_cq", NOTIFY, CRITICAL);
-
-    /**
-     * The same data-path shapes linked both ways (package-private: for InlineDispatchTest and the
-     * descriptor conformance test; the benchmarks link their own, see DataPathLinkage there).
-     */
+    /** The data-path shapes linked both ways; the caller picks one per provider. */
     static final MethodHandle POST_SEND_CRITICAL = dataPath("ibv_context_ops.post_send", POST, true);
     static final MethodHandle POST_SEND_STANDARD = dataPath("ibv_context_ops.post_send", POST, false);
+    static final MethodHandle POST_RECV_CRITICAL = dataPath("ibv_context_ops.post_recv", POST, true);
+    static final MethodHandle POST_RECV_STANDARD = dataPath("ibv_context_ops.post_recv", POST, false);
     static final MethodHandle POLL_CQ_CRITICAL = dataPath("ibv_context_ops.poll_cq", POLL, true);
     static final MethodHandle POLL_CQ_STANDARD = dataPath("ibv_context_ops.poll_cq", POLL, false);
+
+    /** {@code int post_send(qp, wr, bad_wr)}, type {@code (MemorySegment fn, long, long, long)int}, critical if {@link #CRITICAL}. */
+    public static final MethodHandle POST_SEND = CRITICAL ? POST_SEND_CRITICAL : POST_SEND_STANDARD;
+    /** {@code int post_recv(qp, wr, bad_wr)}, same shape; also used for post_srq_recv. */
+    public static final MethodHandle POST_RECV = CRITICAL ? POST_RECV_CRITICAL : POST_RECV_STANDARD;
+    /** {@code int poll_cq(cq, num_entries, wc)}, type {@code (MemorySegment fn, long, int, long)int}. */
+    public static final MethodHandle POLL_CQ = CRITICAL ? POLL_CQ_CRITICAL : POLL_CQ_STANDARD;
+    /** {@code int req_notify_cq(cq, solicited_only)}, type {@code (MemorySegment fn, long, int)int}: an ordinary downcall. */
+    public static final MethodHandle REQ_NOTIFY_CQ = dataPath("ibv_context_ops.req_notify_cq", NOTIFY, false);
 
     private static final MethodHandle QUERY_PORT_OP = NativeBinding.pointer("verbs_context.query_port",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), true, false);
@@ -81,6 +94,50 @@ public final class InlineVerbs {
             return critical ? POLL_CQ_CRITICAL : POLL_CQ_STANDARD;
         }
         throw new IllegalArgumentException("not a data-path shape: " + fd);
+    }
+
+    /**
+     * Whether the data path of {@code provider} (a {@link #providerName}, or null when unknown) is
+     * linked critical: unless {@value #CRITICAL_PROPERTY} is false, every provider but the
+     * {@link #SYSCALL_PROVIDERS}.
+     */
+    public static boolean criticalDataPath(String provider) {
+        return CRITICAL && !(provider != null && SYSCALL_PROVIDERS.contains(provider));
+    }
+
+    /** The longest provider name {@link #providerName} reads. */
+    private static final int MAX_PROVIDER_NAME = 64;
+
+    /**
+     * The name of the provider (libibverbs' driver) behind {@code ctx}:
+     * {@code ((struct verbs_device *) ctx->device)->ops->name}, e.g. {@code "rxe"} or
+     * {@code "mlx5"}; null when the context has no device, the device no ops, or the ops no name
+     * (a context that libibverbs did not make).
+     */
+    public static String providerName(MemorySegment ctx) {
+        MemorySegment device = ctx.reinterpret(ContextLayout.SIZE).get(ADDRESS, ContextLayout.DEVICE);
+        if (device.equals(MemorySegment.NULL)) {
+            return null;
+        }
+        MemorySegment ops = device.reinterpret(ContextLayout.VERBS_DEVICE_OPS + ADDRESS.byteSize())
+                .get(ADDRESS, ContextLayout.VERBS_DEVICE_OPS);
+        if (ops.equals(MemorySegment.NULL)) {
+            return null;
+        }
+        MemorySegment name = ops.reinterpret(ADDRESS.byteSize()).get(ADDRESS, 0);
+        if (name.equals(MemorySegment.NULL)) {
+            return null;
+        }
+        MemorySegment chars = name.reinterpret(MAX_PROVIDER_NAME);
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < MAX_PROVIDER_NAME; i++) { // byte by byte: never reads past the terminator
+            byte b = chars.get(JAVA_BYTE, i);
+            if (b == 0) {
+                return sb.toString();
+            }
+            sb.append((char) (b & 0xff));
+        }
+        return null;
     }
 
     // ---- function pointers --------------------------------------------------------------
@@ -123,6 +180,39 @@ public final class InlineVerbs {
     }
 
     // ---- data path ------------------------------------------------------------------------
+
+    /** {@link #postSend(MemorySegment, long, long, long)} linked critical or not ({@link #criticalDataPath}). */
+    public static int postSend(boolean critical, MemorySegment fn, long qp, long wr, long badWr) {
+        try {
+            return critical ? (int) POST_SEND_CRITICAL.invokeExact(fn, qp, wr, badWr)
+                    : (int) POST_SEND_STANDARD.invokeExact(fn, qp, wr, badWr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ibv_post_recv} (through {@code ops.post_recv}) or, the same shape,
+     * {@code ibv_post_srq_recv} (through {@code ops.post_srq_recv}), linked critical or not.
+     */
+    public static int postRecv(boolean critical, MemorySegment fn, long qpOrSrq, long wr, long badWr) {
+        try {
+            return critical ? (int) POST_RECV_CRITICAL.invokeExact(fn, qpOrSrq, wr, badWr)
+                    : (int) POST_RECV_STANDARD.invokeExact(fn, qpOrSrq, wr, badWr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@link #pollCq(MemorySegment, long, int, long)} linked critical or not ({@link #criticalDataPath}). */
+    public static int pollCq(boolean critical, MemorySegment fn, long cq, int numEntries, long wc) {
+        try {
+            return critical ? (int) POLL_CQ_CRITICAL.invokeExact(fn, cq, numEntries, wc)
+                    : (int) POLL_CQ_STANDARD.invokeExact(fn, cq, numEntries, wc);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
 
     /** {@code ibv_post_send}: 0, or the errno; {@code *badWr} names the first WR not posted. */
     public static int postSend(MemorySegment fn, long qp, long wr, long badWr) {

@@ -32,6 +32,12 @@ public final class LibC {
             FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle CLOSE = NativeBinding.symbol(LIBC, "close",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle SYSCONF = NativeBinding.symbol(LIBC, "sysconf",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT));
+    /** {@code _SC_PAGESIZE} (Linux). */
+    static final int _SC_PAGESIZE = 30;
+    /** The size of a memory page of this machine, from {@code sysconf(_SC_PAGESIZE)}, read once. */
+    public static final long PAGE_SIZE = pageSize();
     /** {@code POLLIN}. */
     public static final short POLLIN = 1;
     /** {@code POLLERR}, {@code POLLHUP}, {@code POLLNVAL}. */
@@ -199,9 +205,21 @@ public final class LibC {
      *         POLLERR/POLLHUP/POLLNVAL without POLLIN
      */
     public static int pollReadableOrWoken(String verb, int fd, int wakeFd, long timeoutMillis) {
-        long deadline = System.nanoTime() + Math.max(0, timeoutMillis) * 1_000_000L;
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment pfd = arena.allocate(16, 4);
+            return pollReadableOrWoken(verb, fd, wakeFd, timeoutMillis, arena.allocate(POLLFD_PAIR_SIZE, 4));
+        }
+    }
+
+    /** The scratch memory {@link #pollReadableOrWoken(String, int, int, long, MemorySegment)} needs: two {@code struct pollfd}. */
+    public static final long POLLFD_PAIR_SIZE = 16;
+
+    /**
+     * {@link #pollReadableOrWoken(String, int, int, long)} with the caller's scratch memory
+     * ({@link #POLLFD_PAIR_SIZE} bytes, 4-aligned, used by one thread at a time): allocates nothing.
+     */
+    public static int pollReadableOrWoken(String verb, int fd, int wakeFd, long timeoutMillis, MemorySegment pfd) {
+        long deadline = System.nanoTime() + Math.max(0, timeoutMillis) * 1_000_000L;
+        try {
             while (true) {
                 int left = timeoutMillis < 0 ? -1
                         : (int) Math.min(Integer.MAX_VALUE, Math.max(0, (deadline - System.nanoTime() + 999_999L) / 1_000_000L));
@@ -244,4 +262,19 @@ public final class LibC {
 
     /** Results of {@link #pollReadableOrWoken}. */
     public static final int TIMED_OUT = 0, READABLE = 1, WOKEN = 2;
+
+    private static long pageSize() {
+        MemorySegment cap = Errno.captureSegment();
+        long size;
+        try {
+            size = (long) SYSCONF.invokeExact(cap, _SC_PAGESIZE);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        if (size <= 0 || Long.bitCount(size) != 1) {
+            throw Failures.create("sysconf(_SC_PAGESIZE)", size < 0 ? Errno.captured(cap) : Errno.EINVAL, null,
+                    "the page size is " + size + ", not a power of two");
+        }
+        return size;
+    }
 }

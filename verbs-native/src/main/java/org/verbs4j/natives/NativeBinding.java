@@ -27,6 +27,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
  */
 record NativeBinding(String name, FunctionDescriptor descriptor, MethodHandle handle, boolean capturesErrno,
                      boolean critical, int firstVariadic) {
+    static {
+        NativeAccess.grantedAtStart(); // sampled before the first downcall is linked
+    }
+
     private static final Linker LINKER = Linker.nativeLinker();
     /** Every link made so far (classes register theirs when they initialise). */
     static final List<NativeBinding> ALL = new CopyOnWriteArrayList<>();

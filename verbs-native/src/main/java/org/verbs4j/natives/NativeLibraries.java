@@ -27,10 +27,38 @@ public final class NativeLibraries {
     private NativeLibraries() {
     }
 
+    /**
+     * The values of {@code os.arch} whose struct layouts (the hand-placed offsets of
+     * {@link ContextLayout}, {@link ObjectLayout}, {@link WorkRequestLayout}, and the generated
+     * bindings) were verified against the C headers: x86-64 only. Elsewhere, for example on
+     * aarch64, {@code pthread_mutex_t} inside {@code struct ibv_context} has another size, and
+     * every offset after it would be wrong.
+     */
+    public static final java.util.Set<String> VERIFIED_ARCHITECTURES = java.util.Set.of("amd64", "x86_64");
+
+    /**
+     * Why the native layer refuses to run on {@code arch} (a value of {@code os.arch}), or empty
+     * when its layouts were verified there.
+     */
+    public static Optional<String> architectureUnavailabilityCause(String arch) {
+        if (VERIFIED_ARCHITECTURES.contains(arch)) {
+            return Optional.empty();
+        }
+        return Optional.of("verbs4j's struct layouts are verified on x86-64 only, and this JVM runs on " + arch
+                + ": its offsets into libibverbs' structs (e.g. after the pthread_mutex_t in struct ibv_context) "
+                + "could be wrong there, so the native libraries are not loaded");
+    }
+
     /** A library that was opened, or the reason it could not be. */
     private record Loaded(String name, SymbolLookup lookup, String cause) {
         static Loaded open(String property, String soname, String packages) {
             String name = System.getProperty(property, soname);
+            Optional<String> wrongArchitecture = architectureUnavailabilityCause(System.getProperty("os.arch"));
+            if (wrongArchitecture.isPresent()) {
+                LOG.debug("{}", wrongArchitecture.get());
+                return new Loaded(name, null, wrongArchitecture.get());
+            }
+            NativeAccess.grantedAtStart(); // sampled before the first restricted call of this layer
             try {
                 SymbolLookup lookup = SymbolLookup.libraryLookup(name, Arena.global());
                 LOG.debug("loaded {}", name);

@@ -97,6 +97,8 @@ class LayoutConformanceTest {
         t(c, "VCTX_QUERY_DEVICE_EX", off(vctx, "query_device_ex"));
         t(c, "VCTX_CREATE_QP_EX", off(vctx, "create_qp_ex"));
         t(c, "VCTX_SZ", off(vctx, "sz"));
+        // struct verbs_device (driver.h, not installed) starts with the ibv_device, then the ops pointer
+        t(c, "VERBS_DEVICE_OPS", "((sizeof(struct ibv_device) + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *))");
         t(c, "PORT_ATTR_SIZE", "sizeof(struct ibv_port_attr)");
         // the compat ibv_query_port@IBVERBS_1.1 fills everything before port_cap_flags2
         t(c, "COMPAT_PORT_ATTR_SIZE", off("struct ibv_port_attr", "port_cap_flags2"));
