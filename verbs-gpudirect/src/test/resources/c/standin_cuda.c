@@ -252,7 +252,8 @@ EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_
         return export_result;
     if (type != 1 || flags != 0 || !handle)         /* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */
         return INVALID_VALUE;
-    if ((p & 4095) || (size & 4095))                /* host-page aligned, as the driver requires */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (p % page || size % page)                    /* host-page aligned, as the driver requires */
         return INVALID_VALUE;
     struct alloc *a = find((uintptr_t)p, size);
     if (!a)

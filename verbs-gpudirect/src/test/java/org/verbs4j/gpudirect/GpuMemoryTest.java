@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -23,26 +24,27 @@ class GpuMemoryTest {
     }
 
     @Test
-    void allocationSetsSyncMemopsCopiesRoundTripAndCloseFrees() {
+    void allocationSetsSyncMemopsCopiesRoundTripAndCloseFrees() throws IOException {
         CudaDriver cuda = StandInCuda.driver();
         assertTrue(cuda.isAvailable(), () -> cuda.unavailabilityCause().orElse(""));
         assertEquals(13000, cuda.driverVersion());
         int live = StandInCuda.liveAllocations();
-        try (GpuMemory gpu = GpuMemory.allocate(cuda, 0, 10_000); Arena a = Arena.ofConfined()) {
-            assertEquals(12_288, gpu.byteSize(), "rounded up to whole host pages");
+        long page = HostPageTest.kernelPageSize();
+        try (GpuMemory gpu = GpuMemory.allocate(cuda, 0, 2 * page + 1808); Arena a = Arena.ofConfined()) {
+            assertEquals(3 * page, gpu.byteSize(), "rounded up to whole host pages");
             assertEquals(live + 1, StandInCuda.liveAllocations());
             assertEquals(1, StandInCuda.syncMemops(gpu.address()), "CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set");
-            MemorySegment out = a.allocate(4096);
-            for (int i = 0; i < 4096; i++) {
+            MemorySegment out = a.allocate(page);
+            for (int i = 0; i < page; i++) {
                 out.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7));
             }
-            gpu.copyFromHost(out, 8192);
-            MemorySegment back = a.allocate(4096);
-            gpu.copyToHost(8192, back);
+            gpu.copyFromHost(out, 2 * page);
+            MemorySegment back = a.allocate(page);
+            gpu.copyToHost(2 * page, back);
             assertEquals(-1, out.mismatch(back));
             gpu.fill((byte) 0x5a);
             gpu.copyToHost(0, back);
-            assertEquals(0x5a, back.get(ValueLayout.JAVA_BYTE, 4095));
+            assertEquals(0x5a, back.get(ValueLayout.JAVA_BYTE, page - 1));
         }
         assertEquals(live, StandInCuda.liveAllocations(), "close() freed it");
     }
@@ -51,7 +53,7 @@ class GpuMemoryTest {
     void copiesOutsideTheAllocationOrFromTheHeapOrAfterCloseAreRefused() {
         try (Arena a = Arena.ofConfined()) {
             GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 4096);
-            MemorySegment host = a.allocate(4096);
+            MemorySegment host = a.allocate(gpu.byteSize());
             assertThrows(InvalidRequestException.class, () -> gpu.copyFromHost(host, 1));
             assertThrows(InvalidRequestException.class, () -> gpu.copyToHost(-1, host));
             assertThrows(InvalidRequestException.class, () -> gpu.copyFromHost(MemorySegment.ofArray(new byte[16]), 0));
