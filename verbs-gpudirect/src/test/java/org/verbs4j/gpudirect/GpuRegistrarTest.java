@@ -63,6 +63,8 @@ class GpuRegistrarTest {
         assertFalse(mr.isHostAccessible());
         assertEquals(gpu.address(), mr.address(), "registered under iova = the device address");
         assertEquals(1 << 20, mr.length());
+        assertTrue(mr.lkey() >= 0x7000 && mr.lkey() < 0x9000, "the stand-in's lkey (0x7000 + n): " + mr.lkey());
+        assertEquals(mr.lkey() - 0x7000, mr.rkey() - 0x9000, "lkey and rkey of the same ibv_mr (0x7000 + n, 0x9000 + n)");
         assertEquals(mrs + 1, v.p.deviceMrLive());
         assertEquals(1, r.attempts().size(), r.attempts().toString());
         assertTrue(r.attempts().get(0).startsWith("dma-buf: registered"), r.attempts().toString());
