@@ -79,6 +79,11 @@ public final class GpuRegistrar {
         return new GpuRegistrar(mode, Path.of("/sys"), REAL);
     }
 
+    /** A registrar restricted to {@code mode}, reading sysfs at {@code sys}, registering with the real verbs. */
+    static GpuRegistrar of(Mode mode, Path sys) {
+        return new GpuRegistrar(mode, sys, REAL);
+    }
+
     /** Its mode. */
     public Mode mode() {
         return mode;
