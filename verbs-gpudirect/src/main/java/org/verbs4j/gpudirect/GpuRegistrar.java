@@ -127,8 +127,7 @@ public final class GpuRegistrar {
                     if (buf != null) {
                         buf.close();
                     }
-                    note(attempts, "dma-buf: " + (buf == null ? "cuMemGetHandleForAddressRange" : "ibv_reg_dmabuf_mr")
-                            + " failed: " + e.getMessage());
+                    note(attempts, "dma-buf: " + e.getMessage()); // "<verb> failed: ...": the export or the registration
                 }
             }
         }
@@ -150,7 +149,7 @@ public final class GpuRegistrar {
                     throw e;
                 } catch (VerbsException e) {
                     last = e;
-                    note(attempts, "nvidia-peermem: ibv_reg_mr failed: " + e.getMessage());
+                    note(attempts, "nvidia-peermem: " + e.getMessage());
                 }
             }
         }
