@@ -1,8 +1,15 @@
 /*
  * A stand-in libcuda.so.1 for host tests (no NVIDIA driver, no GPU): the CUDA driver API
  * functions verbs-gpudirect binds, by the versioned names cuda.h selects (cuMemAlloc_v2, ...),
- * with the same prototypes. "Device memory" is host memory here, but verbs4j never dereferences
- * it: it only passes the addresses back to these functions and to the (stand-in) provider.
+ * with the same prototypes.
+ *
+ * "Device memory" behaves as a real driver's does for the host: each allocation is a memfd
+ * ("standin-gpu") mapped twice, at the device address with PROT_NONE (a host dereference of a
+ * device pointer faults, as it does on a GPU) and once more, read-write, as a shadow that
+ * only the copy and memset functions here use. standin_cuda_set_host_visible(1) maps the device
+ * address read-write instead (the same pages as the shadow), for the one thing a test needs it
+ * for: letting a software RDMA device (rxe) pin the range, as nvidia-peermem lets a real
+ * adapter pin GPU memory.
  *
  * It checks what the real driver checks and what GPUDirect RDMA needs: a current context on the
  * calling thread for memory calls, copies inside live allocations, dma-buf ranges host-page
@@ -15,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,21 +46,30 @@ enum {
 };
 
 #define MAX_ALLOCS 256
+#define DEVICE_ALIGN ((uintptr_t)1 << 16)  /* the driver aligns allocations generously */
 struct alloc {
-    uintptr_t ptr;
-    size_t size;
+    uintptr_t ptr;          /* the device address: PROT_NONE unless host_visible */
+    size_t size;            /* what was asked for */
+    size_t mapped;          /* size rounded up to whole host pages */
+    unsigned char *shadow;  /* the same pages, read-write: what the copies use */
     int sync_memops;
     int dmabuf_fd;
 };
 
+/* The driver API is thread-safe: one lock over the allocation table and the counters; the
+ * settings (what cuInit and the tests' controls set) are atomics. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct alloc allocs[MAX_ALLOCS];
-static int initialised;
-static int device_count = 1;
-static int attr_dmabuf = 1, attr_gdr = 1;
-static CUresult export_result = SUCCESS;
 static long long frees, fd_open_at_free = -1, exports;
+static _Atomic int initialised;
+static _Atomic int device_count = 1;
+static _Atomic int attr_dmabuf = 1, attr_gdr = 1;
+static _Atomic CUresult export_result = SUCCESS;
+static _Atomic int host_visible;
 static char contexts[8];
 static __thread CUcontext current;
+#define LOCKED(call) do { pthread_mutex_lock(&lock); CUresult r_ = (call); pthread_mutex_unlock(&lock); return r_; } \
+    while (0)
 
 static const char *names[][2] = {
     {"CUDA_SUCCESS", "no error"},
@@ -161,6 +178,9 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) { NEED_INIT(); current = ctx; ret
 
 EXPORT CUresult cuCtxSynchronize(void) { NEED_CTX(); return SUCCESS; }
 
+static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
+/* the live allocation holding [p, p + len); the caller holds the lock */
 static struct alloc *find(uintptr_t p, size_t len)
 {
     for (int i = 0; i < MAX_ALLOCS; i++) {
@@ -171,33 +191,75 @@ static struct alloc *find(uintptr_t p, size_t len)
     return NULL;
 }
 
-EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+/* A memfd of `mapped` bytes, mapped at a DEVICE_ALIGN-aligned device address (PROT_NONE unless
+ * host_visible) and as a read-write shadow. */
+static CUresult map_device_memory(struct alloc *a, size_t size)
+{
+    size_t mapped = (size + page_size() - 1) / page_size() * page_size();
+    int fd = memfd_create("standin-gpu", MFD_CLOEXEC);
+    if (fd < 0)
+        return OUT_OF_MEMORY;
+    CUresult rc = OUT_OF_MEMORY;
+    if (ftruncate(fd, (off_t)mapped) != 0)
+        goto out;
+    void *shadow = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (shadow == MAP_FAILED)
+        goto out;
+    /* reserve room to align, map the memfd over the aligned part, give the rest back */
+    size_t span = mapped + DEVICE_ALIGN;
+    void *room = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (room == MAP_FAILED) {
+        munmap(shadow, mapped);
+        goto out;
+    }
+    uintptr_t start = ((uintptr_t)room + DEVICE_ALIGN - 1) & ~(DEVICE_ALIGN - 1);
+    int prot = host_visible ? PROT_READ | PROT_WRITE : PROT_NONE;
+    if (mmap((void *)start, mapped, prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+        munmap(room, span);
+        munmap(shadow, mapped);
+        goto out;
+    }
+    if (start > (uintptr_t)room)
+        munmap(room, start - (uintptr_t)room);
+    uintptr_t end = (uintptr_t)room + span;
+    if (end > start + mapped)
+        munmap((void *)(start + mapped), end - (start + mapped));
+    *a = (struct alloc){ start, size, mapped, shadow, 0, -1 };
+    rc = SUCCESS;
+out:
+    close(fd);
+    return rc;
+}
+
+static CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 {
     NEED_CTX();
-    if (size == 0)
+    if (size == 0 || !dptr)
         return INVALID_VALUE;
     for (int i = 0; i < MAX_ALLOCS; i++) {
         if (!allocs[i].ptr) {
-            void *p = NULL;
-            if (posix_memalign(&p, 1 << 16, size))  /* the driver aligns allocations generously */
-                return OUT_OF_MEMORY;
-            allocs[i] = (struct alloc){ (uintptr_t)p, size, 0, -1 };
-            *dptr = (CUdeviceptr)(uintptr_t)p;
-            return SUCCESS;
+            CUresult rc = map_device_memory(&allocs[i], size);
+            if (rc == SUCCESS)
+                *dptr = (CUdeviceptr)allocs[i].ptr;
+            return rc;
         }
     }
     return OUT_OF_MEMORY;
 }
 
-EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) { LOCKED(mem_alloc(dptr, size)); }
+
+static CUresult mem_free(CUdeviceptr dptr)
 {
     NEED_CTX();
     for (int i = 0; i < MAX_ALLOCS; i++) {
-        if (allocs[i].ptr && allocs[i].ptr == (uintptr_t)dptr) {
-            if (allocs[i].dmabuf_fd >= 0)
-                fd_open_at_free = fcntl(allocs[i].dmabuf_fd, F_GETFD) != -1;
-            free((void *)allocs[i].ptr);
-            memset(&allocs[i], 0, sizeof(allocs[i]));
+        struct alloc *a = &allocs[i];
+        if (a->ptr && a->ptr == (uintptr_t)dptr) {
+            if (a->dmabuf_fd >= 0)
+                fd_open_at_free = fcntl(a->dmabuf_fd, F_GETFD) != -1;
+            munmap((void *)a->ptr, a->mapped);
+            munmap(a->shadow, a->mapped);
+            memset(a, 0, sizeof(*a));
             frees++;
             return SUCCESS;
         }
@@ -205,34 +267,52 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     return INVALID_VALUE;
 }
 
-EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) { LOCKED(mem_free(dptr)); }
+
+/* the shadow of [p, p + n), or NULL outside every live allocation; the caller holds the lock */
+static unsigned char *shadow_of(CUdeviceptr p, size_t n)
+{
+    struct alloc *a = find((uintptr_t)p, n);
+    return a ? a->shadow + ((uintptr_t)p - a->ptr) : NULL;
+}
+
+static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n)
 {
     NEED_CTX();
-    if (!find((uintptr_t)dst, n))
+    unsigned char *to = shadow_of(dst, n);
+    if (!to || !src)
         return INVALID_VALUE;
-    memcpy((void *)(uintptr_t)dst, src, n);
+    memcpy(to, src, n);
     return SUCCESS;
 }
 
-EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { LOCKED(copy_htod(dst, src, n)); }
+
+static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n)
 {
     NEED_CTX();
-    if (!find((uintptr_t)src, n))
+    const unsigned char *from = shadow_of(src, n);
+    if (!from || !dst)
         return INVALID_VALUE;
-    memcpy(dst, (void *)(uintptr_t)src, n);
+    memcpy(dst, from, n);
     return SUCCESS;
 }
 
-EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n)
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { LOCKED(copy_dtoh(dst, src, n)); }
+
+static CUresult memset_d8(CUdeviceptr dst, unsigned char v, size_t n)
 {
     NEED_CTX();
-    if (!find((uintptr_t)dst, n))
+    unsigned char *to = shadow_of(dst, n);
+    if (!to)
         return INVALID_VALUE;
-    memset((void *)(uintptr_t)dst, v, n);
+    memset(to, v, n);
     return SUCCESS;
 }
 
-EXPORT CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p)
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) { LOCKED(memset_d8(dst, v, n)); }
+
+static CUresult pointer_set_attribute(const void *value, int attr, CUdeviceptr p)
 {
     NEED_CTX();
     struct alloc *a = find((uintptr_t)p, 1);
@@ -244,15 +324,19 @@ EXPORT CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p
     return SUCCESS;
 }
 
-EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t size, int type,
-                                              unsigned long long flags)
+EXPORT CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p)
+{
+    LOCKED(pointer_set_attribute(value, attr, p));
+}
+
+static CUresult export_range(void *handle, CUdeviceptr p, size_t size, int type, unsigned long long flags)
 {
     NEED_CTX();
     if (export_result != SUCCESS)
         return export_result;
     if (type != 1 || flags != 0 || !handle)         /* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */
         return INVALID_VALUE;
-    if ((p & 4095) || (size & 4095))                /* host-page aligned, as the driver requires */
+    if (p % page_size() || size % page_size())      /* host-page aligned, as the driver requires */
         return INVALID_VALUE;
     struct alloc *a = find((uintptr_t)p, size);
     if (!a)
@@ -266,6 +350,12 @@ EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_
     return SUCCESS;
 }
 
+EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t size, int type,
+                                              unsigned long long flags)
+{
+    LOCKED(export_range(handle, p, size, type, flags));
+}
+
 /* ---- controls and getters for tests ---- */
 
 EXPORT void standin_cuda_configure(int count, int dmabuf, int gdr, int export_rc)
@@ -276,7 +366,10 @@ EXPORT void standin_cuda_configure(int count, int dmabuf, int gdr, int export_rc
     export_result = export_rc;
 }
 
-EXPORT int standin_cuda_live_allocations(void)
+/* 1: later allocations map their device addresses read-write (see the top of the file); 0: PROT_NONE */
+EXPORT void standin_cuda_set_host_visible(int visible) { host_visible = visible; }
+
+static int live_allocations(void)
 {
     int n = 0;
     for (int i = 0; i < MAX_ALLOCS; i++)
@@ -284,13 +377,36 @@ EXPORT int standin_cuda_live_allocations(void)
     return n;
 }
 
-EXPORT int standin_cuda_sync_memops(CUdeviceptr p)
+static int sync_memops(CUdeviceptr p)
 {
     struct alloc *a = find((uintptr_t)p, 1);
     return a ? a->sync_memops : -1;
 }
 
+EXPORT int standin_cuda_live_allocations(void) { LOCKED(live_allocations()); }
+EXPORT int standin_cuda_sync_memops(CUdeviceptr p) { LOCKED(sync_memops(p)); }
+
 /* 1: the last freed allocation's dma-buf fd was still open; 0: closed; -1: none exported yet */
-EXPORT long long standin_cuda_fd_open_at_free(void) { return fd_open_at_free; }
-EXPORT long long standin_cuda_frees(void) { return frees; }
-EXPORT long long standin_cuda_exports(void) { return exports; }
+EXPORT long long standin_cuda_fd_open_at_free(void)
+{
+    pthread_mutex_lock(&lock);
+    long long v = fd_open_at_free;
+    pthread_mutex_unlock(&lock);
+    return v;
+}
+
+EXPORT long long standin_cuda_frees(void)
+{
+    pthread_mutex_lock(&lock);
+    long long v = frees;
+    pthread_mutex_unlock(&lock);
+    return v;
+}
+
+EXPORT long long standin_cuda_exports(void)
+{
+    pthread_mutex_lock(&lock);
+    long long v = exports;
+    pthread_mutex_unlock(&lock);
+    return v;
+}

@@ -32,8 +32,6 @@ import org.verbs4j.ResourceClosedException;
 public final class GpuMemory implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuMemory.class);
     private static final Cleaner CLEANER = Cleaner.create(Thread.ofPlatform().daemon().name("verbs4j-gpu-cleaner").factory());
-    /** The host page size, to which dma-buf ranges must be aligned. */
-    static final long PAGE = 4096;
 
     private final CudaDriver driver;
     private final int ordinal;
@@ -123,7 +121,11 @@ public final class GpuMemory implements AutoCloseable {
             throw new InvalidRequestException("cuMemAlloc_v2", "the size must be positive: " + size, null);
         }
         driver.ensureAvailable();
-        long rounded = (size + PAGE - 1) & -PAGE;
+        long rounded = HostPage.roundUp(size);
+        if (rounded < 0) {
+            throw new InvalidRequestException("cuMemAlloc_v2", "the size " + size + " cannot be rounded up to whole "
+                    + "host pages of " + HostPage.SIZE + " bytes", null);
+        }
         driver.makeCurrent(ordinal);
         long dptr = driver.memAlloc(rounded);
         try {
@@ -141,9 +143,17 @@ public final class GpuMemory implements AutoCloseable {
         return address;
     }
 
-    /** The size in bytes (a multiple of the host page size). */
+    /** The size in bytes (a multiple of the {@link #hostPageSize() host page size}). */
     public long byteSize() {
         return byteSize;
+    }
+
+    /**
+     * The host's page size (the kernel's, from {@code getpagesize(3)}): allocations are rounded
+     * up to it and dma-buf exports are whole pages of it.
+     */
+    public static long hostPageSize() {
+        return HostPage.SIZE;
     }
 
     /** The GPU's ordinal. */

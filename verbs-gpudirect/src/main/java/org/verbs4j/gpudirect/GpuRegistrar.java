@@ -79,6 +79,11 @@ public final class GpuRegistrar {
         return new GpuRegistrar(mode, Path.of("/sys"), REAL);
     }
 
+    /** A registrar restricted to {@code mode}, reading sysfs at {@code sys}, registering with the real verbs. */
+    static GpuRegistrar of(Mode mode, Path sys) {
+        return new GpuRegistrar(mode, sys, REAL);
+    }
+
     /** Its mode. */
     public Mode mode() {
         return mode;
@@ -122,8 +127,7 @@ public final class GpuRegistrar {
                     if (buf != null) {
                         buf.close();
                     }
-                    note(attempts, "dma-buf: " + (buf == null ? "cuMemGetHandleForAddressRange" : "ibv_reg_dmabuf_mr")
-                            + " failed: " + e.getMessage());
+                    note(attempts, "dma-buf: " + e.getMessage()); // "<verb> failed: ...": the export or the registration
                 }
             }
         }
@@ -145,7 +149,7 @@ public final class GpuRegistrar {
                     throw e;
                 } catch (VerbsException e) {
                     last = e;
-                    note(attempts, "nvidia-peermem: ibv_reg_mr failed: " + e.getMessage());
+                    note(attempts, "nvidia-peermem: " + e.getMessage());
                 }
             }
         }

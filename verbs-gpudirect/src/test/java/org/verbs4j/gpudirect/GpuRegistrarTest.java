@@ -63,6 +63,8 @@ class GpuRegistrarTest {
         assertFalse(mr.isHostAccessible());
         assertEquals(gpu.address(), mr.address(), "registered under iova = the device address");
         assertEquals(1 << 20, mr.length());
+        assertTrue(mr.lkey() >= 0x7000 && mr.lkey() < 0x9000, "the stand-in's lkey (0x7000 + n): " + mr.lkey());
+        assertEquals(mr.lkey() - 0x7000, mr.rkey() - 0x9000, "lkey and rkey of the same ibv_mr (0x7000 + n, 0x9000 + n)");
         assertEquals(mrs + 1, v.p.deviceMrLive());
         assertEquals(1, r.attempts().size(), r.attempts().toString());
         assertTrue(r.attempts().get(0).startsWith("dma-buf: registered"), r.attempts().toString());
@@ -82,6 +84,7 @@ class GpuRegistrarTest {
             assertEquals(2, r.attempts().size());
             assertTrue(r.attempts().get(0).contains("ibv_reg_dmabuf_mr failed"), r.attempts().get(0));
             assertTrue(r.attempts().get(0).contains("EOPNOTSUPP"), r.attempts().get(0));
+            assertEquals(1, occurrences(r.attempts().get(0), "ibv_reg_dmabuf_mr failed"), "said once: " + r.attempts());
             assertTrue(r.attempts().get(1).startsWith("nvidia-peermem: registered"), r.attempts().get(1));
             assertEquals(gpu.address(), r.region().address());
         }
@@ -139,6 +142,7 @@ class GpuRegistrarTest {
                     () -> v.registrar(GpuRegistrar.Mode.PEERMEM, sys).register(v.pd, gpu, RW));
             assertTrue(e.getMessage().startsWith("ibv_reg_mr failed: EFAULT"), e.getMessage());
             assertTrue(e.getMessage().contains("nvidia-peermem: ibv_reg_mr failed"), e.getMessage());
+            assertEquals(1, occurrences(e.attempts().get(0), "ibv_reg_mr failed"), "said once: " + e.attempts());
 
             v.p.setDeviceRegErrno(0, 0);
             GpuRegistration r = v.registrar(GpuRegistrar.Mode.PEERMEM, sys).register(v.pd, gpu, RW);
@@ -146,6 +150,27 @@ class GpuRegistrarTest {
             r.close();
             assertFalse(r.region().isOpen());
         }
+    }
+
+    @Test
+    void aDriverThatCannotExportIsNamedOnceInTheAttempts() {
+        StandInCuda.configure(1, true, true, 801); // CUDA_ERROR_NOT_SUPPORTED
+        try (GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 16)) {
+            GpuRegistration r = v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW);
+            assertEquals(GpuRegistration.Method.PEERMEM, r.method());
+            String dmaBuf = r.attempts().get(0);
+            assertTrue(dmaBuf.startsWith("dma-buf: cuMemGetHandleForAddressRange failed: "), dmaBuf);
+            assertTrue(dmaBuf.contains("CUDA_ERROR_NOT_SUPPORTED"), dmaBuf);
+            assertEquals(1, occurrences(dmaBuf, "cuMemGetHandleForAddressRange failed"), "said once: " + dmaBuf);
+        }
+    }
+
+    private static int occurrences(String text, String part) {
+        int n = 0;
+        for (int i = text.indexOf(part); i >= 0; i = text.indexOf(part, i + 1)) {
+            n++;
+        }
+        return n;
     }
 
     @Test

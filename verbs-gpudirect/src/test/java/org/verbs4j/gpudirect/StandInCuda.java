@@ -62,8 +62,22 @@ final class StandInCuda {
         }
     }
 
+    /**
+     * Whether later allocations map their device addresses read-write (the same pages the
+     * stand-in's copies use) instead of {@code PROT_NONE}: only so that a software RDMA device can
+     * pin them, as nvidia-peermem lets an adapter pin GPU memory.
+     */
+    static void hostVisible(boolean visible) {
+        try {
+            fn("standin_cuda_set_host_visible", FunctionDescriptor.ofVoid(JAVA_INT)).invokeExact(visible ? 1 : 0);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
     static void reset() {
         configure(1, true, true, 0);
+        hostVisible(false);
     }
 
     static int liveAllocations() {

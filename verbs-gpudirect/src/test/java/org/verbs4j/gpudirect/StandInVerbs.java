@@ -11,6 +11,7 @@ import org.verbs4j.ForeignHandles;
 import org.verbs4j.MemoryRegion;
 import org.verbs4j.ProtectionDomain;
 import org.verbs4j.VerbsException;
+import org.verbs4j.natives.ObjectLayout;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -26,8 +27,9 @@ final class StandInVerbs implements AutoCloseable {
     final CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
 
     StandInVerbs() {
-        MemorySegment fakePd = arena.allocate(16, 8);
-        fakePd.set(ValueLayout.ADDRESS, 0, p.context());
+        MemorySegment fakePd = arena.allocate(ObjectLayout.PD_HANDLE + ValueLayout.JAVA_INT.byteSize(),
+                ValueLayout.ADDRESS.byteAlignment());
+        fakePd.set(ValueLayout.ADDRESS, ObjectLayout.PD_CONTEXT, p.context());
         pd = ForeignHandles.protectionDomain(ctx, fakePd);
     }
 
@@ -49,9 +51,9 @@ final class StandInVerbs implements AutoCloseable {
         if (mr == 0) {
             throw VerbsException.create(verb, p.lastDeviceRegErrno(), "the stand-in provider refused", null);
         }
-        MemorySegment m = MemorySegment.ofAddress(mr).reinterpret(48);
-        return ForeignHandles.deviceMemoryRegion(pd, address, length, m.get(ValueLayout.JAVA_INT, 36),
-                m.get(ValueLayout.JAVA_INT, 40), access, () -> p.deregDeviceMr(mr));
+        MemorySegment m = MemorySegment.ofAddress(mr).reinterpret(ObjectLayout.MR_SIZE);
+        return ForeignHandles.deviceMemoryRegion(pd, address, length, m.get(ValueLayout.JAVA_INT, ObjectLayout.MR_LKEY),
+                m.get(ValueLayout.JAVA_INT, ObjectLayout.MR_RKEY), access, () -> p.deregDeviceMr(mr));
     }
 
     GpuRegistrar registrar(GpuRegistrar.Mode mode, FakeSysfs sys) {

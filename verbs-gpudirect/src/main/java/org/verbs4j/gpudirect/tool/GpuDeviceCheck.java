@@ -55,8 +55,8 @@ public final class GpuDeviceCheck {
         boolean ok = true;
         try (Arena host = Arena.ofShared(); GpuMemory mem = GpuMemory.allocate(cuda, 0, bytes)) {
             out.printf("allocated %d MiB at 0x%x (cuMemAlloc_v2, SYNC_MEMOPS set)%n", mem.byteSize() >> 20, mem.address());
-            MemorySegment src = host.allocate(bytes, 4096);
-            MemorySegment dst = host.allocate(bytes, 4096);
+            MemorySegment src = host.allocate(bytes, GpuMemory.hostPageSize());
+            MemorySegment dst = host.allocate(bytes, GpuMemory.hostPageSize());
             for (long i = 0; i < bytes; i += 8) {
                 src.set(ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L);
             }
