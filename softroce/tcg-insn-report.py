@@ -4,6 +4,7 @@
   tcg-insn-report.py --console STAMPED --totals TOTALS [--hist HIST] [--heavy HEAVY] [--maps FILE ...]
                      [--codelist FILE ...] [--perfmap FILE ...] [--counters DIR] [--window 0.3:0.8]
                      [--top 8] [--per-syscall]
+  tcg-insn-report.py --console STAMPED --ops OPS [--window 0.2:0.9] [--json FILE]
 
 STAMPED: the guest console through `tcg-sampler.py stamp`, with perftest-compare.sh's
 VERBS4J_PERF_MARKS lines; TOTALS and HIST: the plugin's files (totals=, hist=); --maps: copies of
@@ -18,6 +19,15 @@ rings the kernel with one write(); its post_recv and poll_cq make none); --count
 perftest-compare.sh's OUT, for each run's sent packets (rxe's hw_counters), so that the whole run's
 kernel instructions on vCPU 0 are also printed per packet.
 
+--ops: the plugin's ops= records (one per user-mode system call of the client's vCPU, each with the
+user and kernel instructions since the previous one and the call's address). For every measured run:
+in its window, the post's call (on rxe a write(2) of ~10,000 kernel instructions or more: of the calls
+followed by 4,000 or more, the address that makes most) delimits the operations, and an operation's
+user instructions are all those between two posts (another thread's on the same vCPU included). Of
+those: the median, the minimum, the most frequent value and its share, the mean of those at most 1.5
+times the median, and the median block of 100 operations' mean; --json writes them for
+benchmarks/insn-gate.sh.
+
 For every measured (not warm) run of every pair: vCPU 0's kernel and user instructions per second
 over the middle of the run (--window, fractions of the time between its marks: the loop, not the
 set-up), their ratio, and the regions HIST puts vCPU 0's user instructions in over that window.
@@ -25,6 +35,7 @@ set-up), their ratio, and the regions HIST puts vCPU 0's user instructions in ov
 import argparse
 import bisect
 import collections
+import json
 import re
 import sys
 
@@ -80,10 +91,83 @@ def namer(maps_files, codelists, perfmaps=()):
     return name
 
 
+def marked_runs(console):
+    """(pair, run, start, end) of every run perftest-compare.sh marked in the stamped console"""
+    starts, runs = {}, []
+    for line in open(console, errors="replace"):
+        m = MARK.match(line)
+        if m:
+            t, what, pair, run = float(m.group(1)), m.group(2), m.group(3), m.group(4).strip()
+            if what == "start":
+                starts[(pair, run)] = t
+            elif (pair, run) in starts:
+                runs.append((pair, run, starts[(pair, run)], t))
+    return runs
+
+
+def op_stats(console, ops, window):
+    """per measured run: its window's per-operation user-instruction figures (see --ops)"""
+    w0, w1 = window
+    recs = []
+    for line in open(ops):
+        if not line.startswith("#"):
+            p = line.split()
+            recs.append((float(p[0]), int(p[1]), int(p[2]), p[3] if len(p) > 3 else "-"))
+    recs.sort()
+    times = [r[0] for r in recs]
+    # the kernel instructions that follow a call: those of the next record
+    heavy = {i for i in range(len(recs) - 1) if recs[i + 1][2] >= 4000}
+    rows = []
+    for pair, run, t0, t1 in marked_runs(console):
+        if run.endswith("warm"):
+            continue
+        ta, tb = t0 + w0 * (t1 - t0), t0 + w1 * (t1 - t0)
+        i0, i1 = bisect.bisect_left(times, ta), bisect.bisect_right(times, tb)
+        sites = collections.Counter(recs[i][3] for i in range(i0, i1) if i in heavy)
+        post = sites.most_common(1)[0][0] if sites else None
+        sel, acc, started = [], [0, 0], False
+        for t, u, k, site in recs[i0:i1]:
+            acc[0] += u
+            acc[1] += k
+            if site == post:
+                if started:
+                    sel.append((t, acc[0], acc[1]))
+                started, acc = True, [0, 0]
+        row = {"pair": pair, "run": run, "test": run.split()[0], "size": int(run.split()[1]), "ops": len(sel),
+               "calls": i1 - i0, "post_site": post}
+        if sel:
+            user = sorted(r[1] for r in sel)
+            med = user[len(user) // 2]
+            typical = [u for u in user if u <= 1.5 * med]
+            mode, count = collections.Counter(user).most_common(1)[0]
+            # in time order, blocks of 100 operations (a bandwidth loop's CQ moderation period): the
+            # median block's mean, a per-operation figure that carries the poll of every 100th post
+            blocks = sorted(sum(r[1] for r in sel[i:i + 100]) / 100 for i in range(0, len(sel) - 99, 100))
+            row.update(median=med, min=user[0], mode=mode, mode_share=round(count / len(user), 3),
+                       mean=round(sum(typical) / len(typical), 1), kept=len(typical),
+                       block100=round(blocks[len(blocks) // 2], 1) if blocks else None,
+                       kernel_median=sorted(r[2] for r in sel)[len(sel) // 2])
+        rows.append(row)
+    return rows
+
+
+def print_ops(rows):
+    print(f"{'pair':10} {'run':24} {'ops':>6} {'calls':>6} {'median':>8} {'min':>8} {'mode':>8} {'share':>6} {'mean':>9} "
+          f"{'block100':>9} {'kernel':>8}")
+    for r in rows:
+        if r["ops"] == 0:
+            print(f"{r['pair']:10} {r['run']:24} {0:6} (no operation in the window)")
+            continue
+        print(f"{r['pair']:10} {r['run']:24} {r['ops']:6} {r['calls']:6} {r['median']:8} {r['min']:8} {r['mode']:8} "
+              f"{r['mode_share']:6.2f} {r['mean']:9.1f} {r['block100'] or 0:9.1f} {r['kernel_median']:8}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--console", required=True)
-    ap.add_argument("--totals", required=True)
+    ap.add_argument("--totals")
+    ap.add_argument("--ops")
+    ap.add_argument("--json")
     ap.add_argument("--hist")
     ap.add_argument("--maps", nargs="*", default=[])
     ap.add_argument("--codelist", nargs="*", default=[])
@@ -91,11 +175,20 @@ def main():
     ap.add_argument("--heavy")
     ap.add_argument("--per-syscall", action="store_true")
     ap.add_argument("--counters")
-    ap.add_argument("--window", default="0.3:0.8")
+    ap.add_argument("--window")
     ap.add_argument("--top", type=int, default=8)
     ap.add_argument("--region", type=int, default=256, help="the plugin's region size (2^shift)")
     a = ap.parse_args()
-    w0, w1 = (float(x) for x in a.window.split(":"))
+    if a.ops:
+        rows = op_stats(a.console, a.ops, [float(x) for x in (a.window or "0.2:0.9").split(":")])
+        print_ops(rows)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return 0 if rows else 1
+    if not a.totals:
+        ap.error("give --totals (or --ops)")
+    w0, w1 = (float(x) for x in (a.window or "0.3:0.8").split(":"))
     tot = [list(map(float, l.split())) for l in open(a.totals) if l.strip()]
     tt = [t[0] for t in tot]
     hist = load_hist(a.hist) if a.hist else []
@@ -109,15 +202,7 @@ def main():
     def at(times, t):
         return min(bisect.bisect_left(times, t), len(times) - 1)
 
-    starts, runs = {}, []
-    for line in open(a.console):
-        m = MARK.match(line)
-        if m:
-            t, what, pair, run = float(m.group(1)), m.group(2), m.group(3), m.group(4).strip()
-            if what == "start":
-                starts[(pair, run)] = t
-            elif (pair, run) in starts:
-                runs.append((pair, run, starts[(pair, run)], t))
+    runs = marked_runs(a.console)
     pkts = {}
     if a.counters:
         for pair in {r[0] for r in runs}:

@@ -11,7 +11,8 @@
       copies standard input to standard output, each line prefixed with the host's time, so that
       a guest's console lines (e.g. perftest-compare.sh's VERBS4J_PERF_MARKS lines) can be put
       beside the samples.
-A diagnostic for the perf tier's runs under TCG (docs/benchmarking.md); not used by CI.
+`sample` is a diagnostic for runs under TCG (docs/benchmarking.md); `stamp` also times the console
+of benchmarks/insn-gate.sh, whose counts are matched to its runs by these times.
 """
 import os
 import re
