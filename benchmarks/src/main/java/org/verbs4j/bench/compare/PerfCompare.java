@@ -566,11 +566,13 @@ public final class PerfCompare {
         }
     }
 
-    private static String fmt(double v, String unit) {
+    /** A number for the table: one decimal from 100, three from 0.1, else three significant digits (a MsgRate of 0.000376 Mpps). */
+    static String fmt(double v, String unit) {
         if (!Double.isFinite(v)) {
             return Double.isNaN(v) ? "?" : "inf";
         }
-        return (Double.isNaN(v) ? "nan" : v >= 100 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.3f", v)) + unit;
+        String f = v >= 100 ? "%.1f" : v >= 0.1 || v == 0 ? "%.3f" : "%.3g";
+        return String.format(Locale.ROOT, f, v) + unit;
     }
 
     private static String ratio(double a, double b) {

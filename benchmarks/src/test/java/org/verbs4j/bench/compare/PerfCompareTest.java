@@ -256,6 +256,16 @@ class PerfCompareTest {
     }
 
     @Test
+    void smallRatesKeepThreeSignificantDigits() {
+        assertEquals("0.000376 Mpps", PerfCompare.fmt(0.000376, " Mpps"));
+        assertEquals("0.0256 Mpps", PerfCompare.fmt(0.0256, " Mpps"));
+        assertEquals("0.000 Mpps", PerfCompare.fmt(0, " Mpps"));
+        assertEquals("97.000 MB/s", PerfCompare.fmt(97, " MB/s"));
+        assertEquals("1234.5 MB/s", PerfCompare.fmt(1234.5, " MB/s"));
+        assertEquals("?", PerfCompare.fmt(Double.NaN, " us"));
+    }
+
+    @Test
     void aRowInsideABandWiderThanTheDifferenceIsUndecidedNotWithinNoise() {
         CompareStats.Noise narrow = CompareStats.Noise.of(List.of(100.0, 100.0)); // [97, 103]
         CompareStats.Noise wide = CompareStats.Noise.of(List.of(90.0, 110.0)); // [70, 130]
