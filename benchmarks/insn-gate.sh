@@ -47,7 +47,7 @@
 # start-up), VERBS4J_INSN_GATE_ITERS (operations per run, default 2000).
 # Boots one guest (~2x slower with the plugin): a caller that serializes guests on the machine
 # holds its lock around this script.
-# Needs: gcc, python3, qemu (softroce/README.md), benchmarks/target/verbs4j-benchmarks.jar (built
+# Needs: gcc, python3, qemu (softroce/README.md), perf/target/verbs-perf.jar and benchmarks/target/verbs4j-benchmarks.jar (built
 # with ./mvnw package when missing).
 set -euo pipefail
 
@@ -80,10 +80,9 @@ say() { echo "[insn-gate +$((SECONDS - T0))s] $*" >&2; }
 command -v gcc >/dev/null || { echo "insn-gate: gcc is missing (it builds the TCG plugin)" >&2; exit 2; }
 # shellcheck source=../scripts/java25.sh disable=SC1091
 [[ -n "${JAVA_HOME:-}" ]] || source "$ROOT/scripts/java25.sh"
-JAR="$ROOT/benchmarks/target/verbs4j-benchmarks.jar"
-if [[ ! -s $JAR ]]; then
-    say "building $JAR"
-    ./mvnw -B -q -pl benchmarks -am package -DskipTests || exit 2
+if [[ ! -s perf/target/verbs-perf.jar || ! -s benchmarks/target/verbs4j-benchmarks.jar ]]; then
+    say "building perf/target/verbs-perf.jar and benchmarks/target/verbs4j-benchmarks.jar"
+    ./mvnw -B -q -pl perf,benchmarks -am package -DskipTests || exit 2
 fi
 
 rm -rf "$OUT"

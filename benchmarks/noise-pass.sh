@@ -42,8 +42,8 @@ case "${1:-}" in -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed 
 
 # shellcheck source=../scripts/java25.sh
 . scripts/java25.sh
-if [[ ! -s benchmarks/target/verbs4j-benchmarks.jar ]]; then
-    echo "noise-pass: building benchmarks/target/verbs4j-benchmarks.jar (./mvnw -B -q package -DskipTests)" >&2
+if [[ ! -s perf/target/verbs-perf.jar || ! -s benchmarks/target/verbs4j-benchmarks.jar ]]; then
+    echo "noise-pass: building perf/target/verbs-perf.jar and benchmarks/target/verbs4j-benchmarks.jar (./mvnw -B -q package -DskipTests)" >&2
     ./mvnw -B -q -ntp package -DskipTests
 fi
 export VERBS4J_PERF_RETRIES="${VERBS4J_PERF_RETRIES:-3}"
