@@ -72,7 +72,9 @@ round() { # NAME SIGNAL EXPECTED-STATUS
 
 PC="${PERFTEST_COMPARE:-benchmarks/perftest-compare.sh}"
 say "script under test: $PC"
-[[ -s benchmarks/target/verbs4j-benchmarks.jar ]] || { say "no benchmarks/target/verbs4j-benchmarks.jar"; exit 1; }
+for jar in perf/target/verbs-perf.jar benchmarks/target/verbs4j-benchmarks.jar; do
+    [[ -s $jar ]] || { say "no $jar"; exit 1; }
+done
 round sigterm TERM 143
 round sigint INT 130
 checks_done
