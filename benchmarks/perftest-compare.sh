@@ -184,8 +184,7 @@ COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 # CPU with its compiler threads (VERBS4J_PERF_PIN below), and under TCG its JIT is still compiling
 # the loop's methods during the measured runs: their thresholds are crossed in those runs (a run
 # is only ~10,000 operations at the guest's rates) and the compile queue is hundreds of methods
-# long. Measured in the guest (session 13, verbs-perf send_bw client at 4 KiB, -D 4 -f 1, one warm
-# run): the compiler threads ran 300-3,200 ms of CPU during the 4 s loops, and the run's BW fell
+# long. Measured in the guest (verbs-perf send_bw client at 4 KiB, -D 4 -f 1, one warm run): the compiler threads ran 300-3,200 ms of CPU during the 4 s loops, and the run's BW fell
 # with it (0.67 of perftest with 1.8 s, 1.0 with 0.5 s). At nice 19 they get ~1.5% of the CPU
 # while the loop busy-polls (70-160 ms per loop), and catch up in the untimed settle between runs
 # (JitSettle waits for them there). Not root: a warning and no effect, so not set.
@@ -194,7 +193,7 @@ COMMON="-d $DEV${GID:+ -x $GID} -p $PORT"
 # library's and verbs-perf's own) reach the JIT's tiers after 1/50 of the usual invocations. A
 # bandwidth run polls once per CQ moderation (100 posts), ~200 times in a 4 s run under TCG, so
 # without it the poll path (PerfSide.pollOnce, CompletionQueue.poll and credit) was still
-# interpreted in the fourth measured run (-Xlog:jit+compilation, session 19: pollOnce at tier 3
+# interpreted in the fourth measured run (-Xlog:jit+compilation: pollOnce at tier 3
 # 184 s into the JVM, CompletionQueue.poll 210 s, in its seventh 4 s loop) and the loop's thread
 # spent 210-350 ms of each measured loop in user mode, against ~140 ms for perftest's loop: time
 # taken from Soft-RoCE's in-kernel work on the same vCPU. With 0.02 the loop (`pass`, the poll path
@@ -207,8 +206,8 @@ if ((SETTLE > 0)) && [[ $(id -u) == 0 ]]; then JIT_NICE_OPTS=" -XX:ThreadPriorit
 # VERBS4J_PERF_JIT_IDLE=on|off (default on where the nice 19 above applies and chrt exists): with
 # --interleave, before each run a verbs-perf JVM's compiler threads go to SCHED_IDLE (chrt -i). At
 # nice 19 they still took 40-110 ms of each 4 s bandwidth loop and 10-20 ms of each ~1 s latency
-# loop from the loop's pinned vCPU (session 26, "the loop's thread ... other JVM threads during the
-# loop" in the client's log; 10-30 ms at SCHED_IDLE):
+# loop from the loop's pinned vCPU ("the loop's thread ... other JVM threads during the loop" in
+# the client's log; 10-30 ms at SCHED_IDLE):
 # compiles that the run's own set-up and its first passes trigger after the settle (e.g. the run's
 # method reaching C2 on its fourth call). SCHED_IDLE's weight is 3 against nice 19's 15. On real
 # hardware, unpinned, those threads take another core; pinning is a guest-only workaround (below).
@@ -221,7 +220,7 @@ VP=(java --enable-native-access=ALL-UNNAMED $JIT_OPTS ${VERBS4J_PERF_JAVA_OPTS:-
 # VERBS4J_PERF_PIN=auto|on|off: each server process on the last CPU and each client process on
 # the first, perftest's and verbs-perf's alike (equal terms). auto = on in the guest when it has
 # more than one vCPU: under multi-threaded TCG a JVM patching compiled code that another vCPU is
-# executing can die of SIGILL (a CI run on 2026-11-30: C1 code of Gate.tryEnter); with all of a
+# executing can die of SIGILL (seen in CI: C1 code of Gate.tryEnter); with all of a
 # JVM's threads on one vCPU, TCG sees each code write before the next instruction runs. (The JVM
 # then shares its vCPU with its JIT compiler threads, which perftest does not need.)
 PIN=${VERBS4J_PERF_PIN:-auto}

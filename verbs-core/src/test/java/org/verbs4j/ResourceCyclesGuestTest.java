@@ -115,8 +115,8 @@ class ResourceCyclesGuestTest {
             }
             // what the native libraries (libibverbs, the rxe provider, glibc) malloc'ed and did not free: glibc's
             // in-use growth less the JVM's own malloc as NMT counts it (usually ~1.5 MiB, but a C2 compile in
-            // flight at the end holds ~10 MiB of "Arena Chunk" for a few seconds: a CI run on 2026-12-05 failed
-            // so, +10682 KiB in all of which NMT's +11192): a leak of 800 bytes per cycle of one type fails it
+            // flight at the end holds ~10 MiB of "Arena Chunk" for a few seconds: seen in CI
+            // as +10682 KiB in all, of which NMT's +11192): a leak of 800 bytes per cycle of one type fails it
             long jvmMallocGrowth = nmt1.getOrDefault("malloc", 0L) - nmt0.getOrDefault("malloc", 0L);
             long mallocGrowth = mallocAfter - mallocBefore - jvmMallocGrowth;
             assertTrue(mallocGrowth < 8 * 1024, "malloc'ed memory in use outside the JVM's own grew by " + mallocGrowth
@@ -127,7 +127,7 @@ class ResourceCyclesGuestTest {
             // the resident set outside the Java heap (whose growth is the collector's business): a backstop only,
             // since it moves with what malloc keeps of freed memory in its per-thread arenas (6.6 to 43.2 MiB over
             // the cycles in 27 runs, against the former bound of 64 MiB; in three of them malloc's memory in use
-            // moved -0.2 to +1.3 MiB, 2026-12-04)
+            // moved -0.2 to +1.3 MiB)
             long nonHeapGrowth = (rssAfter - rssBefore) - (heapAfter - heapBefore);
             assertTrue(nonHeapGrowth < 128 * 1024, "resident memory outside the Java heap grew by " + nonHeapGrowth + " KiB");
         }

@@ -22,9 +22,8 @@ import org.verbs4j.testing.StandInProvider;
  * CQ (its C library is compiled with gcc on first use, see {@link StandInProvider}) wrapped
  * through the PUBLIC API with {@link ForeignHandles}, a fake {@code ibv_pd} (only its
  * {@code context} field is ever read) and a 4 KiB buffer "registered" under a made-up key.
- * Closes everything in reverse order. One per benchmark trial, one thread. (Before issue 11's
- * JMH work the QP had a 256-deep send queue and the default 128-deep receive queue on the 256-entry
- * CQ: over-committed, so every checked post also took the CQ's monitor and summed its queues.)
+ * Closes everything in reverse order. One per benchmark trial, one thread. The QP's queues fit the
+ * CQ: on an over-committed CQ every checked post would also take the CQ's lock and sum its queues.
  */
 final class StandInFixture implements AutoCloseable {
     static final int LKEY = 0x1111;

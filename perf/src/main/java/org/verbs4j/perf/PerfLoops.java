@@ -71,7 +71,7 @@ final class PerfLoops {
      * shared the vCPU the loop is pinned to. As a method called once per pass, {@code pass} is
      * compiled within the first run with the JIT at its default priority; with the compiler threads
      * at nice 19 (perftest-compare.sh in the guest) its C1 and C2 versions come some runs later,
-     * compiled between runs rather than beside the loop (docs/benchmarking.md, session 14). The
+     * compiled between runs rather than beside the loop. The
      * fields are the loop's variables; allocated before timing.
      */
     private static final class BandwidthPasses {
@@ -88,9 +88,8 @@ final class PerfLoops {
          * SIGNALED flag); with one request per post, the unsignaled posts here are requests built
          * once per QP and slot (request i posts slot i % slots), and only the signaled ones (every
          * cqMod-th, and the last) are built per post, so that their wr_id carries the index the
-         * completion counts up to. Until session 26 only the one-slot case was prebuilt: an
-         * atomic_bw or 2-byte post rebuilt its request every time, ~660 more guest instructions
-         * per post than perftest's loop (docs/benchmarking.md).
+         * completion counts up to. Rebuilding every request per post would cost ~660 guest
+         * instructions more per post than perftest's loop.
          */
         private final SendWorkRequests[][] unsignaled;
         private final String label;

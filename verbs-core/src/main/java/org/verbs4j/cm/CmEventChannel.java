@@ -203,8 +203,7 @@ public final class CmEventChannel implements AutoCloseable {
          * event is acknowledged, another thread may destroy its id (destroy takes this lock) and
          * librdmacm may hand the freed id's address to a new id, whose endpoint would then receive
          * the old id's event (an ADDR_RESOLVED of a closed connection let a new one resolve its
-         * route on an id bound to no device: rdma_resolve_route dereferenced its NULL verbs, CI
-         * 2026-12-02).
+         * route on an id bound to no device: rdma_resolve_route dereferenced its NULL verbs).
          */
         private int dispatchQueued() {
             int n = 0;
