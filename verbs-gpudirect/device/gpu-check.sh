@@ -26,7 +26,7 @@ prepare() {
     . scripts/java25.sh
     ./mvnw -B -q -pl verbs-gpudirect -am package dependency:copy-dependencies -DskipTests \
         -DincludeScope=runtime -DoutputDirectory="$DIR/deps"
-    rm -rf "$DIR/runtime" "$DIR/lib"
+    rm -rf "${DIR:?}/runtime" "${DIR:?}/lib"
     mkdir -p "$DIR/lib"
     cp verbs-native/target/verbs-native-*.jar verbs-core/target/verbs-core-*.jar \
         verbs-gpudirect/target/verbs-gpudirect-*.jar "$DIR/lib/"
@@ -37,7 +37,7 @@ prepare() {
         --no-man-pages --compress=zip-9 --output "$DIR/runtime"
     local mib
     mib=$(du -sm "$DIR" | cut -f1)
-    echo "gpu-check: $DIR is ${mib} MiB (runtime $(du -sm "$DIR/runtime" | cut -f1) MiB, jars: $(ls "$DIR/lib" | tr '\n' ' '))"
+    echo "gpu-check: $DIR is ${mib} MiB (runtime $(du -sm "$DIR/runtime" | cut -f1) MiB, jars: $(cd "$DIR/lib" && echo *.jar))"
     if ((mib >= 60)); then
         echo "gpu-check: too large for the device tool's 64 MiB" >&2
         exit 1

@@ -55,7 +55,7 @@ done
 # --- generate ------------------------------------------------------------------------
 cd "$here"   # the args files are read relative to this folder
 for pkg in ibverbs rdmacm; do
-    rm -rf "$gen_dir/$pkg"
+    rm -rf "${gen_dir:?}/$pkg"
     echo "jextract @$pkg.args -> $gen_dir/$pkg"
     jextract --output "$src_root" "@$here/$pkg.args"
 done
