@@ -16,5 +16,6 @@ module org.verbs4j.core {
     exports org.verbs4j.pool;
     exports org.verbs4j.cm;
 
-    provides org.verbs4j.natives.FailureFactory with org.verbs4j.internal.CoreFailures;
+    provides org.verbs4j.natives.FailureFactory with
+            org.verbs4j.internal.CoreFailures;
 }

@@ -33,7 +33,7 @@ public final class AddressHandle extends NativeResource {
 
     @Override
     String describe() {
-        return "AddressHandle on " + device() + " to " + (vector.isGlobal() ? "GID " + vector.dgid() : "LID " + vector.dlid())
-                + " via port " + vector.port();
+        return "AddressHandle on " + device() + " to "
+                + (vector.isGlobal() ? "GID " + vector.dgid() : "LID " + vector.dlid()) + " via port " + vector.port();
     }
 }

@@ -9,8 +9,8 @@ import org.verbs4j.natives.generated.ibverbs.ibv_global_route;
  * queue pair's path. RoCE always routes globally (a GID and the local GID index); InfiniBand
  * within a subnet uses the LID. A value.
  */
-public record AddressVector(int port, int dlid, Gid dgid, int sgidIndex, int hopLimit, int trafficClass,
-                            int serviceLevel) {
+public record AddressVector(
+        int port, int dlid, Gid dgid, int sgidIndex, int hopLimit, int trafficClass, int serviceLevel) {
 
     /** A RoCE v2 / global route to {@code dgid} through the local GID index {@code sgidIndex}. */
     public static AddressVector global(int port, Gid dgid, int sgidIndex) {

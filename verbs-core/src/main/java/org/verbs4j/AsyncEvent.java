@@ -14,15 +14,49 @@ package org.verbs4j;
  */
 public record AsyncEvent(int type, String description, int qpNumber, int portNumber) {
     /** {@code enum ibv_event_type}. */
-    public static final int CQ_ERR = 0, QP_FATAL = 1, QP_REQ_ERR = 2, QP_ACCESS_ERR = 3, COMM_EST = 4,
-            SQ_DRAINED = 5, PATH_MIG = 6, PATH_MIG_ERR = 7, DEVICE_FATAL = 8, PORT_ACTIVE = 9, PORT_ERR = 10,
-            LID_CHANGE = 11, PKEY_CHANGE = 12, SM_CHANGE = 13, SRQ_ERR = 14, SRQ_LIMIT_REACHED = 15,
-            QP_LAST_WQE_REACHED = 16, CLIENT_REREGISTER = 17, GID_CHANGE = 18, WQ_FATAL = 19;
+    public static final int CQ_ERR = 0,
+            QP_FATAL = 1,
+            QP_REQ_ERR = 2,
+            QP_ACCESS_ERR = 3,
+            COMM_EST = 4,
+            SQ_DRAINED = 5,
+            PATH_MIG = 6,
+            PATH_MIG_ERR = 7,
+            DEVICE_FATAL = 8,
+            PORT_ACTIVE = 9,
+            PORT_ERR = 10,
+            LID_CHANGE = 11,
+            PKEY_CHANGE = 12,
+            SM_CHANGE = 13,
+            SRQ_ERR = 14,
+            SRQ_LIMIT_REACHED = 15,
+            QP_LAST_WQE_REACHED = 16,
+            CLIENT_REREGISTER = 17,
+            GID_CHANGE = 18,
+            WQ_FATAL = 19;
 
-    private static final String[] NAMES = {"CQ_ERR", "QP_FATAL", "QP_REQ_ERR", "QP_ACCESS_ERR", "COMM_EST",
-            "SQ_DRAINED", "PATH_MIG", "PATH_MIG_ERR", "DEVICE_FATAL", "PORT_ACTIVE", "PORT_ERR", "LID_CHANGE",
-            "PKEY_CHANGE", "SM_CHANGE", "SRQ_ERR", "SRQ_LIMIT_REACHED", "QP_LAST_WQE_REACHED", "CLIENT_REREGISTER",
-            "GID_CHANGE", "WQ_FATAL"};
+    private static final String[] NAMES = {
+        "CQ_ERR",
+        "QP_FATAL",
+        "QP_REQ_ERR",
+        "QP_ACCESS_ERR",
+        "COMM_EST",
+        "SQ_DRAINED",
+        "PATH_MIG",
+        "PATH_MIG_ERR",
+        "DEVICE_FATAL",
+        "PORT_ACTIVE",
+        "PORT_ERR",
+        "LID_CHANGE",
+        "PKEY_CHANGE",
+        "SM_CHANGE",
+        "SRQ_ERR",
+        "SRQ_LIMIT_REACHED",
+        "QP_LAST_WQE_REACHED",
+        "CLIENT_REREGISTER",
+        "GID_CHANGE",
+        "WQ_FATAL"
+    };
 
     /** The C name of an event type, e.g. {@code IBV_EVENT_CQ_ERR}. */
     public static String typeName(int type) {

@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
@@ -69,6 +68,7 @@ final class AsyncEventDispatcher {
     private int wakeFd = -1;
     /** Guarded by {@link #lock}; true once the context closes (until a failed close reopens it). */
     private boolean closed;
+
     private volatile AsyncEvent deviceFailure;
     private final java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong();
 
@@ -146,7 +146,10 @@ final class AsyncEventDispatcher {
                 return;
             }
             int wfd = wakeFd; // handed over, not re-read: a stop() may clear the field before the thread runs
-            Thread t = Thread.ofPlatform().daemon().name("verbs4j-async-" + deviceName).unstarted(() -> run(fd, wfd));
+            Thread t = Thread.ofPlatform()
+                    .daemon()
+                    .name("verbs4j-async-" + deviceName)
+                    .unstarted(() -> run(fd, wfd));
             thread = t;
             t.start();
         } finally {
@@ -200,8 +203,10 @@ final class AsyncEventDispatcher {
                 Thread.currentThread().interrupt();
             }
             if (t.isAlive()) {
-                LOG.error("verbs4j: the async event thread of {} did not stop within {} ms; closing the device anyway",
-                        deviceName, JOIN_MILLIS);
+                LOG.error(
+                        "verbs4j: the async event thread of {} did not stop within {} ms; closing the device anyway",
+                        deviceName,
+                        JOIN_MILLIS);
             } else {
                 LibC.close(wfd);
             }
@@ -295,8 +300,12 @@ final class AsyncEventDispatcher {
                     }
                     if (e != 0) {
                         if (++failures >= MAX_CONSECUTIVE_FAILURES) {
-                            LOG.warn("verbs4j: ibv_get_async_event on {} failed {} times in a row (last: {}); "
-                                    + "no longer reading its async events", deviceName, failures, Errno.name(e));
+                            LOG.warn(
+                                    "verbs4j: ibv_get_async_event on {} failed {} times in a row (last: {}); "
+                                            + "no longer reading its async events",
+                                    deviceName,
+                                    failures,
+                                    Errno.name(e));
                             return;
                         }
                         LOG.debug("verbs4j: ibv_get_async_event on {} failed: {}", deviceName, Errno.name(e));
@@ -338,7 +347,12 @@ final class AsyncEventDispatcher {
         if (e.isFatal() && r.first) {
             LOG.warn("verbs4j: {} async event ({}){}: {}", deviceName, e.description(), where, explainForLog(e));
         } else { // non-fatal, or a repeat (rxe raises CQ_ERR once per completion that did not fit)
-            LOG.debug("verbs4j: {} async event {} ({}){}", deviceName, AsyncEvent.typeName(e.type()), e.description(), where);
+            LOG.debug(
+                    "verbs4j: {} async event {} ({}){}",
+                    deviceName,
+                    AsyncEvent.typeName(e.type()),
+                    e.description(),
+                    where);
         }
         AsyncEvent dropped = null;
         lock.lock();
@@ -352,13 +366,13 @@ final class AsyncEventDispatcher {
             lock.unlock();
         }
         if (dropped != null) {
-            LOG.debug("verbs4j: {} event no one read (the queue of {} is full): {}", deviceName, QUEUE_CAPACITY, dropped);
+            LOG.debug(
+                    "verbs4j: {} event no one read (the queue of {} is full): {}", deviceName, QUEUE_CAPACITY, dropped);
         }
     }
 
     /** Where an event went, and whether it was the first failure recorded there. */
-    private record Routed(Object target, boolean first) {
-    }
+    private record Routed(Object target, boolean first) {}
 
     private Routed route(AsyncEvent e, long element) {
         switch (e.type()) {
@@ -411,12 +425,12 @@ final class AsyncEventDispatcher {
      */
     static VerbsException failure(String verb, AsyncEvent e) {
         Explanation x = explain(e);
-        return x.errno == Errno.EIO ? new AsyncErrorException(verb, x.detail, x.hint)
+        return x.errno == Errno.EIO
+                ? new AsyncErrorException(verb, x.detail, x.hint)
                 : VerbsException.create(verb, x.errno, x.detail, x.hint);
     }
 
-    private record Explanation(int errno, String detail, String hint) {
-    }
+    private record Explanation(int errno, String detail, String hint) {}
 
     private static Explanation explain(AsyncEvent e) {
         String name = AsyncEvent.typeName(e.type());
@@ -424,29 +438,45 @@ final class AsyncEventDispatcher {
         String reset = "poll its completion queues for the error completion that caused it, then reset() it and "
                 + "connect again, or close it";
         return switch (e.type()) {
-            case AsyncEvent.CQ_ERR -> new Explanation(Errno.EIO, name
-                    + ": the completion queue overran; completions were lost and the CQ is in error",
-                    "size the CQ for all outstanding work (every signaled send and every receive posted to the queue "
-                            + "pairs that report to it) or poll it more often; close the CQ and its queue pairs and "
-                            + "create them again");
-            case AsyncEvent.QP_FATAL -> new Explanation(Errno.EIO, name + ": the queue pair" + qp
-                    + " hit a fatal error and is in the error state; its outstanding work requests complete with "
-                    + "flush errors", reset);
-            case AsyncEvent.QP_REQ_ERR -> new Explanation(Errno.EIO, name + ": the queue pair" + qp
-                    + " received an invalid request (a transport error at the responder) and is in the error state",
-                    reset);
-            case AsyncEvent.QP_ACCESS_ERR -> new Explanation(Errno.EACCES, name + ": a request to the queue pair"
-                    + qp + " violated its access rights or a memory key, and it is in the error state",
-                    "check the rkey, the address range and the remote access granted at toInit and at registration; "
-                            + reset);
-            case AsyncEvent.PATH_MIG_ERR -> new Explanation(Errno.EIO, name + ": path migration of the queue pair"
-                    + qp + " failed", reset);
-            case AsyncEvent.SRQ_ERR -> new Explanation(Errno.EIO, name
-                    + ": the shared receive queue hit an error and is unusable",
-                    "close it and the queue pairs that use it, and create them again");
-            case AsyncEvent.DEVICE_FATAL -> new Explanation(Errno.EIO, name
-                    + ": the device failed; every object of its context is unusable",
-                    "close everything created from the context and the context, then open the device again");
+            case AsyncEvent.CQ_ERR ->
+                new Explanation(
+                        Errno.EIO,
+                        name + ": the completion queue overran; completions were lost and the CQ is in error",
+                        "size the CQ for all outstanding work (every signaled send and every receive posted to the queue "
+                                + "pairs that report to it) or poll it more often; close the CQ and its queue pairs and "
+                                + "create them again");
+            case AsyncEvent.QP_FATAL ->
+                new Explanation(
+                        Errno.EIO,
+                        name + ": the queue pair" + qp
+                                + " hit a fatal error and is in the error state; its outstanding work requests complete with "
+                                + "flush errors",
+                        reset);
+            case AsyncEvent.QP_REQ_ERR ->
+                new Explanation(
+                        Errno.EIO,
+                        name + ": the queue pair" + qp
+                                + " received an invalid request (a transport error at the responder) and is in the error state",
+                        reset);
+            case AsyncEvent.QP_ACCESS_ERR ->
+                new Explanation(
+                        Errno.EACCES,
+                        name + ": a request to the queue pair" + qp
+                                + " violated its access rights or a memory key, and it is in the error state",
+                        "check the rkey, the address range and the remote access granted at toInit and at registration; "
+                                + reset);
+            case AsyncEvent.PATH_MIG_ERR ->
+                new Explanation(Errno.EIO, name + ": path migration of the queue pair" + qp + " failed", reset);
+            case AsyncEvent.SRQ_ERR ->
+                new Explanation(
+                        Errno.EIO,
+                        name + ": the shared receive queue hit an error and is unusable",
+                        "close it and the queue pairs that use it, and create them again");
+            case AsyncEvent.DEVICE_FATAL ->
+                new Explanation(
+                        Errno.EIO,
+                        name + ": the device failed; every object of its context is unusable",
+                        "close everything created from the context and the context, then open the device again");
             default -> new Explanation(Errno.EIO, name + " (" + e.description() + ")", null);
         };
     }

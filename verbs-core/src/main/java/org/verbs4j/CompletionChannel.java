@@ -45,7 +45,11 @@ public final class CompletionChannel extends NativeResource {
 
     /** @param destroy releases the channel (a test passes one that releases nothing) */
     CompletionChannel(Context context, MemorySegment channel, Destroyer destroy) {
-        this(context, channel.reinterpret(16), destroy, new Gate(channel.reinterpret(16).get(JAVA_INT, ObjectLayout.COMP_CHANNEL_FD)));
+        this(
+                context,
+                channel.reinterpret(16),
+                destroy,
+                new Gate(channel.reinterpret(16).get(JAVA_INT, ObjectLayout.COMP_CHANNEL_FD)));
     }
 
     private CompletionChannel(Context context, MemorySegment channel, Destroyer destroy, Gate gate) {
@@ -64,6 +68,7 @@ public final class CompletionChannel extends NativeResource {
         final ReentrantReadWriteLock waiters = new ReentrantReadWriteLock();
         /** Serialises a waiter's CQ lookup and ack counting with a CQ's detach. */
         final ReentrantLock acks = new ReentrantLock();
+
         volatile int wakeFd;
         volatile boolean closed;
 
@@ -79,8 +84,11 @@ public final class CompletionChannel extends NativeResource {
                 LibC.signalEventFd("ibv_destroy_comp_channel", wakeFd);
                 if (!lockForClose()) { // the woken waiters leave at once, unless one is stuck in a blocking read
                     reopen();
-                    throw VerbsException.create("ibv_destroy_comp_channel", Errno.EBUSY, "a thread waiting in awaitEvent "
-                            + "did not leave within " + CLOSE_WAIT_MILLIS + " ms; the channel was not destroyed",
+                    throw VerbsException.create(
+                            "ibv_destroy_comp_channel",
+                            Errno.EBUSY,
+                            "a thread waiting in awaitEvent " + "did not leave within " + CLOSE_WAIT_MILLIS
+                                    + " ms; the channel was not destroyed",
                             "do not make the channel's fd blocking again (fcntl) while threads wait on it");
                 }
                 try {
@@ -101,7 +109,8 @@ public final class CompletionChannel extends NativeResource {
             try {
                 while (true) {
                     try {
-                        return waiters.writeLock().tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                        return waiters.writeLock()
+                                .tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
                     } catch (InterruptedException e) {
                         interrupted = true;
                     }
@@ -219,7 +228,8 @@ public final class CompletionChannel extends NativeResource {
                 if (cq != null) {
                     return cq;
                 }
-                LOG.debug("verbs4j: a completion event of a closing CQ 0x{} acknowledged and skipped",
+                LOG.debug(
+                        "verbs4j: a completion event of a closing CQ 0x{} acknowledged and skipped",
                         Long.toHexString(cqPtr.address()));
             }
         } finally {

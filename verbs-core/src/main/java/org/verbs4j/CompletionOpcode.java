@@ -23,6 +23,5 @@ public final class CompletionOpcode {
     /** {@code IBV_WC_RECV_RDMA_WITH_IMM}: a receive consumed by an RDMA WRITE with immediate. */
     public static final int RECV_RDMA_WITH_IMM = 129;
 
-    private CompletionOpcode() {
-    }
+    private CompletionOpcode() {}
 }

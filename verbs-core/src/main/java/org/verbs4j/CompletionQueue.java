@@ -43,6 +43,7 @@ public final class CompletionQueue extends NativeResource {
     private final MemorySegment notifyFn;
     /** Poll through critical downcalls (see Context.criticalDataPath). */
     private final boolean critical;
+
     private final int capacity;
     private final CompletionChannel channel;
     private int unackedEvents;
@@ -50,6 +51,7 @@ public final class CompletionQueue extends NativeResource {
     final Gate pollGate = new Gate();
     /** The only thread that may poll, arm and close this CQ, or null (any thread, one at a time, through the gate). */
     private final Thread confinedTo;
+
     private final Gate[] gates = {pollGate};
     /** The queue pairs whose completions come here, by QP number (copy-on-write). */
     private volatile QpTable table = QpTable.EMPTY;
@@ -69,9 +71,16 @@ public final class CompletionQueue extends NativeResource {
         this(context, cq, channel, destroy, null);
     }
 
-    CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, Destroyer destroy, Thread confinedTo) {
-        super(context, new NativeResource[] {channel}, "completion queue", "ibv_destroy_cq",
-                cq.reinterpret(ObjectLayout.CQ_SIZE), destroy, null);
+    CompletionQueue(
+            Context context, MemorySegment cq, CompletionChannel channel, Destroyer destroy, Thread confinedTo) {
+        super(
+                context,
+                new NativeResource[] {channel},
+                "completion queue",
+                "ibv_destroy_cq",
+                cq.reinterpret(ObjectLayout.CQ_SIZE),
+                destroy,
+                null);
         this.address = cq.address();
         MemorySegment ctx = context.handle;
         this.pollFn = InlineVerbs.contextOp(ctx, ContextLayout.OPS_POLL_CQ);
@@ -244,6 +253,7 @@ public final class CompletionQueue extends NativeResource {
      * owner thread of a confined CQ).
      */
     private QpTable lastTable;
+
     private QueueAccount lastAccount;
 
     private QueueAccount account(QpTable t, int qpn) {
@@ -335,8 +345,8 @@ public final class CompletionQueue extends NativeResource {
         ensureOpen("ibv_poll_cq");
         wcs.ensureUsable("ibv_poll_cq");
         if (min > wcs.capacity) {
-            throw VerbsException.create("ibv_poll_cq", Errno.EINVAL, "min " + min + " exceeds the array's capacity "
-                    + wcs.capacity, null);
+            throw VerbsException.create(
+                    "ibv_poll_cq", Errno.EINVAL, "min " + min + " exceeds the array's capacity " + wcs.capacity, null);
         }
     }
 
@@ -352,7 +362,11 @@ public final class CompletionQueue extends NativeResource {
                 throw AsyncEventDispatcher.failure("ibv_poll_cq", asyncFailure);
             }
             wcs.ensureUsable("ibv_poll_cq");
-            n = InlineVerbs.pollCq(critical, pollFn, address, wcs.capacity - have,
+            n = InlineVerbs.pollCq(
+                    critical,
+                    pollFn,
+                    address,
+                    wcs.capacity - have,
                     wcs.address + (long) have * CompletionLayout.WC_SIZE);
             if (n < 0) {
                 throw Refusals.pollFailed(n);
@@ -383,7 +397,10 @@ public final class CompletionQueue extends NativeResource {
 
     private void requestNotifyNow(boolean solicitedOnly) {
         if (channel == null) {
-            throw VerbsException.create("ibv_req_notify_cq", Errno.EINVAL, "the CQ has no completion channel",
+            throw VerbsException.create(
+                    "ibv_req_notify_cq",
+                    Errno.EINVAL,
+                    "the CQ has no completion channel",
                     "create it with Context.createCompletionQueue(n, channel, vector)");
         }
         int rc = InlineVerbs.reqNotifyCq(notifyFn, address, solicitedOnly ? 1 : 0);
@@ -418,7 +435,8 @@ public final class CompletionQueue extends NativeResource {
 
     @Override
     String describe() {
-        return "CompletionQueue on " + device() + ", capacity " + capacity + (channel != null ? ", with a completion channel" : "")
+        return "CompletionQueue on " + device() + ", capacity " + capacity
+                + (channel != null ? ", with a completion channel" : "")
                 + (confinedTo != null ? ", confined to thread \"" + confinedTo.getName() + "\"" : "");
     }
 }

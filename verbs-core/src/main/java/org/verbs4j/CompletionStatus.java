@@ -64,8 +64,7 @@ public final class CompletionStatus {
         }
     }
 
-    private CompletionStatus() {
-    }
+    private CompletionStatus() {}
 
     /** libibverbs' text for a status. */
     public static String text(int status) {

@@ -49,6 +49,7 @@ public final class CompletionWaiter {
     private final long blockSliceNanos;
     /** The out-pointers and pollfds of the channel wait, reused by every block. */
     private final MemorySegment scratch = Arena.ofAuto().allocate(CompletionChannel.SCRATCH_SIZE, 8);
+
     private long events;
     private long blocks;
 
@@ -66,7 +67,9 @@ public final class CompletionWaiter {
     CompletionWaiter(CompletionQueue cq, long spinNanos, long blockSliceNanos) {
         cq.ensureOpen("CompletionWaiter");
         if (cq.channel() == null) {
-            throw new InvalidRequestException("ibv_req_notify_cq", "the completion queue has no completion channel",
+            throw new InvalidRequestException(
+                    "ibv_req_notify_cq",
+                    "the completion queue has no completion channel",
                     "create it with Context.createCompletionQueue(n, channel, vector)");
         }
         if (spinNanos < 0) {
@@ -138,8 +141,11 @@ public final class CompletionWaiter {
     }
 
     private VerbsException interrupted(int have) {
-        return VerbsException.create("ibv_get_cq_event", Errno.EINTR, "interrupted while waiting for completions ("
-                + have + " reaped; they stay in the array)", "the interrupt status is kept");
+        return VerbsException.create(
+                "ibv_get_cq_event",
+                Errno.EINTR,
+                "interrupted while waiting for completions (" + have + " reaped; they stay in the array)",
+                "the interrupt status is kept");
     }
 
     /** How many times a wait blocked on the completion channel, in slices (owner thread). */

@@ -24,18 +24,30 @@ package org.verbs4j;
  * @param trafficClass   the GRH traffic class
  * @param serviceLevel   the service level
  */
-public record ConnectOptions(int timeout, int retryCount, int rnrRetry, int minRnrTimer, int maxRdAtomic, Mtu mtu,
-                             int gidIndex, int hopLimit, int trafficClass, int serviceLevel) {
+public record ConnectOptions(
+        int timeout,
+        int retryCount,
+        int rnrRetry,
+        int minRnrTimer,
+        int maxRdAtomic,
+        Mtu mtu,
+        int gidIndex,
+        int hopLimit,
+        int trafficClass,
+        int serviceLevel) {
     /** Checks the ranges: a timeout of 0 and a transport retry count of 7 (forever) are refused. */
     public ConnectOptions {
         if (timeout < 1 || timeout > 31) {
-            throw new InvalidRequestException("ibv_modify_qp", "timeout must be 1..31 (0 would wait forever): " + timeout, null);
+            throw new InvalidRequestException(
+                    "ibv_modify_qp", "timeout must be 1..31 (0 would wait forever): " + timeout, null);
         }
         if (retryCount < 0 || retryCount > 6) {
-            throw new InvalidRequestException("ibv_modify_qp", "retryCount must be 0..6 (7 retries forever on rxe): " + retryCount, null);
+            throw new InvalidRequestException(
+                    "ibv_modify_qp", "retryCount must be 0..6 (7 retries forever on rxe): " + retryCount, null);
         }
         if (rnrRetry < 0 || rnrRetry > 7) {
-            throw new InvalidRequestException("ibv_modify_qp", "rnrRetry must be 0..7 (7 = forever): " + rnrRetry, null);
+            throw new InvalidRequestException(
+                    "ibv_modify_qp", "rnrRetry must be 0..7 (7 = forever): " + rnrRetry, null);
         }
     }
 
@@ -55,11 +67,22 @@ public record ConnectOptions(int timeout, int retryCount, int rnrRetry, int minR
      */
     public ConnectOptions withRetry(int retryCount, int rnrRetry) {
         if (rnrRetry == 7) {
-            throw new InvalidRequestException("ibv_modify_qp", "rnrRetry must be 0..6 here (7 retries forever): "
-                    + "ask for that with withRnrRetryForever()", null);
+            throw new InvalidRequestException(
+                    "ibv_modify_qp",
+                    "rnrRetry must be 0..6 here (7 retries forever): " + "ask for that with withRnrRetryForever()",
+                    null);
         }
-        return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
-                trafficClass, serviceLevel);
+        return new ConnectOptions(
+                timeout,
+                retryCount,
+                rnrRetry,
+                minRnrTimer,
+                maxRdAtomic,
+                mtu,
+                gidIndex,
+                hopLimit,
+                trafficClass,
+                serviceLevel);
     }
 
     /**
@@ -68,25 +91,52 @@ public record ConnectOptions(int timeout, int retryCount, int rnrRetry, int minR
      * with {@code IBV_WC_RNR_RETRY_EXC_ERR} after {@link #rnrRetry()} waits of the peer's RNR timer.
      */
     public ConnectOptions withRnrRetryForever() {
-        return new ConnectOptions(timeout, retryCount, 7, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
-                trafficClass, serviceLevel);
+        return new ConnectOptions(
+                timeout, retryCount, 7, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit, trafficClass, serviceLevel);
     }
 
     /** A copy with another local ACK timeout exponent (1..31). */
     public ConnectOptions withTimeout(int timeout) {
-        return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
-                trafficClass, serviceLevel);
+        return new ConnectOptions(
+                timeout,
+                retryCount,
+                rnrRetry,
+                minRnrTimer,
+                maxRdAtomic,
+                mtu,
+                gidIndex,
+                hopLimit,
+                trafficClass,
+                serviceLevel);
     }
 
     /** A copy with a fixed path MTU. */
     public ConnectOptions withMtu(Mtu mtu) {
-        return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
-                trafficClass, serviceLevel);
+        return new ConnectOptions(
+                timeout,
+                retryCount,
+                rnrRetry,
+                minRnrTimer,
+                maxRdAtomic,
+                mtu,
+                gidIndex,
+                hopLimit,
+                trafficClass,
+                serviceLevel);
     }
 
     /** A copy with another number of RDMA READs/atomics in flight. */
     public ConnectOptions withMaxRdAtomic(int maxRdAtomic) {
-        return new ConnectOptions(timeout, retryCount, rnrRetry, minRnrTimer, maxRdAtomic, mtu, gidIndex, hopLimit,
-                trafficClass, serviceLevel);
+        return new ConnectOptions(
+                timeout,
+                retryCount,
+                rnrRetry,
+                minRnrTimer,
+                maxRdAtomic,
+                mtu,
+                gidIndex,
+                hopLimit,
+                trafficClass,
+                serviceLevel);
     }
 }

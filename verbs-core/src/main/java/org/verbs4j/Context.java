@@ -47,17 +47,29 @@ public final class Context extends NativeResource {
     }
 
     Context(MemorySegment ctx, String deviceName, Destroyer destroy) {
-        this(ctx, deviceName, destroy, InlineVerbs.criticalDataPath(InlineVerbs.providerName(ctx.reinterpret(ContextLayout.SIZE))));
+        this(
+                ctx,
+                deviceName,
+                destroy,
+                InlineVerbs.criticalDataPath(InlineVerbs.providerName(ctx.reinterpret(ContextLayout.SIZE))));
     }
 
     /** With the data path's linkage chosen by the caller (tests: a stand-in op that calls back into Java). */
     Context(MemorySegment ctx, String deviceName, Destroyer destroy, boolean criticalDataPath) {
-        this(ctx.reinterpret(ContextLayout.SIZE), deviceName, destroy,
-                new AsyncEventDispatcher(ctx.reinterpret(ContextLayout.SIZE), deviceName), criticalDataPath);
+        this(
+                ctx.reinterpret(ContextLayout.SIZE),
+                deviceName,
+                destroy,
+                new AsyncEventDispatcher(ctx.reinterpret(ContextLayout.SIZE), deviceName),
+                criticalDataPath);
     }
 
-    private Context(MemorySegment ctx, String deviceName, Destroyer destroy, AsyncEventDispatcher events,
-                    boolean criticalDataPath) {
+    private Context(
+            MemorySegment ctx,
+            String deviceName,
+            Destroyer destroy,
+            AsyncEventDispatcher events,
+            boolean criticalDataPath) {
         super(null, "device context", "ibv_close_device", ctx, stopThenDestroy(events, destroy), null);
         this.deviceName = deviceName;
         this.providerName = InlineVerbs.providerName(ctx);
@@ -151,8 +163,12 @@ public final class Context extends NativeResource {
                 }
                 Gid gid = Gid.read(e, ibv_gid_entry.gid$offset());
                 if (!gid.isZero()) {
-                    out.add(new GidEntry(ibv_gid_entry.gid_index(e), ibv_gid_entry.port_num(e), gid,
-                            GidType.of(ibv_gid_entry.gid_type(e)), ibv_gid_entry.ndev_ifindex(e)));
+                    out.add(new GidEntry(
+                            ibv_gid_entry.gid_index(e),
+                            ibv_gid_entry.port_num(e),
+                            gid,
+                            GidType.of(ibv_gid_entry.gid_type(e)),
+                            ibv_gid_entry.ndev_ifindex(e)));
                 }
             }
         }
@@ -171,8 +187,11 @@ public final class Context extends NativeResource {
                 return e;
             }
         }
-        throw VerbsException.create("ibv_query_gid_ex", Errno.ENOENT, "port " + port + " of " + deviceName
-                + " has no RoCE v2 GID for " + address.getHostAddress() + " (table: " + table + ")",
+        throw VerbsException.create(
+                "ibv_query_gid_ex",
+                Errno.ENOENT,
+                "port " + port + " of " + deviceName + " has no RoCE v2 GID for " + address.getHostAddress()
+                        + " (table: " + table + ")",
                 "give the RDMA net device that address (ip addr add), or pick the address the GID table shows");
     }
 
@@ -249,13 +268,14 @@ public final class Context extends NativeResource {
     private CompletionQueue createCq(int minEntries, CompletionChannel channel, int compVector, Thread confinedTo) {
         ensureOpen("ibv_create_cq");
         if (minEntries <= 0) {
-            throw VerbsException.create("ibv_create_cq", Errno.EINVAL, "minEntries must be positive, not " + minEntries, null);
+            throw VerbsException.create(
+                    "ibv_create_cq", Errno.EINVAL, "minEntries must be positive, not " + minEntries, null);
         }
         if (channel != null) {
             channel.ensureOpen("ibv_create_cq");
         }
-        MemorySegment cq = LibIbverbs.createCq(handle, minEntries, channel == null ? MemorySegment.NULL : channel.handle,
-                compVector);
+        MemorySegment cq = LibIbverbs.createCq(
+                handle, minEntries, channel == null ? MemorySegment.NULL : channel.handle, compVector);
         return new CompletionQueue(this, cq, channel, LibIbverbs::destroyCq, confinedTo);
     }
 

@@ -12,18 +12,19 @@ final class CoreAccessImpl extends CoreAccess {
         CoreAccess.install(new CoreAccessImpl());
     }
 
-    private CoreAccessImpl() {
-    }
+    private CoreAccessImpl() {}
 
     @Override
     public Context borrowContext(MemorySegment ibvContext, String deviceName) {
-        return new Context(ibvContext.reinterpret(ContextLayout.SIZE), deviceName, h -> { });
+        return new Context(ibvContext.reinterpret(ContextLayout.SIZE), deviceName, h -> {});
     }
 
     @Override
-    public QueuePair createQueuePair(ProtectionDomain pd, QueuePairInit init,
-                                     BiFunction<MemorySegment, MemorySegment, MemorySegment> create,
-                                     Consumer<MemorySegment> destroy) {
+    public QueuePair createQueuePair(
+            ProtectionDomain pd,
+            QueuePairInit init,
+            BiFunction<MemorySegment, MemorySegment, MemorySegment> create,
+            Consumer<MemorySegment> destroy) {
         return pd.createQueuePair(init, create::apply, destroy::accept);
     }
 

@@ -17,10 +17,9 @@ import org.verbs4j.natives.ObjectLayout;
  * native access ({@link RestrictedMethodException} otherwise). Stateless; any thread may call it.
  */
 public final class ForeignHandles {
-    private static final NativeResource.Destroyer BORROWED = h -> { };
+    private static final NativeResource.Destroyer BORROWED = h -> {};
 
-    private ForeignHandles() {
-    }
+    private ForeignHandles() {}
 
     /**
      * Wraps a {@code struct ibv_context *}. Once a CQ, QP or SRQ of it is wrapped or created (or
@@ -62,31 +61,41 @@ public final class ForeignHandles {
      */
     public static CompletionQueue confinedCompletionQueue(Context context, MemorySegment ibvCq) {
         Restricted.check("ForeignHandles.confinedCompletionQueue");
-        return new CompletionQueue(context, ibvCq.reinterpret(ObjectLayout.CQ_SIZE), null, BORROWED, Thread.currentThread());
+        return new CompletionQueue(
+                context, ibvCq.reinterpret(ObjectLayout.CQ_SIZE), null, BORROWED, Thread.currentThread());
     }
 
     /**
      * Wraps a {@code struct ibv_qp *} created with {@code init}'s shape and capacities, in
      * {@code state} (what checked mode assumes until the next transition or query).
      */
-    public static QueuePair queuePair(ProtectionDomain pd, MemorySegment ibvQp, QueuePairInit init,
-                                      QueuePairState state) {
+    public static QueuePair queuePair(
+            ProtectionDomain pd, MemorySegment ibvQp, QueuePairInit init, QueuePairState state) {
         Restricted.check("ForeignHandles.queuePair");
-        QueuePair qp = new QueuePair(pd, ibvQp.reinterpret(ObjectLayout.QP_SIZE), init, init.maxSendWr, init.maxRecvWr,
-                init.maxSendSge, init.maxRecvSge, init.maxInlineData, BORROWED);
+        QueuePair qp = new QueuePair(
+                pd,
+                ibvQp.reinterpret(ObjectLayout.QP_SIZE),
+                init,
+                init.maxSendWr,
+                init.maxRecvWr,
+                init.maxSendSge,
+                init.maxRecvSge,
+                init.maxInlineData,
+                BORROWED);
         qp.assumeState(state);
         return qp;
     }
 
     /** Wraps a {@code struct ibv_srq *} of {@code pd} with the capacities it was created with. */
-    public static SharedReceiveQueue sharedReceiveQueue(ProtectionDomain pd, MemorySegment ibvSrq, int maxWr, int maxSge) {
+    public static SharedReceiveQueue sharedReceiveQueue(
+            ProtectionDomain pd, MemorySegment ibvSrq, int maxWr, int maxSge) {
         Restricted.check("ForeignHandles.sharedReceiveQueue");
         return new SharedReceiveQueue(pd, ibvSrq, maxWr, maxSge, BORROWED);
     }
 
     /** Wraps memory registered elsewhere under {@code lkey}/{@code rkey} (e.g. by C code). */
-    public static MemoryRegion memoryRegion(ProtectionDomain pd, MemorySegment segment, int lkey, int rkey,
-                                            Set<Access> access) {
+    public static MemoryRegion memoryRegion(
+            ProtectionDomain pd, MemorySegment segment, int lkey, int rkey, Set<Access> access) {
         Restricted.check("ForeignHandles.memoryRegion");
         return new MemoryRegion(pd, MemorySegment.NULL, segment, segment.address(), access, BORROWED, lkey, rkey);
     }
@@ -97,8 +106,8 @@ public final class ForeignHandles {
      * {@code address}. {@code release} runs once when the wrapper closes (null: nothing is
      * released).
      */
-    public static MemoryRegion deviceMemoryRegion(ProtectionDomain pd, long address, long length, int lkey, int rkey,
-                                                  Set<Access> access, Runnable release) {
+    public static MemoryRegion deviceMemoryRegion(
+            ProtectionDomain pd, long address, long length, int lkey, int rkey, Set<Access> access, Runnable release) {
         Restricted.check("ForeignHandles.deviceMemoryRegion");
         NativeResource.Destroyer destroy = release == null ? BORROWED : h -> release.run();
         return new MemoryRegion(pd, MemorySegment.NULL, address, length, address, access, destroy, lkey, rkey);

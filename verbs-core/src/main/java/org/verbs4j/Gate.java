@@ -17,6 +17,7 @@ final class Gate {
     static final int IDLE = 0, BUSY = 1, CLOSED = 2;
     /** The longest a close waits for an operation to leave (a post or poll takes microseconds). */
     private static final long CLOSE_WAIT_NANOS = 10_000_000_000L;
+
     private static final VarHandle STATE;
 
     static {
@@ -49,7 +50,9 @@ final class Gate {
         if (state == CLOSED) {
             return owner.closedException(verb);
         }
-        return new ResourceBusyException(verb, "another thread is " + what + " this " + owner.kind() + " right now",
+        return new ResourceBusyException(
+                verb,
+                "another thread is " + what + " this " + owner.kind() + " right now",
                 "one thread at a time may " + what + " a " + owner.kind() + " (as in C); hand the work to that thread, "
                         + "or use one queue per thread");
     }

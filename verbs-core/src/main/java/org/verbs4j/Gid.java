@@ -15,6 +15,7 @@ import java.util.HexFormat;
 public final class Gid {
     /** Bytes in a GID. */
     public static final int BYTES = 16;
+
     private final byte[] raw;
 
     private Gid(byte[] raw) {

@@ -9,5 +9,4 @@ package org.verbs4j;
  * @param type       its type: InfiniBand, RoCE v1 or RoCE v2
  * @param netdevIndex the ifindex of the net device it belongs to (RoCE), or 0
  */
-public record GidEntry(int index, int port, Gid gid, GidType type, int netdevIndex) {
-}
+public record GidEntry(int index, int port, Gid gid, GidType type, int netdevIndex) {}

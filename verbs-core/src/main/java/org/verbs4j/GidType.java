@@ -15,7 +15,8 @@ public enum GidType {
             case 0 -> INFINIBAND;
             case 1 -> ROCE_V1;
             case 2 -> ROCE_V2;
-            default -> throw new InvalidRequestException("ibv_gid_type", "not an enum ibv_gid_type value: " + value, null);
+            default ->
+                throw new InvalidRequestException("ibv_gid_type", "not an enum ibv_gid_type value: " + value, null);
         };
     }
 }

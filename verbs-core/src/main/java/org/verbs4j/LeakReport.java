@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
 final class LeakReport {
     private static final Logger LOG = LoggerFactory.getLogger(LeakReport.class);
     private static final Cleaner CLEANER = Cleaner.create();
-    private static final boolean SITES = Boolean.parseBoolean(System.getProperty(NativeResource.LEAK_SITES_PROPERTY, "true"));
+    private static final boolean SITES =
+            Boolean.parseBoolean(System.getProperty(NativeResource.LEAK_SITES_PROPERTY, "true"));
     private static final AtomicLong LEAKS = new AtomicLong();
 
     private final State state;
@@ -37,9 +38,14 @@ final class LeakReport {
         public void run() {
             if (!closed) {
                 LEAKS.incrementAndGet();
-                LOG.warn("verbs4j leak: a {} was never closed; {}{}", kind,
+                LOG.warn(
+                        "verbs4j leak: a {} was never closed; {}{}",
+                        kind,
                         release == null ? "its native memory is freed with it" : "releasing it from the cleaner",
-                        site == null ? " (run with -D" + NativeResource.LEAK_SITES_PROPERTY + "=true to see where it was created)" : "",
+                        site == null
+                                ? " (run with -D" + NativeResource.LEAK_SITES_PROPERTY
+                                        + "=true to see where it was created)"
+                                : "",
                         site);
                 if (release != null) {
                     try {

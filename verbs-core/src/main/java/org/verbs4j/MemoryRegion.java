@@ -43,18 +43,38 @@ public final class MemoryRegion extends NativeResource {
     final boolean hostAccessible;
 
     /** @param owned the arena of memory the region owns (closed right after deregistration), or null */
-    MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, long iova, Set<Access> access,
-                 java.lang.foreign.Arena owned) {
-        this(pd, mr.reinterpret(ObjectLayout.MR_SIZE), segment, iova, access, owned == null ? LibIbverbs::deregMr : h -> {
-                    LibIbverbs.deregMr(h);
-                    owned.close(); // deregistered first: only then may the memory go
-                },
+    MemoryRegion(
+            ProtectionDomain pd,
+            MemorySegment mr,
+            MemorySegment segment,
+            long iova,
+            Set<Access> access,
+            java.lang.foreign.Arena owned) {
+        this(
+                pd,
+                mr.reinterpret(ObjectLayout.MR_SIZE),
+                segment,
+                iova,
+                access,
+                owned == null
+                        ? LibIbverbs::deregMr
+                        : h -> {
+                            LibIbverbs.deregMr(h);
+                            owned.close(); // deregistered first: only then may the memory go
+                        },
                 mr.reinterpret(ObjectLayout.MR_SIZE).get(JAVA_INT, ObjectLayout.MR_LKEY),
                 mr.reinterpret(ObjectLayout.MR_SIZE).get(JAVA_INT, ObjectLayout.MR_RKEY));
     }
 
-    MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, long iova, Set<Access> access,
-                 Destroyer destroy, int lkey, int rkey) {
+    MemoryRegion(
+            ProtectionDomain pd,
+            MemorySegment mr,
+            MemorySegment segment,
+            long iova,
+            Set<Access> access,
+            Destroyer destroy,
+            int lkey,
+            int rkey) {
         super(pd, "memory region", "ibv_dereg_mr", mr, destroy, segment);
         this.segment = segment;
         this.address = segment.address();
@@ -70,8 +90,16 @@ public final class MemoryRegion extends NativeResource {
      * A region of device memory: no host view. {@code address} is what SGEs name (the device
      * pointer, or the iova of a dma-buf registration).
      */
-    MemoryRegion(ProtectionDomain pd, MemorySegment mr, long address, long length, long iova, Set<Access> access,
-                 Destroyer destroy, int lkey, int rkey) {
+    MemoryRegion(
+            ProtectionDomain pd,
+            MemorySegment mr,
+            long address,
+            long length,
+            long iova,
+            Set<Access> access,
+            Destroyer destroy,
+            int lkey,
+            int rkey) {
         super(pd, "device memory region", "ibv_dereg_mr", mr, destroy, null);
         this.segment = MemorySegment.NULL; // never handed out; its (global) scope keeps checkSge branch-free
         this.address = address;
@@ -104,8 +132,10 @@ public final class MemoryRegion extends NativeResource {
     }
 
     private InvalidRequestException noHostView(String verb) {
-        return new InvalidRequestException(verb, "this region registers device (GPU) memory at 0x"
-                + Long.toHexString(address) + ", which the CPU cannot read or write",
+        return new InvalidRequestException(
+                verb,
+                "this region registers device (GPU) memory at 0x" + Long.toHexString(address)
+                        + ", which the CPU cannot read or write",
                 "copy through the device's own API (e.g. GpuMemory.copyFromHost / copyToHost in verbs-gpudirect)");
     }
 
@@ -149,8 +179,8 @@ public final class MemoryRegion extends NativeResource {
 
     @Override
     void beforeRelease() {
-        Revocations.revoke();                       // chains naming it re-check before their next post
-        ((ProtectionDomain) owner).quiesce();       // and no post that missed the revocation is still inside
+        Revocations.revoke(); // chains naming it re-check before their next post
+        ((ProtectionDomain) owner).quiesce(); // and no post that missed the revocation is still inside
     }
 
     /** Run by the close of the shared arena it is tied to: deregister (once) before the arena frees the memory. */
@@ -162,8 +192,8 @@ public final class MemoryRegion extends NativeResource {
             } catch (ResourceClosedException raced) {
                 // closed by its owner at the same moment: wait below until the deregistration finished
             } catch (RuntimeException e) {
-                org.slf4j.LoggerFactory.getLogger(MemoryRegion.class).warn("verbs4j: deregistering a region when its arena "
-                        + "closed failed: {}", e.getMessage());
+                org.slf4j.LoggerFactory.getLogger(MemoryRegion.class)
+                        .warn("verbs4j: deregistering a region when its arena " + "closed failed: {}", e.getMessage());
                 return;
             }
         }
@@ -204,17 +234,24 @@ public final class MemoryRegion extends NativeResource {
             return closedException(verb);
         }
         if (!segment.scope().isAlive()) {
-            return VerbsException.create(verb, Errno.EFAULT, "the memory of the registered region was freed (its arena is closed)",
+            return VerbsException.create(
+                    verb,
+                    Errno.EFAULT,
+                    "the memory of the registered region was freed (its arena is closed)",
                     "keep the arena open until the memory region is closed and no work request uses it");
         }
-        return VerbsException.create(verb, Errno.EINVAL, "SGE [offset " + offset + ", length " + len
-                + ") lies outside the registered region of " + length + " bytes",
+        return VerbsException.create(
+                verb,
+                Errno.EINVAL,
+                "SGE [offset " + offset + ", length " + len + ") lies outside the registered region of " + length
+                        + " bytes",
                 "post only buffers inside a registered region, or register a larger one");
     }
 
     @Override
     String describe() {
         return "MemoryRegion " + length + " B on " + device() + ", lkey 0x" + Integer.toHexString(lkey) + ", rkey 0x"
-                + Integer.toHexString(rkey) + ", " + (access.isEmpty() ? "no access" : java.util.EnumSet.copyOf(access));
+                + Integer.toHexString(rkey) + ", "
+                + (access.isEmpty() ? "no access" : java.util.EnumSet.copyOf(access));
     }
 }

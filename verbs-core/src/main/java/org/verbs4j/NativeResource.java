@@ -5,9 +5,9 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.Cleaner;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.verbs4j.natives.Errno;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.verbs4j.natives.Errno;
 
 /**
  * The common life cycle of every verbs object: one native handle, one explicit owner (the
@@ -20,11 +20,18 @@ import org.slf4j.LoggerFactory;
  * close, throws a {@link VerbsException} naming the verb with {@code EBADF}.
  */
 abstract sealed class NativeResource implements AutoCloseable
-        permits Context, ProtectionDomain, MemoryRegion, CompletionChannel, CompletionQueue,
-        QueuePair, SharedReceiveQueue, AddressHandle {
+        permits Context,
+                ProtectionDomain,
+                MemoryRegion,
+                CompletionChannel,
+                CompletionQueue,
+                QueuePair,
+                SharedReceiveQueue,
+                AddressHandle {
 
     /** Record where each resource was created, for leak reports. */
     public static final String LEAK_SITES_PROPERTY = "verbs4j.leakSites";
+
     private static final boolean LEAK_SITES = Boolean.parseBoolean(System.getProperty(LEAK_SITES_PROPERTY, "true"));
     private static final Logger LOG = LoggerFactory.getLogger(NativeResource.class);
     private static final Cleaner CLEANER = Cleaner.create();
@@ -44,12 +51,14 @@ abstract sealed class NativeResource implements AutoCloseable
     final MemorySegment handle;
     /** The object this one was created from, or null for a root (a context). */
     final NativeResource owner;
+
     private final String kind;
     private final String destroyVerb;
     private final AtomicInteger liveChildren = new AtomicInteger();
     private final NativeResource[] held;
     private final Releaser releaser;
     private final Cleaner.Cleanable cleanable;
+
     @SuppressWarnings("unused") // accessed through STATE
     private volatile int state;
     /** The arena of the raw views {@link #rawHandle} handed out; closed with this object. */
@@ -71,6 +80,7 @@ abstract sealed class NativeResource implements AutoCloseable
         asyncFailure = e;
         return true;
     }
+
     private static final Gate[] NO_GATES = new Gate[0];
 
     /**
@@ -80,8 +90,13 @@ abstract sealed class NativeResource implements AutoCloseable
      * @param extra       an object the release must keep reachable until it ran (e.g. the
      *                    registered memory), or null
      */
-    NativeResource(NativeResource owner, String kind, String destroyVerb, MemorySegment handle,
-                   Destroyer destroy, Object extra) {
+    NativeResource(
+            NativeResource owner,
+            String kind,
+            String destroyVerb,
+            MemorySegment handle,
+            Destroyer destroy,
+            Object extra) {
         this(owner, new NativeResource[0], kind, destroyVerb, handle, destroy, extra);
     }
 
@@ -89,8 +104,14 @@ abstract sealed class NativeResource implements AutoCloseable
      * @param uses other objects this one uses (e.g. a QP's completion queues): like the owner,
      *             they refuse to close while this one is open
      */
-    NativeResource(NativeResource owner, NativeResource[] uses, String kind, String destroyVerb, MemorySegment handle,
-                   Destroyer destroy, Object extra) {
+    NativeResource(
+            NativeResource owner,
+            NativeResource[] uses,
+            String kind,
+            String destroyVerb,
+            MemorySegment handle,
+            Destroyer destroy,
+            Object extra) {
         this.owner = owner;
         this.kind = kind;
         this.destroyVerb = destroyVerb;
@@ -105,7 +126,13 @@ abstract sealed class NativeResource implements AutoCloseable
             }
         }
         this.held = held.toArray(new NativeResource[0]);
-        this.releaser = new Releaser(kind, destroyVerb, handle, destroy, this.held, extra,
+        this.releaser = new Releaser(
+                kind,
+                destroyVerb,
+                handle,
+                destroy,
+                this.held,
+                extra,
                 LEAK_SITES ? new Throwable(kind + " created here") : null);
         for (NativeResource h : this.held) {
             h.liveChildren.incrementAndGet();
@@ -124,13 +151,21 @@ abstract sealed class NativeResource implements AutoCloseable
         private final MemorySegment handle;
         private final Destroyer destroy;
         private final NativeResource[] held;
+
         @SuppressWarnings("unused")
         private final Object extra;
+
         private final Throwable site;
         private volatile boolean explicit;
 
-        Releaser(String kind, String verb, MemorySegment handle, Destroyer destroy, NativeResource[] held,
-                 Object extra, Throwable site) {
+        Releaser(
+                String kind,
+                String verb,
+                MemorySegment handle,
+                Destroyer destroy,
+                NativeResource[] held,
+                Object extra,
+                Throwable site) {
             this.kind = kind;
             this.verb = verb;
             this.handle = handle;
@@ -146,12 +181,20 @@ abstract sealed class NativeResource implements AutoCloseable
                 return;
             }
             if (site != null) {
-                LOG.warn("verbs4j leak: a {} (0x{}) was never closed; releasing it with {} from the cleaner",
-                        kind, Long.toHexString(handle.address()), verb, site);
+                LOG.warn(
+                        "verbs4j leak: a {} (0x{}) was never closed; releasing it with {} from the cleaner",
+                        kind,
+                        Long.toHexString(handle.address()),
+                        verb,
+                        site);
             } else {
-                LOG.warn("verbs4j leak: a {} (0x{}) was never closed; releasing it with {} from the cleaner "
-                        + "(run with -D{}=true to see where it was created)", kind,
-                        Long.toHexString(handle.address()), verb, LEAK_SITES_PROPERTY);
+                LOG.warn(
+                        "verbs4j leak: a {} (0x{}) was never closed; releasing it with {} from the cleaner "
+                                + "(run with -D{}=true to see where it was created)",
+                        kind,
+                        Long.toHexString(handle.address()),
+                        verb,
+                        LEAK_SITES_PROPERTY);
             }
             try {
                 destroy.destroy(handle);
@@ -186,8 +229,8 @@ abstract sealed class NativeResource implements AutoCloseable
     }
 
     final VerbsException closedException(String verb) {
-        return new ResourceClosedException(verb, "the " + kind + " is closed",
-                "do not use a " + kind + " after close(); create a new one");
+        return new ResourceClosedException(
+                verb, "the " + kind + " is closed", "do not use a " + kind + " after close(); create a new one");
     }
 
     /** What the object is, e.g. "queue pair". */
@@ -236,12 +279,10 @@ abstract sealed class NativeResource implements AutoCloseable
     }
 
     /** Called once, before the handle is released; a subclass frees what it allocated itself. */
-    void beforeRelease() {
-    }
+    void beforeRelease() {}
 
     /** Called once, after the handle was released; a subclass frees its own native memory here. */
-    void afterRelease() {
-    }
+    void afterRelease() {}
 
     /**
      * Releases the native object. Throws {@link VerbsException} with EBUSY (nothing is released)
@@ -250,15 +291,19 @@ abstract sealed class NativeResource implements AutoCloseable
     @Override
     public final void close() {
         if (!STATE.compareAndSet(this, OPEN, CLOSING)) {
-            throw VerbsException.create(destroyVerb, Errno.EBADF, "the " + kind + " is already closed",
-                    "close each object exactly once");
+            throw VerbsException.create(
+                    destroyVerb, Errno.EBADF, "the " + kind + " is already closed", "close each object exactly once");
         }
         int children = liveChildren.get();
         if (children != 0) {
             state = OPEN;
-            throw VerbsException.create(destroyVerb, Errno.EBUSY, "the " + kind + " still has " + children
-                    + " open object(s) created from it or using it, or a call on another thread is using it", "close what was created from it first "
-                    + "(memory regions, queue pairs, queues, address handles), e.g. with nested try-with-resources");
+            throw VerbsException.create(
+                    destroyVerb,
+                    Errno.EBUSY,
+                    "the " + kind + " still has " + children
+                            + " open object(s) created from it or using it, or a call on another thread is using it",
+                    "close what was created from it first "
+                            + "(memory regions, queue pairs, queues, address handles), e.g. with nested try-with-resources");
         }
         VerbsException refused = closeRefusal();
         if (refused != null) {
@@ -272,7 +317,9 @@ abstract sealed class NativeResource implements AutoCloseable
                     gates[j].reopen();
                 }
                 state = OPEN;
-                throw new ResourceBusyException(destroyVerb, "a post or poll on the " + kind + " did not finish within 10 s",
+                throw new ResourceBusyException(
+                        destroyVerb,
+                        "a post or poll on the " + kind + " did not finish within 10 s",
                         "close a queue only after the threads that post to it or poll it have stopped");
             }
         }

@@ -39,7 +39,9 @@ public final class OutOfBandChannel implements AutoCloseable {
             server.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis())));
             return new OutOfBandChannel(server.accept(), timeout);
         } catch (SocketTimeoutException e) {
-            throw new VerbsTimeoutException("oob_accept", "no peer connected to port " + server.getLocalPort() + " within " + timeout,
+            throw new VerbsTimeoutException(
+                    "oob_accept",
+                    "no peer connected to port " + server.getLocalPort() + " within " + timeout,
                     "start the peer, or wait longer");
         } catch (IOException e) {
             throw io("oob_accept", "accepting the out-of-band connection failed", e);
@@ -67,12 +69,13 @@ public final class OutOfBandChannel implements AutoCloseable {
                     Thread.sleep(100);
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
-                    throw new VerbsException("oob_connect", Errno.EINTR, "interrupted while connecting to " + peer, null, ie);
+                    throw new VerbsException(
+                            "oob_connect", Errno.EINTR, "interrupted while connecting to " + peer, null, ie);
                 }
             }
         }
-        VerbsTimeoutException t = new VerbsTimeoutException("oob_connect", "could not connect to " + peer + " within "
-                + timeout, "is the peer listening?");
+        VerbsTimeoutException t = new VerbsTimeoutException(
+                "oob_connect", "could not connect to " + peer + " within " + timeout, "is the peer listening?");
         if (last != null) {
             t.initCause(last);
         }
@@ -98,11 +101,15 @@ public final class OutOfBandChannel implements AutoCloseable {
             out.flush();
             String theirs = in.readUTF();
             if (!theirs.equals(name)) {
-                throw new VerbsException("oob_barrier", Errno.EPROTO, "out-of-band barrier mismatch: we are at '" + name
-                        + "', the peer at '" + theirs + "'", "both sides must pass the same barriers in the same order");
+                throw new VerbsException(
+                        "oob_barrier",
+                        Errno.EPROTO,
+                        "out-of-band barrier mismatch: we are at '" + name + "', the peer at '" + theirs + "'",
+                        "both sides must pass the same barriers in the same order");
             }
         } catch (SocketTimeoutException e) {
-            throw new VerbsTimeoutException("oob_barrier", "the peer did not reach barrier '" + name + "' in time", null);
+            throw new VerbsTimeoutException(
+                    "oob_barrier", "the peer did not reach barrier '" + name + "' in time", null);
         } catch (EOFException e) {
             throw io("oob_barrier", "the peer closed the channel before barrier '" + name + "'", e);
         } catch (IOException e) {
@@ -159,7 +166,8 @@ public final class OutOfBandChannel implements AutoCloseable {
         long addr = in.readLong();
         int rkey = in.readInt();
         long len = in.readLong();
-        return new ConnectionData(new QueuePairEndpoint(qpn, psn, lid, hasGid ? Gid.of(gid) : null, mtu), addr, rkey, len);
+        return new ConnectionData(
+                new QueuePairEndpoint(qpn, psn, lid, hasGid ? Gid.of(gid) : null, mtu), addr, rkey, len);
     }
 
     @Override

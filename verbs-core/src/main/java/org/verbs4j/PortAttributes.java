@@ -22,21 +22,41 @@ import org.verbs4j.natives.generated.ibverbs.ibv_port_attr;
  * @param portCapFlags   {@code IBV_PORT_*} capability bits
  * @param maxMsgSize     the largest message
  */
-public record PortAttributes(int state, String stateText, Mtu maxMtu, Mtu activeMtu, int gidTableLength,
-                             int lid, int smLid, LinkLayer linkLayer, int activeWidth, int activeSpeed,
-                             int physState, int portCapFlags, long maxMsgSize, int pkeyTableLength) {
+public record PortAttributes(
+        int state,
+        String stateText,
+        Mtu maxMtu,
+        Mtu activeMtu,
+        int gidTableLength,
+        int lid,
+        int smLid,
+        LinkLayer linkLayer,
+        int activeWidth,
+        int activeSpeed,
+        int physState,
+        int portCapFlags,
+        long maxMsgSize,
+        int pkeyTableLength) {
     /** {@code IBV_PORT_ACTIVE}. */
     public static final int STATE_ACTIVE = 4;
 
     static PortAttributes read(MemorySegment a) {
         int state = ibv_port_attr.state(a);
-        return new PortAttributes(state, LibIbverbs.portStateStr(state), Mtu.of(ibv_port_attr.max_mtu(a)),
-                Mtu.of(ibv_port_attr.active_mtu(a)), ibv_port_attr.gid_tbl_len(a),
-                Short.toUnsignedInt(ibv_port_attr.lid(a)), Short.toUnsignedInt(ibv_port_attr.sm_lid(a)),
+        return new PortAttributes(
+                state,
+                LibIbverbs.portStateStr(state),
+                Mtu.of(ibv_port_attr.max_mtu(a)),
+                Mtu.of(ibv_port_attr.active_mtu(a)),
+                ibv_port_attr.gid_tbl_len(a),
+                Short.toUnsignedInt(ibv_port_attr.lid(a)),
+                Short.toUnsignedInt(ibv_port_attr.sm_lid(a)),
                 LinkLayer.of(Byte.toUnsignedInt(ibv_port_attr.link_layer(a))),
-                Byte.toUnsignedInt(ibv_port_attr.active_width(a)), Byte.toUnsignedInt(ibv_port_attr.active_speed(a)),
-                Byte.toUnsignedInt(ibv_port_attr.phys_state(a)), ibv_port_attr.port_cap_flags(a),
-                Integer.toUnsignedLong(ibv_port_attr.max_msg_sz(a)), Short.toUnsignedInt(ibv_port_attr.pkey_tbl_len(a)));
+                Byte.toUnsignedInt(ibv_port_attr.active_width(a)),
+                Byte.toUnsignedInt(ibv_port_attr.active_speed(a)),
+                Byte.toUnsignedInt(ibv_port_attr.phys_state(a)),
+                ibv_port_attr.port_cap_flags(a),
+                Integer.toUnsignedLong(ibv_port_attr.max_msg_sz(a)),
+                Short.toUnsignedInt(ibv_port_attr.pkey_tbl_len(a)));
     }
 
     /** True when the port is ACTIVE. */

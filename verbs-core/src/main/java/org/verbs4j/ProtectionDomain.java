@@ -26,7 +26,8 @@ public final class ProtectionDomain extends NativeResource {
     private final Context context;
     /** The data-path gates of its queue pairs and SRQs (not the objects: a dropped QP stays collectable). */
     final java.util.Set<Gate> gates = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    private static final Thread PROBE = Thread.ofPlatform().unstarted(() -> { });
+
+    private static final Thread PROBE = Thread.ofPlatform().unstarted(() -> {});
 
     ProtectionDomain(Context context, MemorySegment pd) {
         this(context, pd, LibIbverbs::deallocPd);
@@ -135,7 +136,8 @@ public final class ProtectionDomain extends NativeResource {
         checkKeptAlive("ibv_reg_mr_iova2", segment);
         pin("ibv_reg_mr_iova2");
         try {
-            MemorySegment mr = LibIbverbs.regMrIova2(handle, segment.address(), segment.byteSize(), iova, Access.mask(access));
+            MemorySegment mr =
+                    LibIbverbs.regMrIova2(handle, segment.address(), segment.byteSize(), iova, Access.mask(access));
             return new MemoryRegion(this, mr, segment, iova, access, null);
         } finally {
             unpin();
@@ -156,13 +158,18 @@ public final class ProtectionDomain extends NativeResource {
     public MemoryRegion register(Arena arena, MemorySegment segment, Set<Access> access) {
         checkRegistration("ibv_reg_mr", segment, access);
         if (!segment.scope().equals(arena.scope())) {
-            throw new InvalidRequestException("ibv_reg_mr", "the segment does not belong to the arena given",
+            throw new InvalidRequestException(
+                    "ibv_reg_mr",
+                    "the segment does not belong to the arena given",
                     "pass the arena the segment was allocated from");
         }
         if (!segment.isAccessibleBy(PROBE)) {
-            throw new InvalidRequestException("ibv_reg_mr", "memory of a confined arena cannot be registered safely: "
-                    + "a confined arena frees its first allocation before the actions attached to its close, so the "
-                    + "adapter could write into freed memory", "allocate from Arena.ofShared(), or use allocateMemoryRegion");
+            throw new InvalidRequestException(
+                    "ibv_reg_mr",
+                    "memory of a confined arena cannot be registered safely: "
+                            + "a confined arena frees its first allocation before the actions attached to its close, so the "
+                            + "adapter could write into freed memory",
+                    "allocate from Arena.ofShared(), or use allocateMemoryRegion");
         }
         MemoryRegion region;
         pin("ibv_reg_mr");
@@ -198,16 +205,22 @@ public final class ProtectionDomain extends NativeResource {
         String verb = "ibv_reg_dmabuf_mr";
         ensureOpen(verb);
         if (fd < 0) {
-            throw VerbsException.create(verb, Errno.EBADF, "the dma-buf fd " + fd + " is not a file descriptor",
+            throw VerbsException.create(
+                    verb,
+                    Errno.EBADF,
+                    "the dma-buf fd " + fd + " is not a file descriptor",
                     "pass the fd the exporter returned (e.g. cuMemGetHandleForAddressRange, DRM_IOCTL_PRIME_HANDLE_TO_FD)");
         }
         if (offset < 0 || length <= 0) {
-            throw new InvalidRequestException(verb, "offset must be >= 0 and length > 0: offset " + offset
-                    + ", length " + length, null);
+            throw new InvalidRequestException(
+                    verb, "offset must be >= 0 and length > 0: offset " + offset + ", length " + length, null);
         }
         checkAccess(verb, access);
         if (LibIbverbs.IBV_REG_DMABUF_MR == null) {
-            throw VerbsException.create(verb, Errno.EOPNOTSUPP, "the system's libibverbs has no ibv_reg_dmabuf_mr",
+            throw VerbsException.create(
+                    verb,
+                    Errno.EOPNOTSUPP,
+                    "the system's libibverbs has no ibv_reg_dmabuf_mr",
                     "install rdma-core 34 or newer (IBVERBS_1.12), or register GPU memory through nvidia-peermem");
         }
         pin(verb);
@@ -232,7 +245,14 @@ public final class ProtectionDomain extends NativeResource {
     /** A region of device memory (no host view) over a registered {@code struct ibv_mr *}, addressed as {@code address}. */
     private MemoryRegion deviceRegion(MemorySegment mr, long address, long length, Set<Access> access) {
         MemorySegment m = mr.reinterpret(ObjectLayout.MR_SIZE);
-        return new MemoryRegion(this, m, address, length, address, access, LibIbverbs::deregMr,
+        return new MemoryRegion(
+                this,
+                m,
+                address,
+                length,
+                address,
+                access,
+                LibIbverbs::deregMr,
                 m.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.MR_LKEY),
                 m.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.MR_RKEY));
     }
@@ -240,15 +260,26 @@ public final class ProtectionDomain extends NativeResource {
     private VerbsException explainDmaBufFailure(VerbsException e, int fd, long length) {
         String dev = context.deviceName();
         return switch (e.errno()) {
-            case Errno.EOPNOTSUPP, Errno.EPROTONOSUPPORT -> VerbsException.create(e.verb(), e.errno(), "the provider of "
-                    + dev + " (or its kernel driver) does not implement dma-buf registration",
-                    "use an adapter whose driver supports dma-buf (mlx5, efa; Linux 5.12+), or register GPU memory through "
-                    + "nvidia-peermem (ibv_reg_mr on the device pointer)");
-            case Errno.EBADF -> VerbsException.create(e.verb(), e.errno(), "fd " + fd + " is not an open dma-buf",
-                    "pass an open dma-buf fd and keep it open until the registration returned");
-            case Errno.EINVAL, Errno.EFAULT -> VerbsException.create(e.verb(), e.errno(), "the kernel refused the range "
-                    + "(length " + length + ") of dma-buf fd " + fd, "offset and length must lie inside the dma-buf; "
-                    + "GPU drivers also require them aligned to the host page size");
+            case Errno.EOPNOTSUPP, Errno.EPROTONOSUPPORT ->
+                VerbsException.create(
+                        e.verb(),
+                        e.errno(),
+                        "the provider of " + dev + " (or its kernel driver) does not implement dma-buf registration",
+                        "use an adapter whose driver supports dma-buf (mlx5, efa; Linux 5.12+), or register GPU memory through "
+                                + "nvidia-peermem (ibv_reg_mr on the device pointer)");
+            case Errno.EBADF ->
+                VerbsException.create(
+                        e.verb(),
+                        e.errno(),
+                        "fd " + fd + " is not an open dma-buf",
+                        "pass an open dma-buf fd and keep it open until the registration returned");
+            case Errno.EINVAL, Errno.EFAULT ->
+                VerbsException.create(
+                        e.verb(),
+                        e.errno(),
+                        "the kernel refused the range " + "(length " + length + ") of dma-buf fd " + fd,
+                        "offset and length must lie inside the dma-buf; "
+                                + "GPU drivers also require them aligned to the host page size");
             default -> e;
         };
     }
@@ -268,8 +299,11 @@ public final class ProtectionDomain extends NativeResource {
         String verb = "ibv_reg_mr";
         ensureOpen(verb);
         if (address == 0 || length <= 0) {
-            throw new InvalidRequestException(verb, "device memory needs a non-null address and a positive length: 0x"
-                    + Long.toHexString(address) + ", " + length, null);
+            throw new InvalidRequestException(
+                    verb,
+                    "device memory needs a non-null address and a positive length: 0x" + Long.toHexString(address)
+                            + ", " + length,
+                    null);
         }
         checkAccess(verb, access);
         pin(verb);
@@ -279,10 +313,13 @@ public final class ProtectionDomain extends NativeResource {
                 mr = InlineVerbs.regMr(handle, address, length, Access.mask(access));
             } catch (VerbsException e) {
                 if (e.errno() == Errno.EFAULT || e.errno() == Errno.EINVAL) {
-                    throw VerbsException.create(verb, e.errno(), "the kernel could not pin " + length
-                            + " bytes of device memory at 0x" + Long.toHexString(address),
+                    throw VerbsException.create(
+                            verb,
+                            e.errno(),
+                            "the kernel could not pin " + length + " bytes of device memory at 0x"
+                                    + Long.toHexString(address),
                             "GPU memory needs the nvidia-peermem kernel module (modprobe nvidia-peermem) for ibv_reg_mr; "
-                            + "without it register a dma-buf instead (registerDmaBuf)");
+                                    + "without it register a dma-buf instead (registerDmaBuf)");
                 }
                 throw e;
             }
@@ -302,26 +339,42 @@ public final class ProtectionDomain extends NativeResource {
         ensureOpen(verb);
         String dev = context.deviceName();
         if (LibIbverbs.IBV_REG_DMABUF_MR == null) {
-            return new DmaBufSupport(DmaBufSupport.Verdict.LIBIBVERBS_TOO_OLD, 0, "the system's libibverbs has no "
-                    + "ibv_reg_dmabuf_mr (it came with rdma-core 34): GPU memory can only be registered through "
-                    + "nvidia-peermem");
+            return new DmaBufSupport(
+                    DmaBufSupport.Verdict.LIBIBVERBS_TOO_OLD,
+                    0,
+                    "the system's libibverbs has no "
+                            + "ibv_reg_dmabuf_mr (it came with rdma-core 34): GPU memory can only be registered through "
+                            + "nvidia-peermem");
         }
         pin(verb);
         try {
             MemorySegment mr = LibIbverbs.regDmabufMr(handle, 0, 4096, 0, -1, Access.mask(Set.of(Access.LOCAL_WRITE)));
             LibIbverbs.deregMr(mr); // a provider that ignores the fd: not what the probe expects
-            return new DmaBufSupport(DmaBufSupport.Verdict.UNKNOWN, 0, dev + " registered fd -1 without complaint: "
-                    + "its dma-buf support cannot be judged");
+            return new DmaBufSupport(
+                    DmaBufSupport.Verdict.UNKNOWN,
+                    0,
+                    dev + " registered fd -1 without complaint: " + "its dma-buf support cannot be judged");
         } catch (VerbsException e) {
             return switch (e.errno()) {
-                case Errno.EBADF -> new DmaBufSupport(DmaBufSupport.Verdict.SUPPORTED, e.errno(), dev
-                        + " accepts dma-buf registrations (the probe with fd -1 answered EBADF)");
-                case Errno.EOPNOTSUPP, Errno.EPROTONOSUPPORT -> new DmaBufSupport(DmaBufSupport.Verdict.NOT_SUPPORTED,
-                        e.errno(), dev + " does not accept dma-buf registrations (the probe answered "
-                        + Errno.name(e.errno()) + "): its provider or kernel driver does not implement them "
-                        + "(rdma-core 44: only mlx5 and efa do); GPU memory on it needs nvidia-peermem");
-                default -> new DmaBufSupport(DmaBufSupport.Verdict.UNKNOWN, e.errno(), dev + " answered the dma-buf "
-                        + "probe with " + Errno.name(e.errno()) + " (expected EBADF or EOPNOTSUPP)");
+                case Errno.EBADF ->
+                    new DmaBufSupport(
+                            DmaBufSupport.Verdict.SUPPORTED,
+                            e.errno(),
+                            dev + " accepts dma-buf registrations (the probe with fd -1 answered EBADF)");
+                case Errno.EOPNOTSUPP, Errno.EPROTONOSUPPORT ->
+                    new DmaBufSupport(
+                            DmaBufSupport.Verdict.NOT_SUPPORTED,
+                            e.errno(),
+                            dev + " does not accept dma-buf registrations (the probe answered "
+                                    + Errno.name(e.errno())
+                                    + "): its provider or kernel driver does not implement them "
+                                    + "(rdma-core 44: only mlx5 and efa do); GPU memory on it needs nvidia-peermem");
+                default ->
+                    new DmaBufSupport(
+                            DmaBufSupport.Verdict.UNKNOWN,
+                            e.errno(),
+                            dev + " answered the dma-buf " + "probe with " + Errno.name(e.errno())
+                                    + " (expected EBADF or EOPNOTSUPP)");
             };
         } finally {
             unpin();
@@ -331,24 +384,31 @@ public final class ProtectionDomain extends NativeResource {
     private static void checkKeptAlive(String verb, MemorySegment segment) {
         String kind = segment.scope().getClass().getSimpleName();
         if (!kind.equals("GlobalSession") && !kind.equals("ImplicitSession")) {
-            throw new InvalidRequestException(verb, "the segment belongs to an arena that can be closed at any time "
-                    + "(Arena.ofShared or Arena.ofConfined): closing it while the region is registered would free memory "
-                    + "the adapter may still write", "register(arena, segment, ...) ties the region to a shared arena; "
-                    + "allocateMemoryRegion(size, ...) lets the region own its memory; Arena.ofAuto() memory is kept alive");
+            throw new InvalidRequestException(
+                    verb,
+                    "the segment belongs to an arena that can be closed at any time "
+                            + "(Arena.ofShared or Arena.ofConfined): closing it while the region is registered would free memory "
+                            + "the adapter may still write",
+                    "register(arena, segment, ...) ties the region to a shared arena; "
+                            + "allocateMemoryRegion(size, ...) lets the region own its memory; Arena.ofAuto() memory is kept alive");
         }
     }
 
     private static void checkAccess(String verb, Set<Access> access) {
         if ((access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_ATOMIC))
                 && !access.contains(Access.LOCAL_WRITE)) {
-            throw new InvalidRequestException(verb, "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE", "add Access.LOCAL_WRITE");
+            throw new InvalidRequestException(
+                    verb, "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE", "add Access.LOCAL_WRITE");
         }
     }
 
     private void checkRegistration(String verb, MemorySegment segment, Set<Access> access) {
         ensureOpen(verb);
         if (!segment.isNative()) {
-            throw VerbsException.create(verb, Errno.EINVAL, "a heap segment cannot be registered (the GC moves it)",
+            throw VerbsException.create(
+                    verb,
+                    Errno.EINVAL,
+                    "a heap segment cannot be registered (the GC moves it)",
                     "allocate the buffer from an Arena");
         }
         if (!segment.scope().isAlive()) {
@@ -359,8 +419,8 @@ public final class ProtectionDomain extends NativeResource {
         }
         if ((access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_ATOMIC))
                 && !access.contains(Access.LOCAL_WRITE)) {
-            throw VerbsException.create(verb, Errno.EINVAL, "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE",
-                    "add Access.LOCAL_WRITE");
+            throw VerbsException.create(
+                    verb, Errno.EINVAL, "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE", "add Access.LOCAL_WRITE");
         }
     }
 
@@ -397,9 +457,16 @@ public final class ProtectionDomain extends NativeResource {
             ibv_qp_init_attr.sq_sig_all(a, init.signalAll ? 1 : 0);
             MemorySegment qp = create.create(handle, a);
             // ibv_create_qp writes back the capacities the provider actually granted
-            return new QueuePair(this, qp.reinterpret(ObjectLayout.QP_SIZE), init,
-                    ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap), ibv_qp_cap.max_send_sge(cap),
-                    ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap), destroy);
+            return new QueuePair(
+                    this,
+                    qp.reinterpret(ObjectLayout.QP_SIZE),
+                    init,
+                    ibv_qp_cap.max_send_wr(cap),
+                    ibv_qp_cap.max_recv_wr(cap),
+                    ibv_qp_cap.max_send_sge(cap),
+                    ibv_qp_cap.max_recv_sge(cap),
+                    ibv_qp_cap.max_inline_data(cap),
+                    destroy);
         } finally {
             unpinAll(used);
         }

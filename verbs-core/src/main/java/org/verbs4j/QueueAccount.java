@@ -42,14 +42,22 @@ final class QueueAccount {
     private final long[] signaledRing; // sequence number of each outstanding signaled send, in order
     private final int ringMask;
     // poster-owned
-    @SuppressWarnings("unused") private long sendPosted, recvPosted, ringHead;
+    @SuppressWarnings("unused")
+    private long sendPosted, recvPosted, ringHead;
     // poller-owned
-    @SuppressWarnings("unused") private long sendCompleted, recvCompleted;
+    @SuppressWarnings("unused")
+    private long sendCompleted, recvCompleted;
     private long ringTail;
     private volatile int failedStatus;
 
-    QueueAccount(int qpNumber, CompletionQueue sendCq, CompletionQueue recvCq, SharedReceiveQueue srq, int maxSendWr,
-                 int maxRecvWr, boolean signalAll) {
+    QueueAccount(
+            int qpNumber,
+            CompletionQueue sendCq,
+            CompletionQueue recvCq,
+            SharedReceiveQueue srq,
+            int maxSendWr,
+            int maxRecvWr,
+            boolean signalAll) {
         this.qpNumber = qpNumber;
         this.sendCq = sendCq;
         this.recvCq = recvCq;

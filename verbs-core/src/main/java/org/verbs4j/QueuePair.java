@@ -43,6 +43,7 @@ public final class QueuePair extends NativeResource {
     private final boolean critical;
     /** The bad_wr out-slot: provider writes happen only inside a post (under the gate), so an automatic arena that lives as long as this object is enough. */
     private final java.lang.foreign.Arena scratch = java.lang.foreign.Arena.ofAuto();
+
     private final MemorySegment badWr;
     private final long badWrAddress;
     private final int maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData;
@@ -58,26 +59,53 @@ public final class QueuePair extends NativeResource {
     /** The port of the last INIT transition (control path, by the owner). */
     int port = 1;
 
-    QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
-              int maxRecvSge, int maxInlineData) {
+    QueuePair(
+            ProtectionDomain pd,
+            MemorySegment qp,
+            QueuePairInit init,
+            int maxSendWr,
+            int maxRecvWr,
+            int maxSendSge,
+            int maxRecvSge,
+            int maxInlineData) {
         this(pd, qp, init, maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, LibIbverbs::destroyQp);
     }
 
-    QueuePair(ProtectionDomain pd, MemorySegment qp, QueuePairInit init, int maxSendWr, int maxRecvWr, int maxSendSge,
-              int maxRecvSge, int maxInlineData, Destroyer destroy) {
-        QueueAccount acct = new QueueAccount(qp.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.QP_QP_NUM),
-                init.sendCq, init.recvCq, init.srq, maxSendWr, maxRecvWr, init.signalAll);
+    QueuePair(
+            ProtectionDomain pd,
+            MemorySegment qp,
+            QueuePairInit init,
+            int maxSendWr,
+            int maxRecvWr,
+            int maxSendSge,
+            int maxRecvSge,
+            int maxInlineData,
+            Destroyer destroy) {
+        QueueAccount acct = new QueueAccount(
+                qp.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.QP_QP_NUM),
+                init.sendCq,
+                init.recvCq,
+                init.srq,
+                maxSendWr,
+                maxRecvWr,
+                init.signalAll);
         Gate send = new Gate(), recv = new Gate();
         // the destroyer (also run by the cleaner for a leaked QP) takes the account out of the CQs'
         // tables and the gates out of the PD's set; it captures neither this object nor anything holding it
         java.util.Set<Gate> pdGates = pd.gates;
-        super(pd, new NativeResource[] {init.sendCq, init.recvCq, init.srq}, "queue pair", "ibv_destroy_qp", qp,
+        super(
+                pd,
+                new NativeResource[] {init.sendCq, init.recvCq, init.srq},
+                "queue pair",
+                "ibv_destroy_qp",
+                qp,
                 h -> {
                     destroy.destroy(h);
                     acct.detach();
                     pdGates.remove(send);
                     pdGates.remove(recv);
-                }, null);
+                },
+                null);
         this.account = acct;
         this.sendGate = send;
         this.recvGate = recv;
@@ -110,8 +138,6 @@ public final class QueuePair extends NativeResource {
     Gate[] gates() {
         return gates;
     }
-
-
 
     /** RC, UC or UD. */
     public QueuePairType type() {
@@ -174,8 +200,11 @@ public final class QueuePair extends NativeResource {
         try {
             LibIbverbs.modifyQp(handle, attr, mask | QueuePairTransitions.MASK_STATE);
         } catch (VerbsException e) {
-            throw VerbsException.create("ibv_modify_qp", e.errno(), state + "->" + to + " of " + type + " QP " + qpNumber
-                    + " with attribute mask 0x" + Integer.toHexString(mask | QueuePairTransitions.MASK_STATE) + " refused",
+            throw VerbsException.create(
+                    "ibv_modify_qp",
+                    e.errno(),
+                    state + "->" + to + " of " + type + " QP " + qpNumber + " with attribute mask 0x"
+                            + Integer.toHexString(mask | QueuePairTransitions.MASK_STATE) + " refused",
                     null);
         } finally {
             unpin();
@@ -221,8 +250,8 @@ public final class QueuePair extends NativeResource {
      * RESET→INIT→RTR→RTS of an RC or UC queue pair against {@code remote}, the usual
      * out-of-band-exchange setup: {@code local} is what this side sent to the peer.
      */
-    public void connect(int port, Set<Access> remoteAccess, QueuePairEndpoint local, QueuePairEndpoint remote,
-                        ConnectOptions o) {
+    public void connect(
+            int port, Set<Access> remoteAccess, QueuePairEndpoint local, QueuePairEndpoint remote, ConnectOptions o) {
         toInit(port, remoteAccess);
         toRtr(remote, o);
         toRts(local.psn(), o);
@@ -377,9 +406,13 @@ public final class QueuePair extends NativeResource {
 
     private void checkSend(SendWorkRequests wrs, int n) {
         QueuePairState s = state;
-        if (s.ordinal() < QueuePairState.RTS.ordinal() || s == QueuePairState.UNKNOWN || n > maxSendWr
-                || account.failedStatus() != 0 || sendOutstanding() + n > maxSendWr
-                || wrs.maxSges > maxSendSge || wrs.maxInline > maxInlineData
+        if (s.ordinal() < QueuePairState.RTS.ordinal()
+                || s == QueuePairState.UNKNOWN
+                || n > maxSendWr
+                || account.failedStatus() != 0
+                || sendOutstanding() + n > maxSendWr
+                || wrs.maxSges > maxSendSge
+                || wrs.maxInline > maxInlineData
                 || (type == QueuePairType.UD && (wrs.hasNonSendOps() || wrs.withDestination != n))
                 || (type == QueuePairType.UC && wrs.hasReadOrAtomicOps())) {
             throw Refusals.sendRefused(this, wrs, n); // the reasons are sorted out off the hot path
@@ -387,8 +420,12 @@ public final class QueuePair extends NativeResource {
     }
 
     private void checkRecv(ReceiveWorkRequests wrs, int n) {
-        if (srq != null || state == QueuePairState.RESET || n > maxRecvWr || account.failedStatus() != 0
-                || recvOutstanding() + n > maxRecvWr || wrs.maxSges > maxRecvSge) {
+        if (srq != null
+                || state == QueuePairState.RESET
+                || n > maxRecvWr
+                || account.failedStatus() != 0
+                || recvOutstanding() + n > maxRecvWr
+                || wrs.maxSges > maxRecvSge) {
             throw Refusals.recvRefused(this, srq, wrs, n); // the reasons are sorted out off the hot path
         }
     }

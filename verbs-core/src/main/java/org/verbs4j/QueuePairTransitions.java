@@ -18,19 +18,33 @@ import org.verbs4j.natives.generated.ibverbs.ibv_qp_init_attr;
  * allocates its attribute block in a confined arena; called by the queue pair's owner.
  */
 final class QueuePairTransitions {
-    static final int MASK_STATE = 1, MASK_ACCESS_FLAGS = 1 << 3, MASK_PKEY_INDEX = 1 << 4, MASK_PORT = 1 << 5,
-            MASK_QKEY = 1 << 6, MASK_AV = 1 << 7, MASK_PATH_MTU = 1 << 8, MASK_TIMEOUT = 1 << 9,
-            MASK_RETRY_CNT = 1 << 10, MASK_RNR_RETRY = 1 << 11, MASK_RQ_PSN = 1 << 12, MASK_MAX_QP_RD_ATOMIC = 1 << 13,
-            MASK_MIN_RNR_TIMER = 1 << 15, MASK_SQ_PSN = 1 << 16, MASK_MAX_DEST_RD_ATOMIC = 1 << 17, MASK_CAP = 1 << 19,
+    static final int MASK_STATE = 1,
+            MASK_ACCESS_FLAGS = 1 << 3,
+            MASK_PKEY_INDEX = 1 << 4,
+            MASK_PORT = 1 << 5,
+            MASK_QKEY = 1 << 6,
+            MASK_AV = 1 << 7,
+            MASK_PATH_MTU = 1 << 8,
+            MASK_TIMEOUT = 1 << 9,
+            MASK_RETRY_CNT = 1 << 10,
+            MASK_RNR_RETRY = 1 << 11,
+            MASK_RQ_PSN = 1 << 12,
+            MASK_MAX_QP_RD_ATOMIC = 1 << 13,
+            MASK_MIN_RNR_TIMER = 1 << 15,
+            MASK_SQ_PSN = 1 << 16,
+            MASK_MAX_DEST_RD_ATOMIC = 1 << 17,
+            MASK_CAP = 1 << 19,
             MASK_DEST_QPN = 1 << 20;
 
-    private QueuePairTransitions() {
-    }
+    private QueuePairTransitions() {}
 
     /** See {@link QueuePair#toInit}. */
     static void toInit(QueuePair qp, int port, Set<Access> remoteAccess) {
         if (qp.type() == QueuePairType.UD) {
-            throw VerbsException.create("ibv_modify_qp", Errno.EINVAL, "a UD queue pair takes a Q_Key, not access flags",
+            throw VerbsException.create(
+                    "ibv_modify_qp",
+                    Errno.EINVAL,
+                    "a UD queue pair takes a Q_Key, not access flags",
                     "use toInitUd(port, qkey)");
         }
         try (Arena a = Arena.ofConfined()) {
@@ -46,7 +60,8 @@ final class QueuePairTransitions {
     /** See {@link QueuePair#activateUd}. */
     static void activateUd(QueuePair qp, int port, int qkey, int sqPsn) {
         if (qp.type() != QueuePairType.UD) {
-            throw VerbsException.create("ibv_modify_qp", Errno.EINVAL, "activateUd is for UD queue pairs", "use connect()");
+            throw VerbsException.create(
+                    "ibv_modify_qp", Errno.EINVAL, "activateUd is for UD queue pairs", "use connect()");
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_qp_attr.layout());
@@ -75,13 +90,22 @@ final class QueuePairTransitions {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_qp_attr.layout());
             int port = qp.port;
-            Mtu mtu = o.mtu() != null ? o.mtu() : Mtu.min(qp.pd.context().queryPort(port).activeMtu(), remote.mtu());
+            Mtu mtu = o.mtu() != null
+                    ? o.mtu()
+                    : Mtu.min(qp.pd.context().queryPort(port).activeMtu(), remote.mtu());
             ibv_qp_attr.path_mtu(attr, mtu.value());
             ibv_qp_attr.dest_qp_num(attr, remote.qpNumber());
             ibv_qp_attr.rq_psn(attr, remote.psn());
             boolean global = remote.gid() != null && o.gidIndex() >= 0;
-            new AddressVector(port, remote.lid(), global ? remote.gid() : null, Math.max(0, o.gidIndex()), o.hopLimit(),
-                    o.trafficClass(), o.serviceLevel()).write(ibv_qp_attr.ah_attr(attr));
+            new AddressVector(
+                            port,
+                            remote.lid(),
+                            global ? remote.gid() : null,
+                            Math.max(0, o.gidIndex()),
+                            o.hopLimit(),
+                            o.trafficClass(),
+                            o.serviceLevel())
+                    .write(ibv_qp_attr.ah_attr(attr));
             int mask = MASK_AV | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN;
             if (qp.type() == QueuePairType.RC) {
                 ibv_qp_attr.max_dest_rd_atomic(attr, (byte) rdAtomicDepth(qp, o, false));
@@ -121,20 +145,40 @@ final class QueuePairTransitions {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_qp_attr.layout());
             MemorySegment init = a.allocate(ibv_qp_init_attr.layout());
-            int mask = MASK_STATE | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN | MASK_SQ_PSN | MASK_ACCESS_FLAGS
-                    | MASK_PORT | MASK_TIMEOUT | MASK_RETRY_CNT | MASK_RNR_RETRY | MASK_QKEY | MASK_CAP
-                    | MASK_MAX_QP_RD_ATOMIC | MASK_MAX_DEST_RD_ATOMIC;
+            int mask = MASK_STATE
+                    | MASK_PATH_MTU
+                    | MASK_DEST_QPN
+                    | MASK_RQ_PSN
+                    | MASK_SQ_PSN
+                    | MASK_ACCESS_FLAGS
+                    | MASK_PORT
+                    | MASK_TIMEOUT
+                    | MASK_RETRY_CNT
+                    | MASK_RNR_RETRY
+                    | MASK_QKEY
+                    | MASK_CAP
+                    | MASK_MAX_QP_RD_ATOMIC
+                    | MASK_MAX_DEST_RD_ATOMIC;
             LibIbverbs.queryQp(qp, attr, mask, init);
             QueuePairState s = QueuePairState.of(ibv_qp_attr.qp_state(attr));
             MemorySegment cap = ibv_qp_attr.cap(attr);
-            return new QueuePairAttributes(s, ibv_qp_attr.path_mtu(attr) == 0 ? null : Mtu.of(ibv_qp_attr.path_mtu(attr)),
-                    ibv_qp_attr.dest_qp_num(attr), ibv_qp_attr.rq_psn(attr), ibv_qp_attr.sq_psn(attr),
-                    ibv_qp_attr.qp_access_flags(attr), Byte.toUnsignedInt(ibv_qp_attr.port_num(attr)),
-                    Byte.toUnsignedInt(ibv_qp_attr.timeout(attr)), Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(attr)),
-                    Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(attr)), ibv_qp_attr.qkey(attr),
+            return new QueuePairAttributes(
+                    s,
+                    ibv_qp_attr.path_mtu(attr) == 0 ? null : Mtu.of(ibv_qp_attr.path_mtu(attr)),
+                    ibv_qp_attr.dest_qp_num(attr),
+                    ibv_qp_attr.rq_psn(attr),
+                    ibv_qp_attr.sq_psn(attr),
+                    ibv_qp_attr.qp_access_flags(attr),
+                    Byte.toUnsignedInt(ibv_qp_attr.port_num(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.timeout(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(attr)),
+                    ibv_qp_attr.qkey(attr),
                     Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(attr)),
-                    Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(attr)), ibv_qp_cap.max_send_wr(cap),
-                    ibv_qp_cap.max_recv_wr(cap), ibv_qp_cap.max_inline_data(cap));
+                    Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(attr)),
+                    ibv_qp_cap.max_send_wr(cap),
+                    ibv_qp_cap.max_recv_wr(cap),
+                    ibv_qp_cap.max_inline_data(cap));
         }
     }
 }

@@ -26,6 +26,7 @@ public enum QueuePairType {
                 return t;
             }
         }
-        throw new InvalidRequestException("ibv_qp_type", "unsupported enum ibv_qp_type value: " + value, "use RC, UC or UD");
+        throw new InvalidRequestException(
+                "ibv_qp_type", "unsupported enum ibv_qp_type value: " + value, "use RC, UC or UD");
     }
 }

@@ -5,10 +5,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.verbs4j.natives.WorkRequestLayout.RECV_NUM_SGE;
 import static org.verbs4j.natives.WorkRequestLayout.RECV_WR_ID;
 import static org.verbs4j.natives.WorkRequestLayout.RECV_WR_SIZE;
-import static org.verbs4j.natives.WorkRequestLayout.SGE_ADDR;
-import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
-import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
-import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.Errno;
@@ -59,8 +55,11 @@ public final class ReceiveWorkRequests extends WorkRequestChain {
             throw new ResourceClosedException("ibv_post_recv", "the ReceiveWorkRequests is closed", "create a new one");
         }
         if (count == capacity) {
-            throw new QueueFullException("ibv_post_recv", Errno.ENOMEM, "the chain already holds its capacity of "
-                    + capacity + " requests", "post it and clear() before adding more");
+            throw new QueueFullException(
+                    "ibv_post_recv",
+                    Errno.ENOMEM,
+                    "the chain already holds its capacity of " + capacity + " requests",
+                    "post it and clear() before adding more");
         }
         cur = RECV_WR_SIZE * count;
         curSge = sgeStride * count;
@@ -74,18 +73,27 @@ public final class ReceiveWorkRequests extends WorkRequestChain {
     /** Adds the SGE {@code [offset, offset + length)} of a registered region to the current request. */
     public ReceiveWorkRequests sge(MemoryRegion mr, long offset, int length) {
         if (count == 0) {
-            throw closed ? new ResourceClosedException("ibv_post_recv", "the ReceiveWorkRequests is closed", null)
-                    : new InvalidRequestException("ibv_post_recv", "no receive request to add to",
+            throw closed
+                    ? new ResourceClosedException("ibv_post_recv", "the ReceiveWorkRequests is closed", null)
+                    : new InvalidRequestException(
+                            "ibv_post_recv",
+                            "no receive request to add to",
                             "start a receive request with add(wrId) first");
         }
         if (curSges == maxSge) {
-            throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "the request already has its " + maxSge + " SGEs",
+            throw VerbsException.create(
+                    "ibv_post_recv",
+                    Errno.EINVAL,
+                    "the request already has its " + maxSge + " SGEs",
                     "allocate the chain with more SGEs per request");
         }
         if (CHECKED) {
             mr.checkSge("ibv_post_recv", offset, Integer.toUnsignedLong(length));
             if (!mr.access().contains(Access.LOCAL_WRITE)) {
-                throw VerbsException.create("ibv_post_recv", Errno.EINVAL, "a receive buffer's region lacks LOCAL_WRITE",
+                throw VerbsException.create(
+                        "ibv_post_recv",
+                        Errno.EINVAL,
+                        "a receive buffer's region lacks LOCAL_WRITE",
                         "register receive buffers with Access.LOCAL_WRITE");
             }
         }

@@ -15,8 +15,7 @@ final class Restricted {
     private static final StackWalker WALKER = StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE);
     private static final Module CORE = Restricted.class.getModule();
 
-    private Restricted() {
-    }
+    private Restricted() {}
 
     /** Throws {@link RestrictedMethodException} unless the first caller outside verbs-core has native access. */
     static void check(String method) {
@@ -24,18 +23,27 @@ final class Restricted {
         // enabled once it has warned about its first restricted call, which may be verbs4j's own:
         // there the answer that counts is the one the JDK gave before verbs4j made any.
         boolean classPathGrant = NativeAccess.grantedAtStart();
-        Class<?> caller = CORE.isNamed() ? WALKER.walk(frames -> frames.map(StackWalker.StackFrame::getDeclaringClass)
-                .filter(c -> c.getModule() != CORE).findFirst().orElse(null)) : Restricted.class;
+        Class<?> caller = CORE.isNamed()
+                ? WALKER.walk(frames -> frames.map(StackWalker.StackFrame::getDeclaringClass)
+                        .filter(c -> c.getModule() != CORE)
+                        .findFirst()
+                        .orElse(null))
+                : Restricted.class;
         if (caller == null) {
             return;
         }
         Module m = caller.getModule();
         if (!(CORE.isNamed() ? m.isNativeAccessEnabled() : classPathGrant)) {
-            throw new RestrictedMethodException(method, (m.isNamed() ? "module " + m.getName() : "the unnamed module (class path)")
-                    + " of " + caller.getName() + " has no native access, and " + method
-                    + " hands out raw native memory", "run with --enable-native-access="
-                    + (m.isNamed() ? m.getName() : "ALL-UNNAMED")
-                    + (m.isNamed() ? "" : " (or, for java -jar, give the jar's manifest Enable-Native-Access: ALL-UNNAMED)"));
+            throw new RestrictedMethodException(
+                    method,
+                    (m.isNamed() ? "module " + m.getName() : "the unnamed module (class path)")
+                            + " of " + caller.getName() + " has no native access, and " + method
+                            + " hands out raw native memory",
+                    "run with --enable-native-access="
+                            + (m.isNamed() ? m.getName() : "ALL-UNNAMED")
+                            + (m.isNamed()
+                                    ? ""
+                                    : " (or, for java -jar, give the jar's manifest Enable-Native-Access: ALL-UNNAMED)"));
         }
     }
 }

@@ -13,8 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
 final class Revocations {
     private static final AtomicLong EPOCH = new AtomicLong(1);
 
-    private Revocations() {
-    }
+    private Revocations() {}
 
     /** The current count (a volatile read). */
     static long epoch() {

@@ -46,8 +46,13 @@ import org.verbs4j.natives.Errno;
  */
 public final class SendWorkRequests extends WorkRequestChain {
     /** {@code enum ibv_wr_opcode}. */
-    public static final int OP_RDMA_WRITE = 0, OP_RDMA_WRITE_WITH_IMM = 1, OP_SEND = 2, OP_SEND_WITH_IMM = 3,
-            OP_RDMA_READ = 4, OP_ATOMIC_CMP_AND_SWP = 5, OP_ATOMIC_FETCH_AND_ADD = 6;
+    public static final int OP_RDMA_WRITE = 0,
+            OP_RDMA_WRITE_WITH_IMM = 1,
+            OP_SEND = 2,
+            OP_SEND_WITH_IMM = 3,
+            OP_RDMA_READ = 4,
+            OP_ATOMIC_CMP_AND_SWP = 5,
+            OP_ATOMIC_FETCH_AND_ADD = 6;
     /** {@code enum ibv_send_flags}. */
     public static final int FLAG_FENCE = 1, FLAG_SIGNALED = 2, FLAG_SOLICITED = 4, FLAG_INLINE = 8;
 
@@ -55,21 +60,22 @@ public final class SendWorkRequests extends WorkRequestChain {
     /** Inline bytes per request when the constructor does not say (staged on first use). */
     public static final int DEFAULT_INLINE_BYTES = 256;
 
-    private final int inlineStride;          // staging bytes per request
-    private MemorySegment staging;           // capacity x inlineStride of the chain's automatic arena, allocated on first inline()
+    private final int inlineStride; // staging bytes per request
+    private MemorySegment
+            staging; // capacity x inlineStride of the chain's automatic arena, allocated on first inline()
     private long stagingAddress;
     private final AddressHandle[] destinations;
 
     private int curOpcode;
-    private long curInline;       // inline bytes of the request inlineOwner (any other request has none yet)
+    private long curInline; // inline bytes of the request inlineOwner (any other request has none yet)
     private int inlineOwner = -1; // the index of the request curInline belongs to
     private int destinationsHigh; // 1 + the highest index destinations[] ever held (never lowered)
-    private boolean curDevice;    // the current WR has an SGE of device memory (then it may not be inline)
+    private boolean curDevice; // the current WR has an SGE of device memory (then it may not be inline)
     // A summary of the chain, kept as it is built, so that checked mode validates a post in O(1)
     // (with maxSges of the base class).
-    long maxInline;               // the most inline bytes of any request
-    int opcodes;                  // bit (1 << opcode) for every opcode in the chain
-    int withDestination;          // requests with a UD destination
+    long maxInline; // the most inline bytes of any request
+    int opcodes; // bit (1 << opcode) for every opcode in the chain
+    int withDestination; // requests with a UD destination
     /**
      * The indexes of the requests flagged SIGNALED through {@link #signaled()}, in order (the
      * first {@link #signaledCount}): checked mode's accounting reads these at post time instead of
@@ -77,6 +83,7 @@ public final class SendWorkRequests extends WorkRequestChain {
      * rest of the summary).
      */
     int[] signaledIndexes;
+
     int signaledCount;
 
     /**
@@ -99,8 +106,8 @@ public final class SendWorkRequests extends WorkRequestChain {
     public SendWorkRequests(int capacity, int maxSgePerRequest, int maxInlinePerRequest) {
         super("send work request chain", SEND_WR_SIZE, capacity, maxSgePerRequest);
         if (maxInlinePerRequest < 0 || maxInlinePerRequest > 1 << 20) {
-            throw new InvalidRequestException("ibv_post_send", "maxInlinePerRequest must be 0..1 MiB: "
-                    + maxInlinePerRequest, null);
+            throw new InvalidRequestException(
+                    "ibv_post_send", "maxInlinePerRequest must be 0..1 MiB: " + maxInlinePerRequest, null);
         }
         this.inlineStride = (maxInlinePerRequest + 7) & ~7;
         this.destinations = new AddressHandle[capacity];
@@ -124,7 +131,8 @@ public final class SendWorkRequests extends WorkRequestChain {
     /** Opcodes UD takes ({@code SEND}, {@code SEND_WITH_IMM}). */
     static final int SEND_OPCODES = 1 << OP_SEND | 1 << OP_SEND_WITH_IMM;
     /** Opcodes with which the adapter writes into the local buffer (RDMA READ, atomics; UC has none). */
-    static final int READ_OR_ATOMIC_OPCODES = 1 << OP_RDMA_READ | 1 << OP_ATOMIC_CMP_AND_SWP | 1 << OP_ATOMIC_FETCH_AND_ADD;
+    static final int READ_OR_ATOMIC_OPCODES =
+            1 << OP_RDMA_READ | 1 << OP_ATOMIC_CMP_AND_SWP | 1 << OP_ATOMIC_FETCH_AND_ADD;
 
     /** Whether the chain holds a request UD does not take (not SEND / SEND_WITH_IMM). */
     boolean hasNonSendOps() {
@@ -158,7 +166,6 @@ public final class SendWorkRequests extends WorkRequestChain {
         wrs.set(JAVA_LONG, o + SEND_NUM_SGE, pack(0, opcode));
         wrs.set(JAVA_LONG, o + SEND_FLAGS, 0L);
     }
-
 
     /** Starts a SEND. */
     public SendWorkRequests send(long wrId) {
@@ -220,8 +227,16 @@ public final class SendWorkRequests extends WorkRequestChain {
      * @throws QueueFullException      fewer than {@code n} requests of capacity are left
      * @throws ResourceClosedException the chain or the region is closed
      */
-    public SendWorkRequests writes(int n, long firstWrId, long remoteAddress, long remoteStride, int rkey,
-                                   MemoryRegion mr, long offset, long localStride, int length) {
+    public SendWorkRequests writes(
+            int n,
+            long firstWrId,
+            long remoteAddress,
+            long remoteStride,
+            int rkey,
+            MemoryRegion mr,
+            long offset,
+            long localStride,
+            int length) {
         int first = count;
         if (closed || n < 1 || n > capacity - first || !mr.isOpenPlain()) {
             throw cannotAppend(n, mr);
@@ -305,11 +320,15 @@ public final class SendWorkRequests extends WorkRequestChain {
             return cannotBegin();
         }
         if (n < 1) {
-            return new InvalidRequestException("ibv_post_send", "a bulk append needs at least one request: n = " + n, null);
+            return new InvalidRequestException(
+                    "ibv_post_send", "a bulk append needs at least one request: n = " + n, null);
         }
         if (n > capacity - count) {
-            return new QueueFullException("ibv_post_send", Errno.ENOMEM, n + " more requests do not fit: the chain holds "
-                    + count + " of its capacity of " + capacity, "post it and clear() before adding more, or allocate a larger chain");
+            return new QueueFullException(
+                    "ibv_post_send",
+                    Errno.ENOMEM,
+                    n + " more requests do not fit: the chain holds " + count + " of its capacity of " + capacity,
+                    "post it and clear() before adding more, or allocate a larger chain");
         }
         return mr.closedException("ibv_post_send");
     }
@@ -372,8 +391,10 @@ public final class SendWorkRequests extends WorkRequestChain {
     // checked before begin(), so that a refused request leaves the chain exactly as it was
     private static void checkAtomicAddress(long remoteAddress) {
         if (CHECKED && (remoteAddress & 7) != 0) {
-            throw new InvalidRequestException("ibv_post_send", "atomic remote address 0x"
-                    + Long.toHexString(remoteAddress) + " is not 8-byte aligned", "atomics work on aligned 8-byte words");
+            throw new InvalidRequestException(
+                    "ibv_post_send",
+                    "atomic remote address 0x" + Long.toHexString(remoteAddress) + " is not 8-byte aligned",
+                    "atomics work on aligned 8-byte words");
         }
     }
 
@@ -388,8 +409,11 @@ public final class SendWorkRequests extends WorkRequestChain {
         if (closed) {
             return new ResourceClosedException("ibv_post_send", "the SendWorkRequests is closed", "create a new one");
         }
-        return new QueueFullException("ibv_post_send", Errno.ENOMEM, "the chain already holds its capacity of "
-                + capacity + " requests", "post it and clear() before adding more, or allocate a larger chain");
+        return new QueueFullException(
+                "ibv_post_send",
+                Errno.ENOMEM,
+                "the chain already holds its capacity of " + capacity + " requests",
+                "post it and clear() before adding more, or allocate a larger chain");
     }
 
     private void ensureCurrent() {
@@ -402,7 +426,9 @@ public final class SendWorkRequests extends WorkRequestChain {
         if (closed) {
             return new ResourceClosedException("ibv_post_send", "the SendWorkRequests is closed", "create a new one");
         }
-        return new InvalidRequestException("ibv_post_send", "no work request to add to",
+        return new InvalidRequestException(
+                "ibv_post_send",
+                "no work request to add to",
                 "start a work request first (send, write, read, compareAndSwap, ...)");
     }
 
@@ -413,8 +439,11 @@ public final class SendWorkRequests extends WorkRequestChain {
     }
 
     private VerbsException sgeSlotsFull() {
-        return VerbsException.create("ibv_post_send", Errno.EINVAL, "the request already has its "
-                + maxSge + " SGEs", "allocate the chain with more SGEs per request");
+        return VerbsException.create(
+                "ibv_post_send",
+                Errno.EINVAL,
+                "the request already has its " + maxSge + " SGEs",
+                "allocate the chain with more SGEs per request");
     }
 
     /** Adds the SGE {@code [offset, offset + length)} of a registered region to the current request. */
@@ -444,8 +473,10 @@ public final class SendWorkRequests extends WorkRequestChain {
     }
 
     private static InvalidRequestException deviceInline() {
-        return new InvalidRequestException("ibv_post_send", "an inline request cannot carry device (GPU) memory: the "
-                + "provider copies inline data with the CPU", "send device memory in a request of its own, without inline data");
+        return new InvalidRequestException(
+                "ibv_post_send",
+                "an inline request cannot carry device (GPU) memory: the " + "provider copies inline data with the CPU",
+                "send device memory in a request of its own, without inline data");
     }
 
     private void checkLocalAccess(MemoryRegion mr, int length) {
@@ -456,11 +487,17 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     private void checkLocalWrite(MemoryRegion mr, int length) {
         if (!mr.access().contains(Access.LOCAL_WRITE)) {
-            throw VerbsException.create("ibv_post_send", Errno.EINVAL, "RDMA READ and atomics write into the local "
-                    + "buffer, but its region lacks LOCAL_WRITE", "register the region with Access.LOCAL_WRITE");
+            throw VerbsException.create(
+                    "ibv_post_send",
+                    Errno.EINVAL,
+                    "RDMA READ and atomics write into the local " + "buffer, but its region lacks LOCAL_WRITE",
+                    "register the region with Access.LOCAL_WRITE");
         }
         if (curOpcode >= OP_ATOMIC_CMP_AND_SWP && (length != 8 || curSges != 0)) {
-            throw VerbsException.create("ibv_post_send", Errno.EINVAL, "an atomic takes exactly one 8-byte SGE",
+            throw VerbsException.create(
+                    "ibv_post_send",
+                    Errno.EINVAL,
+                    "an atomic takes exactly one 8-byte SGE",
                     "give the atomic one SGE of length 8");
         }
     }
@@ -482,8 +519,10 @@ public final class SendWorkRequests extends WorkRequestChain {
             curInline = 0;
         }
         if (len > inlineStride - curInline) {
-            throw new InvalidRequestException("ibv_post_send", "inline data of " + len + " bytes exceeds what is left ("
-                    + (inlineStride - curInline) + " of " + inlineStride + ") of this request's inline capacity",
+            throw new InvalidRequestException(
+                    "ibv_post_send",
+                    "inline data of " + len + " bytes exceeds what is left (" + (inlineStride - curInline) + " of "
+                            + inlineStride + ") of this request's inline capacity",
                     "create the chain with new SendWorkRequests(capacity, maxSge, maxInlinePerRequest)");
         }
         if (CHECKED && (curOpcode == OP_RDMA_READ || curOpcode >= OP_ATOMIC_CMP_AND_SWP)) {
@@ -499,8 +538,11 @@ public final class SendWorkRequests extends WorkRequestChain {
         try {
             MemorySegment.copy(data, 0, staging, at, len);
         } catch (IllegalStateException e) {
-            throw new InvalidRequestException("ibv_post_send", Errno.EFAULT, "the inline data's memory was freed "
-                    + "(its arena is closed)", "add inline data while its memory is alive");
+            throw new InvalidRequestException(
+                    "ibv_post_send",
+                    Errno.EFAULT,
+                    "the inline data's memory was freed " + "(its arena is closed)",
+                    "add inline data while its memory is alive");
         }
         appendSge("ibv_post_send", null, stagingAddress + at, (int) len, 0);
         curInline += len;
@@ -513,14 +555,15 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     private void stage() {
         if (inlineStride == 0) {
-            throw new InvalidRequestException("ibv_post_send", "this chain was created without inline capacity",
+            throw new InvalidRequestException(
+                    "ibv_post_send",
+                    "this chain was created without inline capacity",
                     "create it with new SendWorkRequests(capacity, maxSge, maxInlinePerRequest)");
         }
         // one allocation on the first inline request, none after; freed with the chain (see WorkRequestChain)
         staging = memory.allocate((long) capacity * inlineStride, 64);
         stagingAddress = staging.address();
     }
-
 
     /**
      * The inline staging of request {@code request} of this chain: the bytes its {@link #inline}
@@ -545,11 +588,15 @@ public final class SendWorkRequests extends WorkRequestChain {
             throw new ResourceClosedException("ibv_post_send", "the SendWorkRequests is closed", "create a new one");
         }
         if (request < 0 || request >= count) {
-            throw new InvalidRequestException("ibv_post_send", "request " + request + " is not in this chain of " + count,
+            throw new InvalidRequestException(
+                    "ibv_post_send",
+                    "request " + request + " is not in this chain of " + count,
                     "pass the index of a request the chain holds (0 for the first)");
         }
         if ((wrs.get(JAVA_INT, SEND_WR_SIZE * request + SEND_FLAGS) & FLAG_INLINE) == 0) { // only inline() sets it
-            throw new InvalidRequestException("ibv_post_send", "request " + request + " carries no inline data",
+            throw new InvalidRequestException(
+                    "ibv_post_send",
+                    "request " + request + " carries no inline data",
                     "add its payload with inline(...) first");
         }
         return staging.asSlice((long) request * inlineStride, inlineStride);
@@ -608,8 +655,11 @@ public final class SendWorkRequests extends WorkRequestChain {
         for (int i = 0; i < count; i++) {
             AddressHandle ah = destinations[i];
             if (ah != null && !ah.isOpen()) {
-                throw new InvalidRequestException(verb, "work request #" + i + " names an address handle that was "
-                        + "closed after destination() was set; nothing was posted", "rebuild the chain with a live handle");
+                throw new InvalidRequestException(
+                        verb,
+                        "work request #" + i + " names an address handle that was "
+                                + "closed after destination() was set; nothing was posted",
+                        "rebuild the chain with a live handle");
             }
         }
     }
@@ -645,8 +695,12 @@ public final class SendWorkRequests extends WorkRequestChain {
             throw new ExceptionInInitializerError("verbs4j needs a 64-bit platform");
         }
         // pairs of 32-bit fields written with one 64-bit store (pack)
-        if (SEND_OPCODE != SEND_NUM_SGE + 4 || SEND_IMM_DATA != SEND_FLAGS + 4 || SEND_UD_REMOTE_QKEY != SEND_UD_REMOTE_QPN + 4
-                || SEND_NUM_SGE % 8 != 0 || SEND_FLAGS % 8 != 0 || SEND_UD_REMOTE_QPN % 8 != 0) {
+        if (SEND_OPCODE != SEND_NUM_SGE + 4
+                || SEND_IMM_DATA != SEND_FLAGS + 4
+                || SEND_UD_REMOTE_QKEY != SEND_UD_REMOTE_QPN + 4
+                || SEND_NUM_SGE % 8 != 0
+                || SEND_FLAGS % 8 != 0
+                || SEND_UD_REMOTE_QPN % 8 != 0) {
             throw new ExceptionInInitializerError("struct ibv_send_wr / ibv_sge: adjacent 32-bit fields moved");
         }
     }

@@ -1,12 +1,11 @@
 package org.verbs4j;
 
-import java.lang.foreign.Arena;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
 import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibIbverbs;
-
-import static java.lang.foreign.ValueLayout.ADDRESS;
 
 /**
  * A shared receive queue ({@code struct ibv_srq}): one pool of receive buffers that several
@@ -21,14 +20,17 @@ public final class SharedReceiveQueue extends NativeResource {
     private final MemorySegment postFn;
     /** Post through critical downcalls (see Context.criticalDataPath). */
     private final boolean critical;
+
     private final int maxWr;
     private final int maxSge;
     /** The bad_wr out-slot: provider writes happen only inside a post (under the gate), so an automatic arena that lives as long as this object is enough. */
     private final java.lang.foreign.Arena scratch = java.lang.foreign.Arena.ofAuto();
+
     private final MemorySegment badWr;
     final Gate postGate;
     private final Gate[] gates;
     private static final java.lang.invoke.VarHandle POSTED, COMPLETED;
+
     static {
         try {
             java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
@@ -38,7 +40,9 @@ public final class SharedReceiveQueue extends NativeResource {
             throw new ExceptionInInitializerError(e);
         }
     }
-    @SuppressWarnings("unused") private long posted, completedCount; // poster-owned, poller-owned
+
+    @SuppressWarnings("unused")
+    private long posted, completedCount; // poster-owned, poller-owned
 
     SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxWr, int maxSge) {
         this(pd, srq, maxWr, maxSge, LibIbverbs::destroySrq);
@@ -47,10 +51,16 @@ public final class SharedReceiveQueue extends NativeResource {
     SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxWr, int maxSge, Destroyer destroy) {
         Gate gate = new Gate();
         java.util.Set<Gate> pdGates = pd.gates;
-        super(pd, "shared receive queue", "ibv_destroy_srq", srq.reinterpret(128), h -> {
-            destroy.destroy(h);
-            pdGates.remove(gate);
-        }, null);
+        super(
+                pd,
+                "shared receive queue",
+                "ibv_destroy_srq",
+                srq.reinterpret(128),
+                h -> {
+                    destroy.destroy(h);
+                    pdGates.remove(gate);
+                },
+                null);
         this.postGate = gate;
         this.gates = new Gate[] {gate};
         pdGates.add(gate);
@@ -129,7 +139,8 @@ public final class SharedReceiveQueue extends NativeResource {
                 if (CHECKED) {
                     POSTED.setRelease(this, (long) POSTED.get(this) - (n - Math.max(index, 0))); // not posted after all
                 }
-                throw VerbsException.of("ibv_post_srq_recv", rc, "work request #" + index + " of " + n + " was not posted");
+                throw VerbsException.of(
+                        "ibv_post_srq_recv", rc, "work request #" + index + " of " + n + " was not posted");
             }
         } finally {
             g.exit();

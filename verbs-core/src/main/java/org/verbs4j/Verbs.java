@@ -31,12 +31,10 @@ public final class Verbs {
             + "(modprobe rdma_rxe; rdma link add rxe0 type rxe netdev eth0); Verbs.unavailabilityCause() says what is "
             + "missing; see docs/troubleshooting.md";
 
-    private Verbs() {
-    }
+    private Verbs() {}
 
     /** What {@code ibv_get_device_list} says, or why there is nothing to say. */
-    private record Listing(List<DeviceInfo> devices, String cause) {
-    }
+    private record Listing(List<DeviceInfo> devices, String cause) {}
 
     private static Listing list() {
         Optional<String> missing = NativeLibraries.ibverbsUnavailabilityCause();
@@ -60,14 +58,20 @@ public final class Verbs {
                 List<DeviceInfo> out = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
                     MemorySegment dev = list.getAtIndex(ADDRESS, i).reinterpret(ObjectLayout.DEVICE_NAME + 64);
-                    out.add(new DeviceInfo(LibIbverbs.getDeviceName(dev), LibIbverbs.getDeviceGuid(dev),
+                    out.add(new DeviceInfo(
+                            LibIbverbs.getDeviceName(dev),
+                            LibIbverbs.getDeviceGuid(dev),
                             dev.get(JAVA_INT, ObjectLayout.DEVICE_NODE_TYPE),
                             LibIbverbs.nodeTypeStr(dev.get(JAVA_INT, ObjectLayout.DEVICE_NODE_TYPE)),
                             dev.get(JAVA_INT, ObjectLayout.DEVICE_TRANSPORT_TYPE)));
                 }
-                return new Listing(List.copyOf(out), n == 0 ? "no RDMA device is present (ibv_get_device_list "
-                        + "returned none): load a driver or create a soft device, e.g. "
-                        + "rdma link add rxe0 type rxe netdev eth0" : null);
+                return new Listing(
+                        List.copyOf(out),
+                        n == 0
+                                ? "no RDMA device is present (ibv_get_device_list "
+                                        + "returned none): load a driver or create a soft device, e.g. "
+                                        + "rdma link add rxe0 type rxe netdev eth0"
+                                : null);
             } finally {
                 LibIbverbs.freeDeviceList(listPtr);
             }
@@ -115,9 +119,12 @@ public final class Verbs {
                 listPtr = LibIbverbs.getDeviceList(num);
             } catch (VerbsException e) {
                 // e.g. a bare ENOSYS without ib_uverbs: say what unavailabilityCause() knows
-                DeviceUnavailableException d = new DeviceUnavailableException("ibv_open_device", e.errno(),
+                DeviceUnavailableException d = new DeviceUnavailableException(
+                        "ibv_open_device",
+                        e.errno(),
                         "cannot open " + (name == null ? "an RDMA device" : name) + ": "
-                                + unavailabilityCause().orElse(e.getMessage()), NO_DEVICE_HINT);
+                                + unavailabilityCause().orElse(e.getMessage()),
+                        NO_DEVICE_HINT);
                 d.initCause(e);
                 throw d;
             }
@@ -133,8 +140,12 @@ public final class Verbs {
                         return new Context(LibIbverbs.openDevice(dev), devName);
                     }
                 }
-                throw VerbsException.create("ibv_open_device", Errno.ENODEV,
-                        name == null ? "no RDMA device is present" : "no device named " + name + " (present: " + names + ")",
+                throw VerbsException.create(
+                        "ibv_open_device",
+                        Errno.ENODEV,
+                        name == null
+                                ? "no RDMA device is present"
+                                : "no device named " + name + " (present: " + names + ")",
                         n == 0 ? NO_DEVICE_HINT : "list the devices with ibv_devices or Verbs.devices()");
             } finally {
                 LibIbverbs.freeDeviceList(listPtr);

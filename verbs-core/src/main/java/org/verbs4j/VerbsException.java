@@ -61,8 +61,8 @@ public class VerbsException extends RuntimeException {
     // Throwable.initCause, which no verbs4j exception overrides: harmless.
     @SuppressWarnings("this-escape")
     public VerbsException(String verb, int errno, String detail, String hint, Throwable cause) {
-        super(Failures.format(Objects.requireNonNull(verb, "verb"), errno, detail,
-                hint == null ? Errno.hint(verb, errno) : hint));
+        super(Failures.format(
+                Objects.requireNonNull(verb, "verb"), errno, detail, hint == null ? Errno.hint(verb, errno) : hint));
         if (cause != null) {
             initCause(cause);
         }

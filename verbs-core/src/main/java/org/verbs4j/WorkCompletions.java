@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.CompletionLayout;
-import org.verbs4j.natives.Errno;
 
 /**
  * A reusable native array of {@code struct ibv_wc} that {@link CompletionQueue#poll} fills, read
@@ -64,8 +63,11 @@ public final class WorkCompletions implements AutoCloseable {
     }
 
     private VerbsException outOfRange(int i) {
-        return new InvalidRequestException("ibv_wc", "completion #" + i + " does not exist: the last poll reaped "
-                + count + (closed ? " (the array is closed)" : ""), "read indexes 0 .. count()-1");
+        return new InvalidRequestException(
+                "ibv_wc",
+                "completion #" + i + " does not exist: the last poll reaped " + count
+                        + (closed ? " (the array is closed)" : ""),
+                "read indexes 0 .. count()-1");
     }
 
     /** The work request id of completion {@code i}. */
@@ -158,7 +160,8 @@ public final class WorkCompletions implements AutoCloseable {
     }
 
     static {
-        if (CompletionLayout.OPCODE != CompletionLayout.STATUS + 4 || CompletionLayout.STATUS % 8 != 0
+        if (CompletionLayout.OPCODE != CompletionLayout.STATUS + 4
+                || CompletionLayout.STATUS % 8 != 0
                 || CompletionLayout.WC_SIZE % 8 != 0) {
             throw new ExceptionInInitializerError("struct ibv_wc: status and opcode are not one aligned 8-byte word");
         }
@@ -171,7 +174,8 @@ public final class WorkCompletions implements AutoCloseable {
     public MemorySegment segment() {
         Restricted.check("WorkCompletions.segment");
         try {
-            return MemorySegment.ofAddress(address).reinterpret(CompletionLayout.WC_SIZE * capacity, views.arena(), null);
+            return MemorySegment.ofAddress(address)
+                    .reinterpret(CompletionLayout.WC_SIZE * capacity, views.arena(), null);
         } catch (IllegalStateException e) {
             throw new ResourceClosedException("WorkCompletions.segment", "the array is closed", null);
         }

@@ -14,7 +14,6 @@ import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
-import org.verbs4j.natives.Errno;
 
 /**
  * What send and receive chains share: a native array of work requests whose {@code next} and
@@ -54,7 +53,9 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
      * order, so that one aligned 64-bit store writes both.
      */
     static long pack(int low, int high) {
-        return LITTLE_ENDIAN ? (long) high << 32 | Integer.toUnsignedLong(low) : (long) low << 32 | Integer.toUnsignedLong(high);
+        return LITTLE_ENDIAN
+                ? (long) high << 32 | Integer.toUnsignedLong(low)
+                : (long) low << 32 | Integer.toUnsignedLong(high);
     }
 
     private final LeakReport leak;
@@ -70,20 +71,23 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     final MemoryRegion[] sgeRegions;
     /** The {@link Revocations#epoch()} at which every region (and handle) named was last known open. */
     long epoch = Revocations.epoch();
-    long cur;             // offset of the current request in wrs
-    long curSge;          // offset of the current request's first SGE in sges
-    int curSges;          // SGEs of the current request
+
+    long cur; // offset of the current request in wrs
+    long curSge; // offset of the current request's first SGE in sges
+    int curSges; // SGEs of the current request
     int count;
-    int maxSges;          // the most SGEs of any request (checked mode validates a post in O(1))
+    int maxSges; // the most SGEs of any request (checked mode validates a post in O(1))
     boolean closed;
     /** The request whose {@code next} is NULL for the provider's walk (see {@link #endAt}); -1: only the last slot's. */
     private int end = -1;
 
     WorkRequestChain(String kind, long wrSize, int capacity, int maxSgePerRequest) {
         if (capacity <= 0 || maxSgePerRequest <= 0 || (long) capacity * maxSgePerRequest > 1 << 26) {
-            throw new InvalidRequestException(kind.startsWith("send") ? "ibv_post_send" : "ibv_post_recv",
+            throw new InvalidRequestException(
+                    kind.startsWith("send") ? "ibv_post_send" : "ibv_post_recv",
                     "a chain needs a positive capacity and SGE count (at most 2^26 SGEs in all): " + capacity + " x "
-                            + maxSgePerRequest, null);
+                            + maxSgePerRequest,
+                    null);
         }
         this.wrSize = wrSize;
         this.leak = new LeakReport(this, kind);
@@ -128,8 +132,10 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
             for (int s = 0, n = numSgeAt(i); s < n; s++) {
                 MemoryRegion r = sgeRegions[i * maxSge + s];
                 if (r != null && !r.isOpen()) {
-                    throw new InvalidRequestException(verb, "work request #" + i + " names a memory region that was "
-                            + "closed (deregistered) after the SGE was added; nothing was posted",
+                    throw new InvalidRequestException(
+                            verb,
+                            "work request #" + i + " names a memory region that was "
+                                    + "closed (deregistered) after the SGE was added; nothing was posted",
                             "rebuild the chain with live regions (clear() and add the requests again)");
                 }
             }
@@ -139,8 +145,7 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     }
 
     /** A subclass re-checks what else it names (address handles). */
-    void verifyMore(String verb) {
-    }
+    void verifyMore(String verb) {}
 
     /** Records the region of SGE slot {@code slot} (every mode: it must be open). */
     private void noteRegion(String verb, int slot, MemoryRegion mr) {

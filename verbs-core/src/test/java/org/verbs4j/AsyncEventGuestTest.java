@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -41,12 +40,12 @@ class AsyncEventGuestTest {
     private static final int WAITERS = 4;
     private static final long SLACK_MS = 1_500; // TCG guest, two emulated CPUs
 
-    private record Outcome(long millis, Object result, Throwable thrown) {
-    }
+    private record Outcome(long millis, Object result, Throwable thrown) {}
 
     private static List<Outcome> concurrently(int n, Callable<Object> wait, Runnable meanwhile, long boundMillis)
             throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(n, r -> Thread.ofPlatform().daemon().unstarted(r));
+        ExecutorService pool = Executors.newFixedThreadPool(
+                n, r -> Thread.ofPlatform().daemon().unstarted(r));
         try {
             CountDownLatch ready = new CountDownLatch(n);
             List<Future<Outcome>> fs = new ArrayList<>();
@@ -94,7 +93,8 @@ class AsyncEventGuestTest {
             ProtectionDomain pd = ctx.allocateProtectionDomain();
             CompletionQueue small = ctx.createCompletionQueue(16);
             CompletionQueue other = ctx.createCompletionQueue(256);
-            QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, small).maxSendWr(16));
+            QueuePair a =
+                    pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, small).maxSendWr(16));
             QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, other));
             MemoryRegion src = pd.allocateMemoryRegion(4096);
             MemoryRegion dst = pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
@@ -112,7 +112,10 @@ class AsyncEventGuestTest {
                     QueueFullException refused = null;
                     for (int i = 0; i < 1_000 && refused == null; i++) {
                         try {
-                            a.postSend(sends.clear().write(i, dst.address(), dst.rkey()).sge(src, 0, 64).signaled());
+                            a.postSend(sends.clear()
+                                    .write(i, dst.address(), dst.rkey())
+                                    .sge(src, 0, 64)
+                                    .signaled());
                             accepted++;
                         } catch (QueueFullException e) {
                             refused = e;
@@ -128,7 +131,10 @@ class AsyncEventGuestTest {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
                 VerbsException refusedByEvent = null;
                 while (posted < target && System.nanoTime() - deadline < 0) {
-                    sends.clear().write(posted, dst.address(), dst.rkey()).sge(src, 0, 64).signaled();
+                    sends.clear()
+                            .write(posted, dst.address(), dst.rkey())
+                            .sge(src, 0, 64)
+                            .signaled();
                     try {
                         a.postSend(sends);
                         posted++;
@@ -189,10 +195,14 @@ class AsyncEventGuestTest {
     void concurrentWaitersOnTheAsyncQueueReturnByTheirDeadline() throws Exception {
         try (Context ctx = LoopbackPair.openTestDevice()) {
             long timeout = 400;
-            List<Outcome> out = concurrently(WAITERS, () -> ctx.nextAsyncEvent(Duration.ofMillis(timeout)), () -> { },
+            List<Outcome> out = concurrently(
+                    WAITERS,
+                    () -> ctx.nextAsyncEvent(Duration.ofMillis(timeout)),
+                    () -> {},
                     timeout + SLACK_MS + 10_000);
             for (Outcome o : out) {
-                System.out.println("nextAsyncEvent(" + timeout + " ms): " + o.millis + " ms, " + o.result + ", " + o.thrown);
+                System.out.println(
+                        "nextAsyncEvent(" + timeout + " ms): " + o.millis + " ms, " + o.result + ", " + o.thrown);
                 assertNull(o.thrown);
                 assertTrue(o.millis >= timeout - 20 && o.millis <= timeout + SLACK_MS, o.millis + " ms");
             }
@@ -218,13 +228,18 @@ class AsyncEventGuestTest {
                 r.postRecv(recvs.add(1).sge(mr, 2048, 256));
                 cqE.requestNotify(false);
                 long timeout = 3_000;
-                List<Outcome> out = concurrently(WAITERS, () -> channel.awaitEvent(Duration.ofMillis(timeout)), () -> {
-                    sleep(500);
-                    s.postSend(sends.send(2).sge(mr, 0, 64).signaled());
-                }, timeout + SLACK_MS + 10_000);
+                List<Outcome> out = concurrently(
+                        WAITERS,
+                        () -> channel.awaitEvent(Duration.ofMillis(timeout)),
+                        () -> {
+                            sleep(500);
+                            s.postSend(sends.send(2).sge(mr, 0, 64).signaled());
+                        },
+                        timeout + SLACK_MS + 10_000);
                 int got = 0;
                 for (Outcome o : out) {
-                    System.out.println("awaitEvent(" + timeout + " ms): " + o.millis + " ms, " + o.result + ", " + o.thrown);
+                    System.out.println(
+                            "awaitEvent(" + timeout + " ms): " + o.millis + " ms, " + o.result + ", " + o.thrown);
                     assertNull(o.thrown, String.valueOf(o.thrown));
                     if (o.result != null) {
                         assertSame(cqE, o.result);
@@ -247,21 +262,29 @@ class AsyncEventGuestTest {
         Context ctx = LoopbackPair.openTestDevice();
         CompletionChannel channel = ctx.createCompletionChannel();
         long[] closeMillis = new long[2];
-        List<Outcome> out = concurrently(WAITERS, () -> channel.awaitEvent(Duration.ofSeconds(60)), () -> {
-            sleep(300);
-            long t0 = System.nanoTime();
-            channel.close();
-            closeMillis[0] = (System.nanoTime() - t0) / 1_000_000;
-        }, 20_000);
+        List<Outcome> out = concurrently(
+                WAITERS,
+                () -> channel.awaitEvent(Duration.ofSeconds(60)),
+                () -> {
+                    sleep(300);
+                    long t0 = System.nanoTime();
+                    channel.close();
+                    closeMillis[0] = (System.nanoTime() - t0) / 1_000_000;
+                },
+                20_000);
         for (Outcome o : out) {
             assertTrue(o.thrown instanceof VerbsException v && v.errno() == Errno.EBADF, String.valueOf(o.thrown));
         }
-        out = concurrently(WAITERS, () -> ctx.nextAsyncEvent(Duration.ofSeconds(60)), () -> {
-            sleep(300);
-            long t0 = System.nanoTime();
-            ctx.close();
-            closeMillis[1] = (System.nanoTime() - t0) / 1_000_000;
-        }, 20_000);
+        out = concurrently(
+                WAITERS,
+                () -> ctx.nextAsyncEvent(Duration.ofSeconds(60)),
+                () -> {
+                    sleep(300);
+                    long t0 = System.nanoTime();
+                    ctx.close();
+                    closeMillis[1] = (System.nanoTime() - t0) / 1_000_000;
+                },
+                20_000);
         for (Outcome o : out) {
             assertTrue(o.thrown instanceof VerbsException v && v.errno() == Errno.EBADF, String.valueOf(o.thrown));
         }
@@ -289,7 +312,7 @@ class AsyncEventGuestTest {
             assertFalse(ctx.asyncEvents.isRunning());
         }
         long withThread = (System.nanoTime() - t0) / 1_000_000;
-        System.out.println(cycles + " open/close cycles: " + plain + " ms; with a CQ and the event thread: "
-                + withThread + " ms");
+        System.out.println(
+                cycles + " open/close cycles: " + plain + " ms; with a CQ and the event thread: " + withThread + " ms");
     }
 }

@@ -79,13 +79,18 @@ class AsyncEventHostTest {
         LibC.close(channelWriteFd);
     }
 
-    private static final java.lang.invoke.MethodHandle PIPE = java.lang.foreign.Linker.nativeLinker().downcallHandle(
-            java.lang.foreign.Linker.nativeLinker().defaultLookup().findOrThrow("pipe"),
-            java.lang.foreign.FunctionDescriptor.of(JAVA_INT, ADDRESS));
-    private static final java.lang.invoke.MethodHandle WRITE = java.lang.foreign.Linker.nativeLinker().downcallHandle(
-            java.lang.foreign.Linker.nativeLinker().defaultLookup().findOrThrow("write"),
-            java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_LONG, JAVA_INT, ADDRESS,
-                    java.lang.foreign.ValueLayout.JAVA_LONG));
+    private static final java.lang.invoke.MethodHandle PIPE = java.lang.foreign.Linker.nativeLinker()
+            .downcallHandle(
+                    java.lang.foreign.Linker.nativeLinker().defaultLookup().findOrThrow("pipe"),
+                    java.lang.foreign.FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    private static final java.lang.invoke.MethodHandle WRITE = java.lang.foreign.Linker.nativeLinker()
+            .downcallHandle(
+                    java.lang.foreign.Linker.nativeLinker().defaultLookup().findOrThrow("write"),
+                    java.lang.foreign.FunctionDescriptor.of(
+                            java.lang.foreign.ValueLayout.JAVA_LONG,
+                            JAVA_INT,
+                            ADDRESS,
+                            java.lang.foreign.ValueLayout.JAVA_LONG));
 
     private static int[] pipe() {
         try (Arena a = Arena.ofConfined()) {
@@ -120,20 +125,20 @@ class AsyncEventHostTest {
         MemorySegment ch = arena.allocate(16, 8);
         ch.set(ADDRESS, 0, ctx.handle);
         ch.set(JAVA_INT, ObjectLayout.COMP_CHANNEL_FD, fd);
-        CompletionChannel c = new CompletionChannel(ctx, ch, h -> { });
+        CompletionChannel c = new CompletionChannel(ctx, ch, h -> {});
         toClose.add(c);
         return c;
     }
 
     /** What one waiter saw: how long it took and how it ended. */
-    private record Outcome(long millis, Object result, Throwable thrown) {
-    }
+    private record Outcome(long millis, Object result, Throwable thrown) {}
 
     /** Runs {@code n} copies of {@code wait} at once; {@code meanwhile} runs once they all started. */
     private static List<Outcome> concurrently(int n, Callable<Object> wait, Runnable meanwhile, long boundMillis)
             throws Exception {
         // daemon threads: a waiter stuck in a blocking get-event call must fail the test, not hang the JVM
-        ExecutorService pool = Executors.newFixedThreadPool(n, r -> Thread.ofPlatform().daemon().unstarted(r));
+        ExecutorService pool = Executors.newFixedThreadPool(
+                n, r -> Thread.ofPlatform().daemon().unstarted(r));
         try {
             CountDownLatch ready = new CountDownLatch(n);
             List<Future<Outcome>> fs = new ArrayList<>();
@@ -180,10 +185,14 @@ class AsyncEventHostTest {
     void concurrentAsyncEventWaitersAllReturnByTheirDeadline() throws Exception {
         Context ctx = context(asyncFd);
         long timeout = 400;
-        List<Outcome> out = concurrently(WAITERS, () -> ctx.nextAsyncEvent(Duration.ofMillis(timeout)), () -> {
-            sleep(100);
-            LibC.signalEventFd("test", asyncFd); // readable once: the event thread's short read drains it
-        }, timeout + SLACK_MS + 5_000);
+        List<Outcome> out = concurrently(
+                WAITERS,
+                () -> ctx.nextAsyncEvent(Duration.ofMillis(timeout)),
+                () -> {
+                    sleep(100);
+                    LibC.signalEventFd("test", asyncFd); // readable once: the event thread's short read drains it
+                },
+                timeout + SLACK_MS + 5_000);
         for (Outcome o : out) {
             System.out.println("nextAsyncEvent(" + timeout + " ms) returned after " + o.millis + " ms: "
                     + (o.thrown != null ? o.thrown : o.result));
@@ -200,17 +209,23 @@ class AsyncEventHostTest {
         Context ctx = context(-1);
         CompletionChannel ch = channel(ctx, channelFd);
         long timeout = 400;
-        List<Outcome> out = concurrently(WAITERS, () -> ch.awaitEvent(Duration.ofMillis(timeout)), () -> {
-            sleep(100);
-            writeOneByte(); // every waiter's poll wakes; one read drains it
-        }, timeout + SLACK_MS + 5_000);
+        List<Outcome> out = concurrently(
+                WAITERS,
+                () -> ch.awaitEvent(Duration.ofMillis(timeout)),
+                () -> {
+                    sleep(100);
+                    writeOneByte(); // every waiter's poll wakes; one read drains it
+                },
+                timeout + SLACK_MS + 5_000);
         int errors = 0;
         for (Outcome o : out) {
             System.out.println("awaitEvent(" + timeout + " ms) returned after " + o.millis + " ms: "
                     + (o.thrown != null ? o.thrown : o.result));
             if (o.thrown != null) {
                 // the one that drained the eventfd made a short read, which ibv_get_cq_event reports as a failure
-                assertTrue(o.thrown instanceof VerbsException v && v.verb().equals("ibv_get_cq_event"), o.thrown.toString());
+                assertTrue(
+                        o.thrown instanceof VerbsException v && v.verb().equals("ibv_get_cq_event"),
+                        o.thrown.toString());
                 errors++;
                 assertTrue(o.millis <= timeout + SLACK_MS, o.millis + " ms");
             } else {
@@ -238,12 +253,16 @@ class AsyncEventHostTest {
     void closingAContextEndsItsAsyncEventWaitersWithEbadf() throws Exception {
         Context ctx = context(asyncFd);
         long[] closeMillis = new long[1];
-        List<Outcome> out = concurrently(WAITERS, () -> ctx.nextAsyncEvent(Duration.ofSeconds(30)), () -> {
-            sleep(200);
-            long t0 = System.nanoTime();
-            ctx.close();
-            closeMillis[0] = (System.nanoTime() - t0) / 1_000_000;
-        }, 5_000);
+        List<Outcome> out = concurrently(
+                WAITERS,
+                () -> ctx.nextAsyncEvent(Duration.ofSeconds(30)),
+                () -> {
+                    sleep(200);
+                    long t0 = System.nanoTime();
+                    ctx.close();
+                    closeMillis[0] = (System.nanoTime() - t0) / 1_000_000;
+                },
+                5_000);
         System.out.println("Context.close() with " + WAITERS + " waiters took " + closeMillis[0] + " ms");
         assertTrue(closeMillis[0] < 2_000, closeMillis[0] + " ms");
         for (Outcome o : out) {
@@ -254,8 +273,10 @@ class AsyncEventHostTest {
             assertTrue(o.millis < 3_000, o.millis + " ms");
         }
         assertFalse(ctx.asyncEvents.isRunning(), "the event thread was joined");
-        assertEquals(Errno.EBADF, assertThrows(VerbsException.class,
-                () -> ctx.nextAsyncEvent(Duration.ofMillis(10))).errno());
+        assertEquals(
+                Errno.EBADF,
+                assertThrows(VerbsException.class, () -> ctx.nextAsyncEvent(Duration.ofMillis(10)))
+                        .errno());
     }
 
     @Test
@@ -264,27 +285,36 @@ class AsyncEventHostTest {
         MemorySegment raw = arena.allocate(16, 8);
         raw.set(ADDRESS, 0, ctx.handle);
         raw.set(JAVA_INT, ObjectLayout.COMP_CHANNEL_FD, channelFd);
-        java.util.concurrent.atomic.AtomicReference<CompletionChannel> self = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<CompletionChannel> self =
+                new java.util.concurrent.atomic.AtomicReference<>();
         java.util.concurrent.atomic.AtomicInteger waitersAtDestroy = new java.util.concurrent.atomic.AtomicInteger(-1);
-        CompletionChannel ch = new CompletionChannel(ctx, raw, h -> waitersAtDestroy.set(self.get().waiters()));
+        CompletionChannel ch = new CompletionChannel(
+                ctx, raw, h -> waitersAtDestroy.set(self.get().waiters()));
         self.set(ch);
         toClose.add(ch);
         long[] closeMillis = new long[1];
-        List<Outcome> out = concurrently(WAITERS, () -> ch.awaitEvent(Duration.ofSeconds(30)), () -> {
-            while (ch.waiters() < WAITERS) {
-                Thread.onSpinWait();
-            }
-            sleep(200);
-            long t0 = System.nanoTime();
-            ch.close();
-            closeMillis[0] = (System.nanoTime() - t0) / 1_000_000;
-        }, 5_000);
+        List<Outcome> out = concurrently(
+                WAITERS,
+                () -> ch.awaitEvent(Duration.ofSeconds(30)),
+                () -> {
+                    while (ch.waiters() < WAITERS) {
+                        Thread.onSpinWait();
+                    }
+                    sleep(200);
+                    long t0 = System.nanoTime();
+                    ch.close();
+                    closeMillis[0] = (System.nanoTime() - t0) / 1_000_000;
+                },
+                5_000);
         System.out.println("CompletionChannel.close() with " + WAITERS + " waiters took " + closeMillis[0] + " ms");
         assertTrue(closeMillis[0] < 2_000, closeMillis[0] + " ms");
         assertEquals(0, waitersAtDestroy.get(), "threads inside awaitEvent when the channel was destroyed");
         for (Outcome o : out) {
-            assertTrue(o.thrown instanceof VerbsException v && v.errno() == Errno.EBADF
-                    && v.verb().equals("ibv_get_cq_event"), String.valueOf(o.thrown));
+            assertTrue(
+                    o.thrown instanceof VerbsException v
+                            && v.errno() == Errno.EBADF
+                            && v.verb().equals("ibv_get_cq_event"),
+                    String.valueOf(o.thrown));
             assertTrue(o.millis < 3_000, o.millis + " ms");
         }
     }
@@ -300,30 +330,48 @@ class AsyncEventHostTest {
         toClose.add(pd);
         CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
         toClose.add(cq);
-        QueuePair qp = ForeignHandles.queuePair(pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq).maxSendSge(1)
-                .maxRecvSge(1), QueuePairState.RTS);
+        QueuePair qp = ForeignHandles.queuePair(
+                pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq).maxSendSge(1).maxRecvSge(1), QueuePairState.RTS);
         toClose.add(qp);
-        MemoryRegion mr = ForeignHandles.memoryRegion(pd, arena.allocate(4096, 64), 1, 2, EnumSet.of(Access.LOCAL_WRITE));
+        MemoryRegion mr =
+                ForeignHandles.memoryRegion(pd, arena.allocate(4096, 64), 1, 2, EnumSet.of(Access.LOCAL_WRITE));
         toClose.add(mr);
-        try (WorkCompletions wcs = new WorkCompletions(4); SendWorkRequests sends = new SendWorkRequests(4, 1);
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(4, 1)) {
+        try (WorkCompletions wcs = new WorkCompletions(4);
+                SendWorkRequests sends = new SendWorkRequests(4, 1);
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(4, 1)) {
             assertEquals(0, cq.poll(wcs), "usable before any event");
 
             ctx.asyncEvents.deliver(new AsyncEvent(AsyncEvent.CQ_ERR, "CQ error", -1, -1), cq.address);
             long polls = p.calls(StandInProvider.Op.POLL_CQ);
-            VerbsException e = HostMisuseTest.refused("ibv_poll_cq", Errno.EIO, () -> cq.poll(wcs),
-                    "IBV_EVENT_CQ_ERR", "overran", "completions were lost", "size the CQ", "poll it more often");
+            VerbsException e = HostMisuseTest.refused(
+                    "ibv_poll_cq",
+                    Errno.EIO,
+                    () -> cq.poll(wcs),
+                    "IBV_EVENT_CQ_ERR",
+                    "overran",
+                    "completions were lost",
+                    "size the CQ",
+                    "poll it more often");
             System.out.println(e.getMessage());
-            HostMisuseTest.refused("ibv_poll_cq", Errno.EIO, () -> cq.poll(wcs, 1, Duration.ofMillis(10)), "IBV_EVENT_CQ_ERR");
+            HostMisuseTest.refused(
+                    "ibv_poll_cq", Errno.EIO, () -> cq.poll(wcs, 1, Duration.ofMillis(10)), "IBV_EVENT_CQ_ERR");
             assertEquals(polls, p.calls(StandInProvider.Op.POLL_CQ), "refused before the provider");
 
             sends.send(1).sge(mr, 0, 8).signaled();
             qp.postSend(sends);
             assertEquals(1, p.calls(StandInProvider.Op.POST_SEND), "the CQ's failure is not the QP's");
-            ctx.asyncEvents.deliver(new AsyncEvent(AsyncEvent.QP_FATAL, "local work queue catastrophic error",
-                    StandInProvider.QP_NUM, -1), qp.address);
-            e = HostMisuseTest.refused("ibv_post_send", Errno.EIO, () -> qp.postSend(sends), "IBV_EVENT_QP_FATAL",
-                    "QP " + StandInProvider.QP_NUM, "error state", "reset()");
+            ctx.asyncEvents.deliver(
+                    new AsyncEvent(
+                            AsyncEvent.QP_FATAL, "local work queue catastrophic error", StandInProvider.QP_NUM, -1),
+                    qp.address);
+            e = HostMisuseTest.refused(
+                    "ibv_post_send",
+                    Errno.EIO,
+                    () -> qp.postSend(sends),
+                    "IBV_EVENT_QP_FATAL",
+                    "QP " + StandInProvider.QP_NUM,
+                    "error state",
+                    "reset()");
             System.out.println(e.getMessage());
             recvs.add(2).sge(mr, 0, 8);
             HostMisuseTest.refused("ibv_post_recv", Errno.EIO, () -> qp.postRecv(recvs), "IBV_EVENT_QP_FATAL");
@@ -331,7 +379,9 @@ class AsyncEventHostTest {
             assertEquals(0, p.calls(StandInProvider.Op.POST_RECV));
 
             // queued for nextAsyncEvent, in order
-            assertEquals(AsyncEvent.CQ_ERR, ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type());
+            assertEquals(
+                    AsyncEvent.CQ_ERR,
+                    ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type());
             AsyncEvent qe = ctx.nextAsyncEvent(Duration.ZERO).orElseThrow();
             assertEquals(AsyncEvent.QP_FATAL, qe.type());
             assertEquals("IBV_EVENT_QP_FATAL", qe.typeName());
@@ -341,8 +391,12 @@ class AsyncEventHostTest {
             // an unknown address and a non-fatal event route nowhere and change nothing
             ctx.asyncEvents.deliver(new AsyncEvent(AsyncEvent.CQ_ERR, "CQ error", -1, -1), 0x1234);
             ctx.asyncEvents.deliver(new AsyncEvent(AsyncEvent.PORT_ACTIVE, "port active", -1, 1), 1);
-            assertEquals(AsyncEvent.CQ_ERR, ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type());
-            assertEquals(AsyncEvent.PORT_ACTIVE, ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type());
+            assertEquals(
+                    AsyncEvent.CQ_ERR,
+                    ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type());
+            assertEquals(
+                    AsyncEvent.PORT_ACTIVE,
+                    ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type());
             assertEquals(Optional.empty(), ctx.deviceFailure());
         }
     }
@@ -355,8 +409,8 @@ class AsyncEventHostTest {
         ctx.asyncEvents.deliver(new AsyncEvent(AsyncEvent.DEVICE_FATAL, "local catastrophic error", -1, -1), 0);
         assertEquals(AsyncEvent.DEVICE_FATAL, ctx.deviceFailure().orElseThrow().type());
         try (WorkCompletions wcs = new WorkCompletions(4)) {
-            HostMisuseTest.refused("ibv_poll_cq", Errno.EIO, () -> cq.poll(wcs), "IBV_EVENT_DEVICE_FATAL",
-                    "open the device again");
+            HostMisuseTest.refused(
+                    "ibv_poll_cq", Errno.EIO, () -> cq.poll(wcs), "IBV_EVENT_DEVICE_FATAL", "open the device again");
             CompletionQueue later = ForeignHandles.completionQueue(ctx, p.makeCq(p.context(), 16));
             toClose.add(later);
             HostMisuseTest.refused("ibv_poll_cq", Errno.EIO, () -> later.poll(wcs), "IBV_EVENT_DEVICE_FATAL");
@@ -374,7 +428,10 @@ class AsyncEventHostTest {
         try (WorkCompletions wcs = new WorkCompletions(4)) {
             assertEquals(0, again.poll(wcs), "the event was for the closed one");
         }
-        assertEquals(AsyncEvent.CQ_ERR, ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type(), "still queued");
+        assertEquals(
+                AsyncEvent.CQ_ERR,
+                ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type(),
+                "still queued");
     }
 
     // ---- open/close stays fast ------------------------------------------------------------------
@@ -391,11 +448,12 @@ class AsyncEventHostTest {
             ctx.close();
         }
         long ms = (System.nanoTime() - t0) / 1_000_000;
-        System.out.println(cycles + " open/start-event-thread/close cycles: " + ms + " ms ("
-                + (ms * 1000 / cycles) + " us each)");
+        System.out.println(
+                cycles + " open/start-event-thread/close cycles: " + ms + " ms (" + (ms * 1000 / cycles) + " us each)");
         assertTrue(ms < 60_000, ms + " ms");
         long threads = Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.getName().startsWith("verbs4j-async-")).count();
+                .filter(t -> t.getName().startsWith("verbs4j-async-"))
+                .count();
         assertEquals(0, threads, "every event thread was joined");
     }
 }

@@ -41,14 +41,24 @@ class BulkWritesHostTest extends MisuseCatalogueTest.Bed {
         MemorySegment wr = sendWr(wrs, i);
         MemorySegment rdma = ibv_send_wr.wr.rdma(ibv_send_wr.wr(wr));
         MemorySegment s = firstSge(wr);
-        return new long[] {ibv_send_wr.wr_id(wr), ibv_send_wr.opcode(wr), ibv_send_wr.num_sge(wr), ibv_send_wr.send_flags(wr),
-                ibv_send_wr.imm_data(wr), ibv_send_wr.wr.rdma.remote_addr(rdma), ibv_send_wr.wr.rdma.rkey(rdma),
-                ibv_sge.addr(s), ibv_sge.length(s), ibv_sge.lkey(s)};
+        return new long[] {
+            ibv_send_wr.wr_id(wr),
+            ibv_send_wr.opcode(wr),
+            ibv_send_wr.num_sge(wr),
+            ibv_send_wr.send_flags(wr),
+            ibv_send_wr.imm_data(wr),
+            ibv_send_wr.wr.rdma.remote_addr(rdma),
+            ibv_send_wr.wr.rdma.rkey(rdma),
+            ibv_sge.addr(s),
+            ibv_sge.length(s),
+            ibv_sge.lkey(s)
+        };
     }
 
     @Test
     void writesTheSameDescriptorsAsOneWriteAndSgePerRequest() {
-        try (SendWorkRequests one = new SendWorkRequests(8, 1); SendWorkRequests bulk = new SendWorkRequests(8, 1)) {
+        try (SendWorkRequests one = new SendWorkRequests(8, 1);
+                SendWorkRequests bulk = new SendWorkRequests(8, 1)) {
             // dirty the slots first: the bulk call must overwrite flags and immediate data of a reused slot
             for (int k = 0; k < 6; k++) {
                 bulk.writeWithImmediate(-1, 0, 0, 0x55).sge(mr, 0, 1).signaled().fence();
@@ -63,12 +73,14 @@ class BulkWritesHostTest extends MisuseCatalogueTest.Bed {
             for (int k = 0; k < 6; k++) {
                 assertArrayEquals(fields(one, k), fields(bulk, k), "request #" + k);
             }
-            assertEquals(mr.address() + 32 + 5 * 128, fields(bulk, 5)[7], "the SGE of #5 (a stride of 128 from offset 32)");
+            assertEquals(
+                    mr.address() + 32 + 5 * 128, fields(bulk, 5)[7], "the SGE of #5 (a stride of 128 from offset 32)");
             assertEquals(0x9000L + 5 * 256, fields(bulk, 5)[5], "the remote address of #5");
             assertEquals(1, bulk.signaledCount, "signaled() after the bulk call flags its last request only");
             assertEquals(5, bulk.signaledIndexes[0]);
             for (int k = 0; k < 6; k++) {
-                assertSame(mr, bulk.sgeRegions[k], "the chain remembers the region of #" + k + " for the post-time check");
+                assertSame(
+                        mr, bulk.sgeRegions[k], "the chain remembers the region of #" + k + " for the post-time check");
             }
             assertEquals(1, bulk.maxSges);
             assertTrue(bulk.hasNonSendOps(), "an RDMA WRITE is in the chain's opcode summary");
@@ -78,9 +90,11 @@ class BulkWritesHostTest extends MisuseCatalogueTest.Bed {
 
     @Test
     void theProviderSeesEveryRequestOfABulkPostAndItsCompletionIsAccounted() {
-        try (SendWorkRequests wrs = new SendWorkRequests(16, 2); WorkCompletions wcs = new WorkCompletions(4)) {
+        try (SendWorkRequests wrs = new SendWorkRequests(16, 2);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             long before = p.wqeCount();
-            wrs.send(1).sge(mr, 0, 8)
+            wrs.send(1)
+                    .sge(mr, 0, 8)
                     .writes(10, 500, 0x4000L, 64, 0x2222, mr, 1024, 64, 64)
                     .sge(mr, 3000, 16) // a second SGE on the bulk call's last request
                     .signaled();
@@ -120,24 +134,31 @@ class BulkWritesHostTest extends MisuseCatalogueTest.Bed {
             InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> qp.postSend(wrs));
             assertTrue(e.getMessage().contains("closed"), e.getMessage());
             assertEquals(before, p.wqeCount(), "nothing was posted");
-            ResourceClosedException c = assertThrows(ResourceClosedException.class,
-                    () -> wrs.clear().writes(1, 1, 0, 0, 1, other, 0, 0, 8));
+            ResourceClosedException c = assertThrows(
+                    ResourceClosedException.class, () -> wrs.clear().writes(1, 1, 0, 0, 1, other, 0, 0, 8));
             assertEquals(Errno.EBADF, c.errno());
             assertEquals(0, wrs.size(), "a closed region is refused before anything is added");
         }
     }
 
     /** Runs {@code call}, expecting {@code type}, and asserts that the chain's bytes and its count did not change. */
-    private static <T extends VerbsException> T refusedWithoutWriting(SendWorkRequests wrs, Class<T> type, Executable call) {
+    private static <T extends VerbsException> T refusedWithoutWriting(
+            SendWorkRequests wrs, Class<T> type, Executable call) {
         byte[] bytes = wrs.segment().toArray(JAVA_BYTE);
-        byte[] sgeBytes = MemorySegment.ofAddress(ibv_send_wr.sg_list(sendWr(wrs, 0)).address())
-                .reinterpret(ibv_sge.sizeof() * wrs.capacity()).toArray(JAVA_BYTE);
+        byte[] sgeBytes = MemorySegment.ofAddress(
+                        ibv_send_wr.sg_list(sendWr(wrs, 0)).address())
+                .reinterpret(ibv_sge.sizeof() * wrs.capacity())
+                .toArray(JAVA_BYTE);
         int size = wrs.size();
         T e = assertThrows(type, call);
         assertEquals(size, wrs.size(), "the chain holds what it held");
         assertArrayEquals(bytes, wrs.segment().toArray(JAVA_BYTE), "no request was written");
-        assertArrayEquals(sgeBytes, MemorySegment.ofAddress(ibv_send_wr.sg_list(sendWr(wrs, 0)).address())
-                .reinterpret(ibv_sge.sizeof() * wrs.capacity()).toArray(JAVA_BYTE), "no SGE was written");
+        assertArrayEquals(
+                sgeBytes,
+                MemorySegment.ofAddress(ibv_send_wr.sg_list(sendWr(wrs, 0)).address())
+                        .reinterpret(ibv_sge.sizeof() * wrs.capacity())
+                        .toArray(JAVA_BYTE),
+                "no SGE was written");
         return e;
     }
 
@@ -146,12 +167,15 @@ class BulkWritesHostTest extends MisuseCatalogueTest.Bed {
         SendWorkRequests wrs = new SendWorkRequests(8, 1);
         {
             wrs.write(1, 0, 1).sge(mr, 0, 8).writes(3, 2, 0, 0, 1, mr, 0, 8, 8);
-            QueueFullException full = refusedWithoutWriting(wrs, QueueFullException.class,
-                    () -> wrs.writes(5, 9, 0, 0, 1, mr, 0, 8, 8));
+            QueueFullException full =
+                    refusedWithoutWriting(wrs, QueueFullException.class, () -> wrs.writes(5, 9, 0, 0, 1, mr, 0, 8, 8));
             assertEquals(Errno.ENOMEM, full.errno());
             assertTrue(full.getMessage().contains("capacity of 8"), full.getMessage());
-            assertEquals(Errno.EINVAL, refusedWithoutWriting(wrs, InvalidRequestException.class,
-                    () -> wrs.writes(0, 9, 0, 0, 1, mr, 0, 8, 8)).errno());
+            assertEquals(
+                    Errno.EINVAL,
+                    refusedWithoutWriting(
+                                    wrs, InvalidRequestException.class, () -> wrs.writes(0, 9, 0, 0, 1, mr, 0, 8, 8))
+                            .errno());
             refusedWithoutWriting(wrs, InvalidRequestException.class, () -> wrs.writes(-1, 9, 0, 0, 1, mr, 0, 8, 8));
             wrs.writes(4, 5, 0, 0, 1, mr, 0, 8, 8); // exactly the room that is left
             assertEquals(8, wrs.size());
@@ -163,20 +187,23 @@ class BulkWritesHostTest extends MisuseCatalogueTest.Bed {
 
     @Test
     void regionBoundsAreCheckedForTheWholeRangeInCheckedMode() {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Verbs.CHECKED, "unchecked mode drops SGE bounds (see the next test)");
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                Verbs.CHECKED, "unchecked mode drops SGE bounds (see the next test)");
         try (SendWorkRequests wrs = new SendWorkRequests(40, 1)) {
             wrs.write(1, 0, 1).sge(mr, 0, 8);
             // 32 SGEs of 128 bytes with a stride of 128 fill the 4 KiB region exactly
             wrs.writes(32, 2, 0, 0, 1, mr, 0, 128, 128);
             wrs.clear().write(1, 0, 1).sge(mr, 0, 8);
-            InvalidRequestException last = refusedWithoutWriting(wrs, InvalidRequestException.class,
-                    () -> wrs.writes(32, 2, 0, 0, 1, mr, 1, 128, 128));
+            InvalidRequestException last = refusedWithoutWriting(
+                    wrs, InvalidRequestException.class, () -> wrs.writes(32, 2, 0, 0, 1, mr, 1, 128, 128));
             assertEquals(Errno.EINVAL, last.errno());
             assertTrue(last.getMessage().contains("outside the registered region"), last.getMessage());
             // the first SGE outside; a negative stride running below offset 0; a stride that overflows a long
             refusedWithoutWriting(wrs, InvalidRequestException.class, () -> wrs.writes(2, 2, 0, 0, 1, mr, 4096, 0, 1));
             refusedWithoutWriting(wrs, InvalidRequestException.class, () -> wrs.writes(3, 2, 0, 0, 1, mr, 100, -64, 8));
-            refusedWithoutWriting(wrs, InvalidRequestException.class,
+            refusedWithoutWriting(
+                    wrs,
+                    InvalidRequestException.class,
                     () -> wrs.writes(3, 2, 0, 0, 1, mr, 0, Long.MAX_VALUE / 2 + 1, 8));
             refusedWithoutWriting(wrs, InvalidRequestException.class, () -> wrs.writes(1, 2, 0, 0, 1, mr, 0, 0, -1));
             // a negative stride that stays inside is fine: the first and the last SGE bound the rest

@@ -68,25 +68,107 @@ class CConstantsConformanceTest {
     }
 
     static {
-        each(QueuePairTransitions.class, "MASK_", "IBV_QP_", "STATE", "ACCESS_FLAGS", "PKEY_INDEX", "PORT", "QKEY", "AV",
-                "PATH_MTU", "TIMEOUT", "RETRY_CNT", "RNR_RETRY", "RQ_PSN", "MAX_QP_RD_ATOMIC", "MIN_RNR_TIMER",
-                "SQ_PSN", "MAX_DEST_RD_ATOMIC", "CAP", "DEST_QPN");
-        each(SendWorkRequests.class, "OP_", "IBV_WR_", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM",
-                "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD");
+        each(
+                QueuePairTransitions.class,
+                "MASK_",
+                "IBV_QP_",
+                "STATE",
+                "ACCESS_FLAGS",
+                "PKEY_INDEX",
+                "PORT",
+                "QKEY",
+                "AV",
+                "PATH_MTU",
+                "TIMEOUT",
+                "RETRY_CNT",
+                "RNR_RETRY",
+                "RQ_PSN",
+                "MAX_QP_RD_ATOMIC",
+                "MIN_RNR_TIMER",
+                "SQ_PSN",
+                "MAX_DEST_RD_ATOMIC",
+                "CAP",
+                "DEST_QPN");
+        each(
+                SendWorkRequests.class,
+                "OP_",
+                "IBV_WR_",
+                "RDMA_WRITE",
+                "RDMA_WRITE_WITH_IMM",
+                "SEND",
+                "SEND_WITH_IMM",
+                "RDMA_READ",
+                "ATOMIC_CMP_AND_SWP",
+                "ATOMIC_FETCH_AND_ADD");
         each(SendWorkRequests.class, "FLAG_", "IBV_SEND_", "FENCE", "SIGNALED", "SOLICITED", "INLINE");
-        each(CompletionStatus.class, "", "IBV_WC_", "SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR",
-                "LOC_PROT_ERR", "WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR",
-                "REM_ACCESS_ERR", "REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR",
-                "REM_INV_RD_REQ_ERR", "REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR",
-                "RESP_TIMEOUT_ERR", "GENERAL_ERR", "TM_ERR", "TM_RNDV_INCOMPLETE");
-        each(CompletionOpcode.class, "", "IBV_WC_", "SEND", "RDMA_WRITE", "RDMA_READ", "COMP_SWAP", "FETCH_ADD",
-                "BIND_MW", "LOCAL_INV", "TSO", "RECV", "RECV_RDMA_WITH_IMM");
+        each(
+                CompletionStatus.class,
+                "",
+                "IBV_WC_",
+                "SUCCESS",
+                "LOC_LEN_ERR",
+                "LOC_QP_OP_ERR",
+                "LOC_EEC_OP_ERR",
+                "LOC_PROT_ERR",
+                "WR_FLUSH_ERR",
+                "MW_BIND_ERR",
+                "BAD_RESP_ERR",
+                "LOC_ACCESS_ERR",
+                "REM_INV_REQ_ERR",
+                "REM_ACCESS_ERR",
+                "REM_OP_ERR",
+                "RETRY_EXC_ERR",
+                "RNR_RETRY_EXC_ERR",
+                "LOC_RDD_VIOL_ERR",
+                "REM_INV_RD_REQ_ERR",
+                "REM_ABORT_ERR",
+                "INV_EECN_ERR",
+                "INV_EEC_STATE_ERR",
+                "FATAL_ERR",
+                "RESP_TIMEOUT_ERR",
+                "GENERAL_ERR",
+                "TM_ERR",
+                "TM_RNDV_INCOMPLETE");
+        each(
+                CompletionOpcode.class,
+                "",
+                "IBV_WC_",
+                "SEND",
+                "RDMA_WRITE",
+                "RDMA_READ",
+                "COMP_SWAP",
+                "FETCH_ADD",
+                "BIND_MW",
+                "LOCAL_INV",
+                "TSO",
+                "RECV",
+                "RECV_RDMA_WITH_IMM");
         each(WorkCompletions.class, "", "IBV_WC_", "SUCCESS");
         each(WorkCompletions.class, "WC_", "IBV_WC_", "WITH_IMM", "GRH");
-        each(AsyncEvent.class, "", "IBV_EVENT_", "CQ_ERR", "QP_FATAL", "QP_REQ_ERR", "QP_ACCESS_ERR", "COMM_EST",
-                "SQ_DRAINED", "PATH_MIG", "PATH_MIG_ERR", "DEVICE_FATAL", "PORT_ACTIVE", "PORT_ERR", "LID_CHANGE",
-                "PKEY_CHANGE", "SM_CHANGE", "SRQ_ERR", "SRQ_LIMIT_REACHED", "QP_LAST_WQE_REACHED", "CLIENT_REREGISTER",
-                "GID_CHANGE", "WQ_FATAL");
+        each(
+                AsyncEvent.class,
+                "",
+                "IBV_EVENT_",
+                "CQ_ERR",
+                "QP_FATAL",
+                "QP_REQ_ERR",
+                "QP_ACCESS_ERR",
+                "COMM_EST",
+                "SQ_DRAINED",
+                "PATH_MIG",
+                "PATH_MIG_ERR",
+                "DEVICE_FATAL",
+                "PORT_ACTIVE",
+                "PORT_ERR",
+                "LID_CHANGE",
+                "PKEY_CHANGE",
+                "SM_CHANGE",
+                "SRQ_ERR",
+                "SRQ_LIMIT_REACHED",
+                "QP_LAST_WQE_REACHED",
+                "CLIENT_REREGISTER",
+                "GID_CHANGE",
+                "WQ_FATAL");
         t(PortAttributes.class, "STATE_ACTIVE", "IBV_PORT_ACTIVE");
         t(DeviceAttributes.class, "ATOMIC_NONE", "IBV_ATOMIC_NONE");
         t(Gid.class, "BYTES", "ibv_gid.sizeof");
@@ -95,8 +177,19 @@ class CConstantsConformanceTest {
         t(WorkRequestChain.class, "NUM_SGE", "ibv_send_wr.num_sge$offset");
 
         // enums: the C value of each constant is its value()/bit(), and of(C value) gives it back
-        each(Access.class, "", "IBV_ACCESS_", "LOCAL_WRITE", "REMOTE_WRITE", "REMOTE_READ", "REMOTE_ATOMIC", "MW_BIND",
-                "ZERO_BASED", "ON_DEMAND", "HUGETLB", "RELAXED_ORDERING");
+        each(
+                Access.class,
+                "",
+                "IBV_ACCESS_",
+                "LOCAL_WRITE",
+                "REMOTE_WRITE",
+                "REMOTE_READ",
+                "REMOTE_ATOMIC",
+                "MW_BIND",
+                "ZERO_BASED",
+                "ON_DEMAND",
+                "HUGETLB",
+                "RELAXED_ORDERING");
         each(QueuePairState.class, "", "IBV_QPS_", "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN");
         each(QueuePairType.class, "", "IBV_QPT_", "RC", "UC", "UD");
         each(Mtu.class, "", "IBV_", "MTU_256", "MTU_512", "MTU_1024", "MTU_2048", "MTU_4096");
@@ -112,29 +205,56 @@ class CConstantsConformanceTest {
             TABLE.put("CmEventType." + e.name(), "rdmacm:RDMA_CM_EVENT_" + e.name());
         }
         notC("verbs4j's own states and failure kinds", "ConnectionState", "Reason");
-        notC("an InfiniBand CM reject reason (IB spec / the kernel's ib_cm.h), not in the user headers",
+        notC(
+                "an InfiniBand CM reject reason (IB spec / the kernel's ib_cm.h), not in the user headers",
                 "RdmaConnection.REJ_INVALID_SERVICE_ID");
 
-        for (String n : List.of("PROT_READ", "PROT_WRITE", "MAP_PRIVATE", "MAP_ANONYMOUS", "MAP_HUGETLB", "MADV_HUGEPAGE")) {
+        for (String n :
+                List.of("PROT_READ", "PROT_WRITE", "MAP_PRIVATE", "MAP_ANONYMOUS", "MAP_HUGETLB", "MADV_HUGEPAGE")) {
             LIBC.put("HugePageAllocator." + n, n); // named as in <sys/mman.h>
         }
         LIBC.put("HugePageAllocator.MAP_FAILED", "(long)MAP_FAILED");
 
-        notC("masks of verbs4j's per-chain opcode summary (bits 1 << IBV_WR_*), not header constants",
-                "SendWorkRequests.SEND_OPCODES", "SendWorkRequests.READ_OR_ATOMIC_OPCODES");
-        notC("a verbs4j default or tuning value", "SendWorkRequests.DEFAULT_INLINE_BYTES",
-                "AsyncEventDispatcher.QUEUE_CAPACITY", "AsyncEventDispatcher.JOIN_MILLIS",
-                "AsyncEventDispatcher.MAX_CONSECUTIVE_FAILURES", "CompletionChannel.CLOSE_WAIT_MILLIS",
-                "CompletionQueue.ACK_BATCH", "Gate.CLOSE_WAIT_NANOS", "BufferPool.MAX_PARK_NANOS",
+        notC(
+                "masks of verbs4j's per-chain opcode summary (bits 1 << IBV_WR_*), not header constants",
+                "SendWorkRequests.SEND_OPCODES",
+                "SendWorkRequests.READ_OR_ATOMIC_OPCODES");
+        notC(
+                "a verbs4j default or tuning value",
+                "SendWorkRequests.DEFAULT_INLINE_BYTES",
+                "AsyncEventDispatcher.QUEUE_CAPACITY",
+                "AsyncEventDispatcher.JOIN_MILLIS",
+                "AsyncEventDispatcher.MAX_CONSECUTIVE_FAILURES",
+                "CompletionChannel.CLOSE_WAIT_MILLIS",
+                "CompletionQueue.ACK_BATCH",
+                "Gate.CLOSE_WAIT_NANOS",
+                "BufferPool.MAX_PARK_NANOS",
                 "CompletionWaiter.BLOCK_SLICE_NANOS");
-        notC("a state of verbs4j's own lifecycle machines", "Gate.IDLE", "Gate.BUSY", "Gate.CLOSED",
-                "NativeResource.OPEN", "NativeResource.CLOSING", "NativeResource.CLOSED", "PoolResources.OPEN",
-                "PoolResources.CLOSING", "PoolResources.CLOSED");
-        notC("the buffer pool's slot and token encoding", "BufferPool.NO_TOKEN", "BufferPool.STATE_SHIFT",
-                "BufferPool.FREE", "BufferPool.LEASED", "BufferPool.LEAKED", "BufferPool.STATE_BITS",
-                "BufferPool.LEASE_STEP", "LeaseRefusals.STALE_WINDOW", "FreeStack.EMPTY");
+        notC(
+                "a state of verbs4j's own lifecycle machines",
+                "Gate.IDLE",
+                "Gate.BUSY",
+                "Gate.CLOSED",
+                "NativeResource.OPEN",
+                "NativeResource.CLOSING",
+                "NativeResource.CLOSED",
+                "PoolResources.OPEN",
+                "PoolResources.CLOSING",
+                "PoolResources.CLOSED");
+        notC(
+                "the buffer pool's slot and token encoding",
+                "BufferPool.NO_TOKEN",
+                "BufferPool.STATE_SHIFT",
+                "BufferPool.FREE",
+                "BufferPool.LEASED",
+                "BufferPool.LEAKED",
+                "BufferPool.STATE_BITS",
+                "BufferPool.LEASE_STEP",
+                "LeaseRefusals.STALE_WINDOW",
+                "FreeStack.EMPTY");
         notC("the machine's page size, read with sysconf(_SC_PAGESIZE) at run time", "PoolMemory.REGION_ALIGNMENT");
-        notC("the size of verbs4j's own scratch memory (two pointers and two struct pollfd)",
+        notC(
+                "the size of verbs4j's own scratch memory (two pointers and two struct pollfd)",
                 "CompletionChannel.SCRATCH_SIZE");
         notC("the default huge page size of x86-64 and arm64, a kernel setting", "HugePageAllocator.HUGE_PAGE");
         notC("verbs4j's out-of-band wire format", "OutOfBandChannel.MAGIC");
@@ -146,6 +266,7 @@ class CConstantsConformanceTest {
 
     /** HugePageAllocator's descriptors: field -> (C function, positions where a pointer travels as a long). */
     private static final Map<String, Prototype> DESCRIPTORS = new LinkedHashMap<>();
+
     private static final Map<String, Set<Integer>> POINTER_AS_LONG = new LinkedHashMap<>();
 
     static {
@@ -165,8 +286,8 @@ class CConstantsConformanceTest {
         }
         Map<String, String> exprs = new LinkedHashMap<>();
         LIBC.forEach((k, v) -> exprs.put(k.replace('.', '_'), v));
-        CBoundary.Probe p = CBoundary.probe("core_libc_probe", List.of("sys/mman.h"),
-                List.copyOf(DESCRIPTORS.values()), exprs);
+        CBoundary.Probe p =
+                CBoundary.probe("core_libc_probe", List.of("sys/mman.h"), List.copyOf(DESCRIPTORS.values()), exprs);
         Map<String, Long> values = new LinkedHashMap<>();
         LIBC.keySet().forEach(k -> values.put(k, p.constants().get(k.replace('.', '_'))));
         libcFunctions = p.functions();
@@ -177,11 +298,13 @@ class CConstantsConformanceTest {
 
     /** Every class of verbs-core's main output, nested ones included. */
     static List<Class<?>> coreClasses() throws IOException, URISyntaxException, ClassNotFoundException {
-        Path root = Path.of(Access.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path root = Path.of(
+                Access.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         assertTrue(Files.isDirectory(root), "verbs-core's classes are not a folder: " + root);
         List<Class<?>> out = new ArrayList<>();
         try (Stream<Path> s = Files.walk(root)) {
-            for (Path p : s.filter(f -> f.toString().endsWith(".class")).sorted().toList()) {
+            for (Path p :
+                    s.filter(f -> f.toString().endsWith(".class")).sorted().toList()) {
                 String rel = root.relativize(p).toString();
                 if (rel.endsWith("module-info.class") || rel.endsWith("package-info.class")) {
                     continue;
@@ -199,7 +322,10 @@ class CConstantsConformanceTest {
 
     private static boolean constant(Field f) {
         int m = f.getModifiers();
-        return Modifier.isStatic(m) && Modifier.isFinal(m) && !f.isSynthetic() && integral(f.getType())
+        return Modifier.isStatic(m)
+                && Modifier.isFinal(m)
+                && !f.isSynthetic()
+                && integral(f.getType())
                 && !f.getName().equals("serialVersionUID");
     }
 
@@ -233,11 +359,15 @@ class CConstantsConformanceTest {
             }
         }
         assertTrue(classes >= 50, "found only " + classes + " verbs-core classes");
-        assertTrue(missing.isEmpty(), "constants with no entry in CConstantsConformanceTest (add the C name to TABLE "
-                + "or LIBC, or say in NOT_C why it is not a C constant): " + missing);
+        assertTrue(
+                missing.isEmpty(),
+                "constants with no entry in CConstantsConformanceTest (add the C name to TABLE "
+                        + "or LIBC, or say in NOT_C why it is not a C constant): " + missing);
         List<String> stale = new ArrayList<>();
-        Stream.of(TABLE.keySet(), LIBC.keySet(), NOT_C.keySet()).flatMap(Set::stream)
-                .filter(k -> !seen.contains(k)).forEach(stale::add);
+        Stream.of(TABLE.keySet(), LIBC.keySet(), NOT_C.keySet())
+                .flatMap(Set::stream)
+                .filter(k -> !seen.contains(k))
+                .forEach(stale::add);
         assertTrue(stale.isEmpty(), "entries naming no constant of verbs-core: " + stale);
     }
 
@@ -245,11 +375,19 @@ class CConstantsConformanceTest {
 
     private static long generated(String name) throws ReflectiveOperationException {
         if (name.startsWith("rdmacm:")) {
-            return ((Number) org.verbs4j.natives.generated.rdmacm.rdmacm_h.class.getMethod(name.substring(7)).invoke(null))
+            return ((Number) org.verbs4j
+                            .natives
+                            .generated
+                            .rdmacm
+                            .rdmacm_h
+                            .class
+                            .getMethod(name.substring(7))
+                            .invoke(null))
                     .longValue();
         }
         int dot = name.indexOf('.');
-        Method m = dot < 0 ? ibverbs_h.class.getMethod(name)
+        Method m = dot < 0
+                ? ibverbs_h.class.getMethod(name)
                 : Class.forName(GENERATED + name.substring(0, dot)).getMethod(name.substring(dot + 1));
         return ((Number) m.invoke(null)).longValue();
     }
@@ -333,13 +471,15 @@ class CConstantsConformanceTest {
                 }
                 Object expected = enumConstant(owner, om[1]);
                 if (back != expected) {
-                    bad.add(e.getKey() + ": " + owner.getSimpleName() + ".of(" + c + ") is " + back + "   [" + e.getValue()
-                            + "]");
+                    bad.add(e.getKey() + ": " + owner.getSimpleName() + ".of(" + c + ") is " + back + "   ["
+                            + e.getValue() + "]");
                 }
             }
         }
-        System.out.printf("CConstantsConformanceTest: %d hand-written constants compared with jextract's, "
-                + "%d libc constants and %d descriptors with gcc's%n", TABLE.size(), LIBC.size(), DESCRIPTORS.size());
+        System.out.printf(
+                "CConstantsConformanceTest: %d hand-written constants compared with jextract's, "
+                        + "%d libc constants and %d descriptors with gcc's%n",
+                TABLE.size(), LIBC.size(), DESCRIPTORS.size());
         CBoundary.assertNoDifferences("hand-written constants vs jextract", TABLE.size(), bad);
         assertTrue(TABLE.size() >= 120, "expected the whole table, got " + TABLE.size());
     }
@@ -354,11 +494,14 @@ class CConstantsConformanceTest {
     @Test
     void workRequestChainOffsetsHoldForReceiveRequestsToo() {
         // WorkRequestChain walks send and receive chains with the same offsets
-        assertEquals(org.verbs4j.natives.generated.ibverbs.ibv_send_wr.next$offset(),
+        assertEquals(
+                org.verbs4j.natives.generated.ibverbs.ibv_send_wr.next$offset(),
                 org.verbs4j.natives.generated.ibverbs.ibv_recv_wr.next$offset());
-        assertEquals(org.verbs4j.natives.generated.ibverbs.ibv_send_wr.sg_list$offset(),
+        assertEquals(
+                org.verbs4j.natives.generated.ibverbs.ibv_send_wr.sg_list$offset(),
                 org.verbs4j.natives.generated.ibverbs.ibv_recv_wr.sg_list$offset());
-        assertEquals(org.verbs4j.natives.generated.ibverbs.ibv_send_wr.num_sge$offset(),
+        assertEquals(
+                org.verbs4j.natives.generated.ibverbs.ibv_send_wr.num_sge$offset(),
                 org.verbs4j.natives.generated.ibverbs.ibv_recv_wr.num_sge$offset());
     }
 
@@ -389,8 +532,13 @@ class CConstantsConformanceTest {
             f.setAccessible(true);
             String fn = e.getValue().name();
             CBoundary.Derived c = libcFunctions.get(fn);
-            bad.addAll(CBoundary.compare(fn, (FunctionDescriptor) f.get(null), c.descriptor(), c.variadic(),
-                    POINTER_AS_LONG.getOrDefault(fn, Set.of()), -1));
+            bad.addAll(CBoundary.compare(
+                    fn,
+                    (FunctionDescriptor) f.get(null),
+                    c.descriptor(),
+                    c.variadic(),
+                    POINTER_AS_LONG.getOrDefault(fn, Set.of()),
+                    -1));
         }
         CBoundary.assertNoDifferences("verbs-core descriptors", DESCRIPTORS.size(), bad);
     }
@@ -409,8 +557,10 @@ class CConstantsConformanceTest {
                 }
             }
         }
-        List<String> expected = DESCRIPTORS.keySet().stream().map(n -> "HugePageAllocator." + n).toList();
-        assertEquals(expected, fields, "FunctionDescriptor fields of verbs-core vs CConstantsConformanceTest.DESCRIPTORS");
+        List<String> expected =
+                DESCRIPTORS.keySet().stream().map(n -> "HugePageAllocator." + n).toList();
+        assertEquals(
+                expected, fields, "FunctionDescriptor fields of verbs-core vs CConstantsConformanceTest.DESCRIPTORS");
         Path src = Path.of("src/main/java");
         assertTrue(Files.isDirectory(src), "run from the verbs-core module folder: " + src.toAbsolutePath());
         Pattern made = Pattern.compile("FunctionDescriptor\\.(of|ofVoid)\\(");
@@ -423,7 +573,10 @@ class CConstantsConformanceTest {
                 }
             }
         }
-        assertEquals(fields.size(), count, "descriptors built in verbs-core's sources outside a static field "
-                + "(declare each as a static final field and add it to DESCRIPTORS)");
+        assertEquals(
+                fields.size(),
+                count,
+                "descriptors built in verbs-core's sources outside a static field "
+                        + "(declare each as a static final field and add it to DESCRIPTORS)");
     }
 }

@@ -44,8 +44,10 @@ class CompletionWaiterGuestTest {
         channel = ctx.createCompletionChannel();
         cqA = ctx.createCompletionQueue(64, channel, 0);
         cqB = ctx.createCompletionQueue(64);
-        a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqA).maxSendWr(16).maxRecvWr(16));
-        b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqB).maxSendWr(16).maxRecvWr(16));
+        a = pd.createQueuePair(
+                QueuePairInit.of(QueuePairType.RC, cqA).maxSendWr(16).maxRecvWr(16));
+        b = pd.createQueuePair(
+                QueuePairInit.of(QueuePairType.RC, cqB).maxSendWr(16).maxRecvWr(16));
         GidEntry gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow();
         GuestSupport.connect(a, b, gid, EnumSet.noneOf(Access.class));
         aMr = pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE);
@@ -66,7 +68,8 @@ class CompletionWaiterGuestTest {
     }
 
     private void sendFromB(long wrId) {
-        try (SendWorkRequests s = new SendWorkRequests(1, 1); WorkCompletions wcs = new WorkCompletions(1)) {
+        try (SendWorkRequests s = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(1)) {
             s.send(wrId).sge(bMr, 0, 64).signaled();
             b.postSend(s);
             GuestSupport.awaitSuccess(cqB, wcs, 1);

@@ -42,7 +42,7 @@ class CompletionWaiterHostTest {
         MemorySegment fakeChannel = arena.allocate(16, 8);
         fakeChannel.set(ValueLayout.JAVA_INT, ObjectLayout.COMP_CHANNEL_FD, fd);
         channel = new CompletionChannel(ctx, fakeChannel, h -> LibC.close(fd));
-        cq = new CompletionQueue(ctx, p.cq().reinterpret(ObjectLayout.CQ_SIZE), channel, h -> { });
+        cq = new CompletionQueue(ctx, p.cq().reinterpret(ObjectLayout.CQ_SIZE), channel, h -> {});
     }
 
     @AfterEach
@@ -59,8 +59,10 @@ class CompletionWaiterHostTest {
     @Test
     void theSpinPathReapsWithoutArming() {
         for (int i = 0; i < 3; i++) {
-            assertEquals(0, p.queueCompletion(100 + i, CompletionStatus.SUCCESS, CompletionOpcode.RDMA_WRITE, 8,
-                    StandInProvider.QP_NUM));
+            assertEquals(
+                    0,
+                    p.queueCompletion(
+                            100 + i, CompletionStatus.SUCCESS, CompletionOpcode.RDMA_WRITE, 8, StandInProvider.QP_NUM));
         }
         CompletionWaiter spinner = new CompletionWaiter(cq, Long.MAX_VALUE);
         try (WorkCompletions wcs = new WorkCompletions(4)) {
@@ -86,8 +88,10 @@ class CompletionWaiterHostTest {
             assertEquals(0, p.lastSolicited(), "armed for every completion");
             // a completion already there when the wait starts: reaped at once, no block
             long blocks = blocker.blocks();
-            assertEquals(0, p.queueCompletion(7, CompletionStatus.SUCCESS, CompletionOpcode.RDMA_WRITE, 8,
-                    StandInProvider.QP_NUM));
+            assertEquals(
+                    0,
+                    p.queueCompletion(
+                            7, CompletionStatus.SUCCESS, CompletionOpcode.RDMA_WRITE, 8, StandInProvider.QP_NUM));
             assertEquals(1, blocker.await(wcs, 1, Duration.ofSeconds(30)));
             assertEquals(7, wcs.wrId(0));
             assertEquals(blocks, blocker.blocks());

@@ -38,8 +38,8 @@ import org.verbs4j.testing.RdmaTest;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class DataPathGuestTest {
     private static final int SIZE = 64 * 1024;
-    private static final Set<Access> ALL = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ,
-            Access.REMOTE_ATOMIC);
+    private static final Set<Access> ALL =
+            EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
 
     private LoopbackPair pair;
     private Arena arena;
@@ -53,8 +53,10 @@ class DataPathGuestTest {
 
     @BeforeAll
     void open() {
-        pair = LoopbackPair.open(QueuePairType.RC, EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE,
-                Access.REMOTE_ATOMIC), init -> init.maxSendSge(4).maxRecvSge(4).maxInlineData(64));
+        pair = LoopbackPair.open(
+                QueuePairType.RC,
+                EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC),
+                init -> init.maxSendSge(4).maxRecvSge(4).maxInlineData(64));
         arena = Arena.ofShared();
         aBuf = arena.allocate(SIZE, 4096);
         bBuf = arena.allocate(SIZE, 4096);
@@ -134,7 +136,11 @@ class DataPathGuestTest {
     void gatherThreeSgesScatterIntoTwo() {
         pattern(aBuf.asSlice(0, 4096), 3);
         pair.b.postRecv(recvs.add(61).sge(bMr, 1000, 120).sge(bMr, 3000, 200));
-        pair.a.postSend(sends.send(62).sge(aMr, 0, 100).sge(aMr, 500, 50).sge(aMr, 2000, 150).signaled());
+        pair.a.postSend(sends.send(62)
+                .sge(aMr, 0, 100)
+                .sge(aMr, 500, 50)
+                .sge(aMr, 2000, 150)
+                .signaled());
 
         awaitSuccess(pair.cqB, wcs, 1);
         assertEquals(300, wcs.byteLength(0));
@@ -172,7 +178,8 @@ class DataPathGuestTest {
         // and inline RDMA WRITE
         MemorySegment small = arena.allocate(48);
         pattern(small, 8);
-        pair.a.postSend(sends.clear().write(73, remote(1024), bMr.rkey()).inline(small).signaled());
+        pair.a.postSend(
+                sends.clear().write(73, remote(1024), bMr.rkey()).inline(small).signaled());
         awaitSuccess(pair.cqA, wcs, 1);
         assertSameBytes(small, bBuf.asSlice(1024, 48), "inline RDMA WRITE");
     }
@@ -180,7 +187,9 @@ class DataPathGuestTest {
     @Test
     void aPrebuiltInlineWriteRepostedWithANewPayload() {
         // perftest's write_lat: one request built once, its inline byte rewritten before each post
-        pair.a.postSend(sends.clear().write(74, remote(2048), bMr.rkey()).inline(MemorySegment.ofArray(new byte[] {0, 0}))
+        pair.a.postSend(sends.clear()
+                .write(74, remote(2048), bMr.rkey())
+                .inline(MemorySegment.ofArray(new byte[] {0, 0}))
                 .signaled());
         awaitSuccess(pair.cqA, wcs, 1);
         MemorySegment payload = sends.inlineData(0);
@@ -205,15 +214,18 @@ class DataPathGuestTest {
     void aConfinedCompletionQueueWorksOnItsThreadAndRefusesOthers() throws Exception {
         java.util.concurrent.CountDownLatch polledElsewhere = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch ownerMayEnd = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.atomic.AtomicReference<CompletionQueue> made = new java.util.concurrent.atomic.AtomicReference<>();
-        java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<CompletionQueue> made =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<Throwable> failed =
+                new java.util.concurrent.atomic.AtomicReference<>();
         Thread owner = Thread.ofPlatform().name("cq-owner").start(() -> {
-            try (SendWorkRequests w = new SendWorkRequests(4, 1); WorkCompletions got = new WorkCompletions(8)) {
+            try (SendWorkRequests w = new SendWorkRequests(4, 1);
+                    WorkCompletions got = new WorkCompletions(8)) {
                 CompletionQueue cq = pair.context.createConfinedCompletionQueue(512);
                 made.set(cq);
                 assertTrue(cq.isConfined());
                 try (QueuePair x = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq));
-                     QueuePair y = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq))) {
+                        QueuePair y = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq))) {
                     GuestSupport.connect(x, y, pair.gid, EnumSet.of(Access.REMOTE_WRITE), pair.options);
                     pattern(aBuf.asSlice(0, 4096), 9);
                     int[] lengths = {3, 1, 2};
@@ -222,16 +234,23 @@ class DataPathGuestTest {
                         bBuf.fill((byte) 0);
                         w.clear();
                         for (int k = 0; k < lengths[round]; k++) {
-                            w.write(id + k, remote(1024L * k), bMr.rkey()).sge(aMr, 1024L * k, 1000).signaled();
+                            w.write(id + k, remote(1024L * k), bMr.rkey())
+                                    .sge(aMr, 1024L * k, 1000)
+                                    .signaled();
                         }
                         x.postSend(w);
                         awaitSuccess(cq, got, lengths[round]);
                         for (int k = 0; k < lengths[round]; k++) {
                             assertEquals(id + k, got.wrId(k));
-                            assertSameBytes(aBuf.asSlice(1024L * k, 1000), bBuf.asSlice(1024L * k, 1000), "round " + round + " #" + k);
+                            assertSameBytes(
+                                    aBuf.asSlice(1024L * k, 1000),
+                                    bBuf.asSlice(1024L * k, 1000),
+                                    "round " + round + " #" + k);
                         }
-                        assertAll(bBuf.asSlice(1024L * lengths[round], 4096), (byte) 0, "round " + round
-                                + ": no request beyond the chain's count was posted");
+                        assertAll(
+                                bBuf.asSlice(1024L * lengths[round], 4096),
+                                (byte) 0,
+                                "round " + round + ": no request beyond the chain's count was posted");
                         assertEquals(0, cq.poll(got), "round " + round + ": no stray completion");
                         id += lengths[round];
                     }
@@ -265,7 +284,8 @@ class DataPathGuestTest {
     @Test
     void rdmaWrite() {
         pattern(aBuf.asSlice(0, 1000), 4);
-        pair.a.postSend(sends.write(81, remote(128), bMr.rkey()).sge(aMr, 0, 1000).signaled());
+        pair.a.postSend(
+                sends.write(81, remote(128), bMr.rkey()).sge(aMr, 0, 1000).signaled());
         awaitSuccess(pair.cqA, wcs, 1);
         assertEquals(81, wcs.wrId(0));
         assertEquals(CompletionOpcode.RDMA_WRITE, wcs.opcode(0));
@@ -278,7 +298,8 @@ class DataPathGuestTest {
     void rdmaWriteWithImmediateConsumesAReceive() {
         pattern(aBuf.asSlice(0, 3000), 5);
         pair.b.postRecv(recvs.add(91).sge(bMr, 60000, 16));
-        pair.a.postSend(sends.writeWithImmediate(92, remote(4096), bMr.rkey(), 0x01020304).sge(aMr, 0, 3000)
+        pair.a.postSend(sends.writeWithImmediate(92, remote(4096), bMr.rkey(), 0x01020304)
+                .sge(aMr, 0, 3000)
                 .signaled());
         awaitSuccess(pair.cqB, wcs, 1);
         assertEquals(91, wcs.wrId(0));
@@ -296,7 +317,8 @@ class DataPathGuestTest {
     @Test
     void rdmaRead() {
         pattern(bBuf.asSlice(8192, 777), 6);
-        pair.a.postSend(sends.read(101, remote(8192), bMr.rkey()).sge(aMr, 16, 777).signaled());
+        pair.a.postSend(
+                sends.read(101, remote(8192), bMr.rkey()).sge(aMr, 16, 777).signaled());
         awaitSuccess(pair.cqA, wcs, 1);
         assertEquals(101, wcs.wrId(0));
         assertEquals(CompletionOpcode.RDMA_READ, wcs.opcode(0));
@@ -311,14 +333,25 @@ class DataPathGuestTest {
         bBuf.set(JAVA_LONG, 512, 100L);
         bBuf.set(JAVA_LONG, 520, 0x7777L);
         aBuf.fill((byte) 0x55);
-        pair.a.postSend(sends
-                .compareAndSwap(111, remote(512), bMr.rkey(), 100L, 200L).sge(aMr, 0, 8).signaled()
-                .compareAndSwap(112, remote(512), bMr.rkey(), 999L, 5L).sge(aMr, 8, 8).signaled()
-                .fetchAndAdd(113, remote(512), bMr.rkey(), 42L).sge(aMr, 16, 8).signaled()
-                .fetchAndAdd(114, remote(520), bMr.rkey(), -0x777L).sge(aMr, 24, 8).signaled());
+        pair.a.postSend(sends.compareAndSwap(111, remote(512), bMr.rkey(), 100L, 200L)
+                .sge(aMr, 0, 8)
+                .signaled()
+                .compareAndSwap(112, remote(512), bMr.rkey(), 999L, 5L)
+                .sge(aMr, 8, 8)
+                .signaled()
+                .fetchAndAdd(113, remote(512), bMr.rkey(), 42L)
+                .sge(aMr, 16, 8)
+                .signaled()
+                .fetchAndAdd(114, remote(520), bMr.rkey(), -0x777L)
+                .sge(aMr, 24, 8)
+                .signaled());
         awaitSuccess(pair.cqA, wcs, 4);
-        int[] opcodes = {CompletionOpcode.COMP_SWAP, CompletionOpcode.COMP_SWAP, CompletionOpcode.FETCH_ADD,
-                CompletionOpcode.FETCH_ADD};
+        int[] opcodes = {
+            CompletionOpcode.COMP_SWAP,
+            CompletionOpcode.COMP_SWAP,
+            CompletionOpcode.FETCH_ADD,
+            CompletionOpcode.FETCH_ADD
+        };
         for (int i = 0; i < 4; i++) {
             assertEquals(111 + i, wcs.wrId(i));
             assertEquals(opcodes[i], wcs.opcode(i));
@@ -335,7 +368,8 @@ class DataPathGuestTest {
     @Test
     void aFailedCompareLeavesRemoteUnchanged() {
         bBuf.set(JAVA_LONG, 0, 0x1122334455667788L);
-        pair.a.postSend(sends.compareAndSwap(121, remote(0), bMr.rkey(), 0x1122334455667789L, 1L).sge(aMr, 0, 8)
+        pair.a.postSend(sends.compareAndSwap(121, remote(0), bMr.rkey(), 0x1122334455667789L, 1L)
+                .sge(aMr, 0, 8)
                 .signaled());
         awaitSuccess(pair.cqA, wcs, 1);
         assertEquals(0x1122334455667788L, aBuf.get(JAVA_LONG, 0));
@@ -386,9 +420,12 @@ class DataPathGuestTest {
         pattern(bBuf.asSlice(0, 512), 10);
         // the READ brings bBuf[0,512) into aBuf[0,512) (unsignaled); the fenced WRITE sends aBuf[0,512)
         // to bBuf[2048,2560) only after the READ finished, so it carries the read data
-        pair.a.postSend(sends
-                .read(301, remote(0), bMr.rkey()).sge(aMr, 0, 512)
-                .write(302, remote(2048), bMr.rkey()).sge(aMr, 0, 512).fence().signaled());
+        pair.a.postSend(sends.read(301, remote(0), bMr.rkey())
+                .sge(aMr, 0, 512)
+                .write(302, remote(2048), bMr.rkey())
+                .sge(aMr, 0, 512)
+                .fence()
+                .signaled());
         awaitSuccess(pair.cqA, wcs, 1);
         assertEquals(302, wcs.wrId(0), "only the signaled request completes");
         assertEquals(CompletionOpcode.RDMA_WRITE, wcs.opcode(0));
@@ -410,8 +447,10 @@ class DataPathGuestTest {
         try {
             cqS = pair.context.createCompletionQueue(16);
             cqR = pair.context.createCompletionQueue(16);
-            s = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cqS).maxSendWr(8).maxRecvWr(8));
-            r = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cqR).maxSendWr(8).maxRecvWr(8));
+            s = pair.pd.createQueuePair(
+                    QueuePairInit.of(QueuePairType.UD, cqS).maxSendWr(8).maxRecvWr(8));
+            r = pair.pd.createQueuePair(
+                    QueuePairInit.of(QueuePairType.UD, cqR).maxSendWr(8).maxRecvWr(8));
             s.activateUd(1, qkey, 0);
             r.activateUd(1, qkey, 0);
             assertEquals(QueuePairState.RTS, r.query().state());
@@ -422,7 +461,10 @@ class DataPathGuestTest {
 
             pattern(aBuf.asSlice(0, len), 11);
             r.postRecv(recvs.add(401).sge(bMr, 0, grh + 1024));
-            s.postSend(sends.send(402).sge(aMr, 0, len).destination(ah, r.qpNumber(), qkey).signaled());
+            s.postSend(sends.send(402)
+                    .sge(aMr, 0, len)
+                    .destination(ah, r.qpNumber(), qkey)
+                    .signaled());
 
             awaitSuccess(cqR, wcs, 1);
             assertEquals(401, wcs.wrId(0));
@@ -450,8 +492,10 @@ class DataPathGuestTest {
             cqR = pair.context.createCompletionQueue(16);
             srq = pair.pd.createSharedReceiveQueue(16, 1);
             assertTrue(srq.maxWr() >= 16);
-            b1 = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqS, cqR).sharedReceiveQueue(srq));
-            b2 = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqS, cqR).sharedReceiveQueue(srq));
+            b1 = pair.pd.createQueuePair(
+                    QueuePairInit.of(QueuePairType.RC, cqS, cqR).sharedReceiveQueue(srq));
+            b2 = pair.pd.createQueuePair(
+                    QueuePairInit.of(QueuePairType.RC, cqS, cqR).sharedReceiveQueue(srq));
             a1 = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqS));
             a2 = pair.pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqS));
             GuestSupport.connect(a1, b1, pair.gid, Set.of());
@@ -532,7 +576,9 @@ class DataPathGuestTest {
             VerbsException e = assertThrows(VerbsException.class, () -> pair.cqA.requestNotify(false));
             assertEquals(Errno.EINVAL, e.errno());
             CompletionChannel busy = channel;
-            assertEquals(Errno.EBUSY, assertThrows(VerbsException.class, busy::close).errno(),
+            assertEquals(
+                    Errno.EBUSY,
+                    assertThrows(VerbsException.class, busy::close).errno(),
                     "a channel refuses to close while a CQ reports to it");
         } finally {
             GuestSupport.closeAll(s, r, cqS, cqE, channel);

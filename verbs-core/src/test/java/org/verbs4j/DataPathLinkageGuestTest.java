@@ -35,17 +35,21 @@ class DataPathLinkageGuestTest {
             } finally {
                 critical.close();
             }
-            System.out.printf("[DataPathLinkageGuestTest] rxe, %d signaled 64 B RDMA WRITEs (post + poll): "
-                    + "ordinary downcalls %d ns/op, critical %d ns/op (TCG; ratio %.2f)%n", ROUNDS, standard,
-                    criticalNanos, (double) criticalNanos / standard);
+            System.out.printf(
+                    "[DataPathLinkageGuestTest] rxe, %d signaled 64 B RDMA WRITEs (post + poll): "
+                            + "ordinary downcalls %d ns/op, critical %d ns/op (TCG; ratio %.2f)%n",
+                    ROUNDS, standard, criticalNanos, (double) criticalNanos / standard);
         }
     }
 
     /** ROUNDS loopback 64-byte writes, each posted and its completion polled; ns per round (after a warm-up). */
     private static long nanosPerWrite(Context ctx) {
-        try (LoopbackPairOn pair = new LoopbackPairOn(ctx); SendWorkRequests wrs = new SendWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(1)) {
-            wrs.write(1, pair.bMr.address(), pair.bMr.rkey()).sge(pair.aMr, 0, 64).signaled();
+        try (LoopbackPairOn pair = new LoopbackPairOn(ctx);
+                SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(1)) {
+            wrs.write(1, pair.bMr.address(), pair.bMr.rkey())
+                    .sge(pair.aMr, 0, 64)
+                    .signaled();
             for (int i = 0; i < ROUNDS / 4; i++) {
                 pair.a.postSend(wrs);
                 GuestSupport.awaitSuccess(pair.cqA, wcs, 1);
@@ -76,8 +80,10 @@ class DataPathLinkageGuestTest {
             pd = ctx.allocateProtectionDomain();
             cqA = ctx.createCompletionQueue(64);
             cqB = ctx.createCompletionQueue(64);
-            a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqA).maxSendWr(16).maxRecvWr(16));
-            b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqB).maxSendWr(16).maxRecvWr(16));
+            a = pd.createQueuePair(
+                    QueuePairInit.of(QueuePairType.RC, cqA).maxSendWr(16).maxRecvWr(16));
+            b = pd.createQueuePair(
+                    QueuePairInit.of(QueuePairType.RC, cqB).maxSendWr(16).maxRecvWr(16));
             GidEntry gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow();
             GuestSupport.connect(a, b, gid, EnumSet.of(Access.REMOTE_WRITE));
             aMr = pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE);

@@ -30,7 +30,8 @@ class DataPathLinkageHostTest {
 
     @BeforeEach
     void open() {
-        Assumptions.assumeTrue(InlineVerbs.CRITICAL, "-D" + InlineVerbs.CRITICAL_PROPERTY + "=false links every provider normally");
+        Assumptions.assumeTrue(
+                InlineVerbs.CRITICAL, "-D" + InlineVerbs.CRITICAL_PROPERTY + "=false links every provider normally");
         p = StandInProvider.open();
         arena = Arena.ofShared();
     }
@@ -83,8 +84,11 @@ class DataPathLinkageHostTest {
         }
         // a device without ops, or ops without a name
         MemorySegment noName = contextOf("x");
-        MemorySegment device = noName.get(ValueLayout.ADDRESS, ContextLayout.DEVICE).reinterpret(ContextLayout.VERBS_DEVICE_OPS + 8);
-        device.get(ValueLayout.ADDRESS, ContextLayout.VERBS_DEVICE_OPS).reinterpret(8).set(ValueLayout.ADDRESS, 0, MemorySegment.NULL);
+        MemorySegment device =
+                noName.get(ValueLayout.ADDRESS, ContextLayout.DEVICE).reinterpret(ContextLayout.VERBS_DEVICE_OPS + 8);
+        device.get(ValueLayout.ADDRESS, ContextLayout.VERBS_DEVICE_OPS)
+                .reinterpret(8)
+                .set(ValueLayout.ADDRESS, 0, MemorySegment.NULL);
         assertEquals(null, InlineVerbs.providerName(noName));
         device.set(ValueLayout.ADDRESS, ContextLayout.VERBS_DEVICE_OPS, MemorySegment.NULL);
         assertEquals(null, InlineVerbs.providerName(noName));
@@ -100,8 +104,9 @@ class DataPathLinkageHostTest {
         QueuePair qp = o.rcQueuePair(4, 4);
         long sends = p.calls(StandInProvider.Op.POST_SEND);
         long recvs = p.calls(StandInProvider.Op.POST_RECV);
-        try (SendWorkRequests wrs = new SendWorkRequests(1, 1); ReceiveWorkRequests rwrs = new ReceiveWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(2)) {
+        try (SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                ReceiveWorkRequests rwrs = new ReceiveWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(2)) {
             wrs.send(5).sge(o.mr, 0, 8).signaled();
             qp.postSend(wrs);
             rwrs.add(6).sge(o.mr, 64, 8);

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.time.Duration;
@@ -52,7 +51,9 @@ class DeviceGuestTest {
             assertTrue(dev.maxQpWr() > 0, "maxQpWr " + dev.maxQpWr());
             assertTrue(dev.supportsAtomics(), "rxe has atomics: atomicCap " + dev.atomicCap());
             assertTrue(dev.physPortCount() >= 1);
-            assertTrue(dev.maxSge() > 1 && dev.maxCqe() > 0 && dev.maxMrSize() != 0, "maxSge, maxCqe, maxMrSize (unsigned)");
+            assertTrue(
+                    dev.maxSge() > 1 && dev.maxCqe() > 0 && dev.maxMrSize() != 0,
+                    "maxSge, maxCqe, maxMrSize (unsigned)");
 
             PortAttributes port = ctx.queryPort(1);
             System.out.println(name + " port 1: " + port);
@@ -67,21 +68,23 @@ class DeviceGuestTest {
             Gid wanted = Gid.ofAddress(ip);
             List<GidEntry> table = ctx.gidTable(1);
             System.out.println(name + " GID table: " + table);
-            GidEntry v2 = table.stream().filter(e -> e.type() == GidType.ROCE_V2 && e.gid().equals(wanted)).findFirst()
+            GidEntry v2 = table.stream()
+                    .filter(e -> e.type() == GidType.ROCE_V2 && e.gid().equals(wanted))
+                    .findFirst()
                     .orElseThrow(() -> new AssertionError("no RoCE v2 entry " + wanted + " in " + table));
             assertEquals("0000:0000:0000:0000:0000:ffff:" + hex(ip), v2.gid().toString());
             assertEquals(ip, v2.gid().toInetAddress());
             assertEquals(v2, ctx.roceV2Gid(1, ip));
             assertEquals(wanted, ctx.queryGid(1, v2.index()));
             assertEquals(v2, ctx.firstRoceV2Ipv4Gid(1).orElseThrow());
-            VerbsException none = assertThrows(VerbsException.class,
-                    () -> ctx.roceV2Gid(1, InetAddress.getByName("192.0.2.77")));
+            VerbsException none =
+                    assertThrows(VerbsException.class, () -> ctx.roceV2Gid(1, InetAddress.getByName("192.0.2.77")));
             assertEquals(Errno.ENOENT, none.errno());
             assertTrue(none.getMessage().contains("ip addr add"), none.getMessage());
 
             try (ProtectionDomain pd = ctx.allocateProtectionDomain()) {
                 try (MemoryRegion mr = pd.allocateMemoryRegion(1L << 30, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
-                     CompletionQueue cq = ctx.createCompletionQueue(64)) {
+                        CompletionQueue cq = ctx.createCompletionQueue(64)) {
                     MemorySegment gib = mr.segment();
                     assertEquals(1L << 30, mr.length());
                     assertEquals(gib.address(), mr.address());
@@ -100,12 +103,20 @@ class DeviceGuestTest {
 
                         Map<String, Integer> during = GuestSupport.resourceCounts(name);
                         for (String k : KINDS) {
-                            assertTrue(during.get(k) >= before.get(k) + 1, k + ": before " + before + ", during " + during);
+                            assertTrue(
+                                    during.get(k) >= before.get(k) + 1,
+                                    k + ": before " + before + ", during " + during);
                         }
                         // owners refuse to go while their objects live
-                        assertEquals(Errno.EBUSY, assertThrows(VerbsException.class, pd::close).errno());
-                        assertEquals(Errno.EBUSY, assertThrows(VerbsException.class, cq::close).errno());
-                        assertEquals(Errno.EBUSY, assertThrows(VerbsException.class, ctx::close).errno());
+                        assertEquals(
+                                Errno.EBUSY,
+                                assertThrows(VerbsException.class, pd::close).errno());
+                        assertEquals(
+                                Errno.EBUSY,
+                                assertThrows(VerbsException.class, cq::close).errno());
+                        assertEquals(
+                                Errno.EBUSY,
+                                assertThrows(VerbsException.class, ctx::close).errno());
                     }
                 }
             }
@@ -135,7 +146,7 @@ class DeviceGuestTest {
     void theCleanerReleasesALeakedRegion() throws InterruptedException {
         String name = device();
         try (Context ctx = Verbs.open(name);
-             ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             int mrBefore = GuestSupport.resourceCounts(name).get("mr");
             registerAndDrop(pd);
             assertEquals(mrBefore + 1, GuestSupport.resourceCounts(name).get("mr"));

@@ -63,12 +63,22 @@ class DeviceMemoryHostTest {
 
     private MemoryRegion deviceRegion(long address, long length) {
         int fd = 2; // stderr stands for the dma-buf: the stand-in checks only that the fd is open
-        long mr = p.regDmabufMr(pd.handle().address(), 0, length, address, fd,
+        long mr = p.regDmabufMr(
+                pd.handle().address(),
+                0,
+                length,
+                address,
+                fd,
                 Access.mask(EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE)));
         assertTrue(mr != 0, "stand-in reg_dmabuf_mr refused: errno " + p.lastDeviceRegErrno());
         MemorySegment m = MemorySegment.ofAddress(mr).reinterpret(48);
-        return ForeignHandles.deviceMemoryRegion(pd, address, length, m.get(ValueLayout.JAVA_INT, 36),
-                m.get(ValueLayout.JAVA_INT, 40), EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE),
+        return ForeignHandles.deviceMemoryRegion(
+                pd,
+                address,
+                length,
+                m.get(ValueLayout.JAVA_INT, 36),
+                m.get(ValueLayout.JAVA_INT, 40),
+                EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE),
                 () -> p.deregDeviceMr(mr));
     }
 
@@ -90,8 +100,14 @@ class DeviceMemoryHostTest {
     @Test
     void writesFromAndToDeviceMemoryCarryTheDeviceAddressAndKeys() {
         MemoryRegion gpu = deviceRegion(DEVICE_ADDRESS, 1 << 20);
-        QueuePair qp = ForeignHandles.queuePair(pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq).maxSendSge(2)
-                .maxRecvSge(1).maxInlineData(64), QueuePairState.RTS);
+        QueuePair qp = ForeignHandles.queuePair(
+                pd,
+                p.qp(),
+                QueuePairInit.of(QueuePairType.RC, cq)
+                        .maxSendSge(2)
+                        .maxRecvSge(1)
+                        .maxInlineData(64),
+                QueuePairState.RTS);
         try (SendWorkRequests wrs = new SendWorkRequests(4, 2)) {
             // from the "GPU" region to a peer's GPU region (the same one, named by its rkey and iova)
             wrs.write(1, gpu.iova() + 4096, gpu.rkey()).sge(gpu, 128, 4096).signaled();
@@ -115,7 +131,10 @@ class DeviceMemoryHostTest {
             refused("ibv_post_send", Errno.EINVAL, () -> wrs.sge(gpu, 0, 8), "inline request cannot carry device");
             wrs.clear();
             wrs.send(2).sge(gpu, 0, 8);
-            refused("ibv_post_send", Errno.EINVAL, () -> wrs.inline(MemorySegment.ofArray(new byte[8])),
+            refused(
+                    "ibv_post_send",
+                    Errno.EINVAL,
+                    () -> wrs.inline(MemorySegment.ofArray(new byte[8])),
                     "provider copies inline data with the CPU");
             wrs.send(3).inline(MemorySegment.ofArray(new byte[8])); // the next request may be inline again
         }
@@ -125,12 +144,21 @@ class DeviceMemoryHostTest {
     @Test
     void bulkWritesOfDeviceMemoryCarryTheDeviceAddressesAndTheLastCannotTurnInline() {
         MemoryRegion gpu = deviceRegion(DEVICE_ADDRESS, 1 << 20);
-        QueuePair qp = ForeignHandles.queuePair(pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq).maxSendSge(2)
-                .maxRecvSge(1).maxInlineData(64), QueuePairState.RTS);
+        QueuePair qp = ForeignHandles.queuePair(
+                pd,
+                p.qp(),
+                QueuePairInit.of(QueuePairType.RC, cq)
+                        .maxSendSge(2)
+                        .maxRecvSge(1)
+                        .maxInlineData(64),
+                QueuePairState.RTS);
         try (SendWorkRequests wrs = new SendWorkRequests(8, 2, 64)) {
             wrs.writes(3, 10, gpu.iova() + 8192, 4096, gpu.rkey(), gpu, 256, 4096, 4096);
             // the bulk call's last request is the current one, and it carries device memory
-            refused("ibv_post_send", Errno.EINVAL, () -> wrs.inline(MemorySegment.ofArray(new byte[8])),
+            refused(
+                    "ibv_post_send",
+                    Errno.EINVAL,
+                    () -> wrs.inline(MemorySegment.ofArray(new byte[8])),
                     "provider copies inline data with the CPU");
             wrs.signaled();
             long before = p.wqeCount();
@@ -152,13 +180,25 @@ class DeviceMemoryHostTest {
 
     @Test
     void registrationArgumentsAreCheckedBeforeAnyNativeCall() {
-        refused("ibv_reg_dmabuf_mr", Errno.EBADF, () -> pd.registerDmaBuf(-1, 0, 4096, 0, Access.LOCAL_WRITE),
+        refused(
+                "ibv_reg_dmabuf_mr",
+                Errno.EBADF,
+                () -> pd.registerDmaBuf(-1, 0, 4096, 0, Access.LOCAL_WRITE),
                 "not a file descriptor");
-        refused("ibv_reg_dmabuf_mr", Errno.EINVAL, () -> pd.registerDmaBuf(3, 0, 0, 0, Access.LOCAL_WRITE),
+        refused(
+                "ibv_reg_dmabuf_mr",
+                Errno.EINVAL,
+                () -> pd.registerDmaBuf(3, 0, 0, 0, Access.LOCAL_WRITE),
                 "length > 0");
-        refused("ibv_reg_dmabuf_mr", Errno.EINVAL, () -> pd.registerDmaBuf(3, 0, 4096, 0, Access.REMOTE_WRITE),
+        refused(
+                "ibv_reg_dmabuf_mr",
+                Errno.EINVAL,
+                () -> pd.registerDmaBuf(3, 0, 4096, 0, Access.REMOTE_WRITE),
                 "LOCAL_WRITE");
-        refused("ibv_reg_mr", Errno.EINVAL, () -> pd.registerDeviceMemory(0, 4096, Set.of(Access.LOCAL_WRITE)),
+        refused(
+                "ibv_reg_mr",
+                Errno.EINVAL,
+                () -> pd.registerDeviceMemory(0, 4096, Set.of(Access.LOCAL_WRITE)),
                 "non-null address");
     }
 
@@ -195,11 +235,16 @@ class DeviceMemoryHostTest {
             }
         };
         int live = p.deviceMrLive();
-        try (BufferPool pool = BufferPool.builder(pd).regionAllocator(gpuAllocator).sizeClass(4096, 4)
-                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE).build()) {
+        try (BufferPool pool = BufferPool.builder(pd)
+                .regionAllocator(gpuAllocator)
+                .sizeClass(4096, 4)
+                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE)
+                .build()) {
             assertEquals(live + 1, p.deviceMrLive());
             PooledBuffer b = pool.lease(4096);
-            assertTrue(b.address() >= DEVICE_ADDRESS && b.address() < DEVICE_ADDRESS + 4 * 4096, Long.toHexString(b.address()));
+            assertTrue(
+                    b.address() >= DEVICE_ADDRESS && b.address() < DEVICE_ADDRESS + 4 * 4096,
+                    Long.toHexString(b.address()));
             assertFalse(b.region().isHostAccessible());
             refused("PooledBuffer.segment", Errno.EINVAL, b::segment, "device (GPU) memory");
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
@@ -213,7 +258,9 @@ class DeviceMemoryHostTest {
         assertEquals(live, deregisteredBeforeFree[0], "deregistration came before the free");
 
         // the host registrar refuses device memory with an explanation
-        BufferPool.Builder wrong = BufferPool.builder(pd).regionAllocator(gpuAllocator).sizeClass(4096, 1)
+        BufferPool.Builder wrong = BufferPool.builder(pd)
+                .regionAllocator(gpuAllocator)
+                .sizeClass(4096, 1)
                 .registrar(Registrar.ibvRegMr());
         VerbsException e = assertThrows(VerbsException.class, wrong::build);
         assertTrue(e.getMessage().contains("registers host memory only"), e.getMessage());

@@ -1,8 +1,8 @@
 package org.verbs4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.verbs4j.GuestSupport.assertAll;
 import static org.verbs4j.GuestSupport.awaitAny;
 import static org.verbs4j.GuestSupport.pattern;
@@ -38,16 +38,18 @@ class ErrorPathGuestTest {
     @Test
     void aWrongRkeyIsARemoteAccessErrorAndTheQueuePairGoesToErr() throws InterruptedException {
         try (LoopbackPair pair = LoopbackPair.rc();
-             Arena arena = Arena.ofShared();
-             SendWorkRequests sends = new SendWorkRequests(2, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
+                Arena arena = Arena.ofShared();
+                SendWorkRequests sends = new SendWorkRequests(2, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             MemorySegment a = arena.allocate(4096, 4096);
             MemorySegment b = arena.allocate(4096, 4096);
             pattern(a, 1);
             try (MemoryRegion aMr = pair.pd.register(arena, a, Access.LOCAL_WRITE);
-                 MemoryRegion bMr = pair.pd.register(arena, b, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+                    MemoryRegion bMr = pair.pd.register(arena, b, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
                 int wrongRkey = bMr.rkey() ^ 0x00ff_ff00;
-                pair.a.postSend(sends.write(77, bMr.address(), wrongRkey).sge(aMr, 0, 256).signaled());
+                pair.a.postSend(sends.write(77, bMr.address(), wrongRkey)
+                        .sge(aMr, 0, 256)
+                        .signaled());
                 awaitAny(pair.cqA, wcs, 1);
                 assertEquals(77, wcs.wrId(0));
                 assertEquals(CompletionStatus.REM_ACCESS_ERR, wcs.status(0), wcs.statusText(0));
@@ -58,13 +60,21 @@ class ErrorPathGuestTest {
                 awaitState(pair.a, QueuePairState.ERR);
 
                 if (Verbs.CHECKED) {
-                    // checked mode refuses posts to a queue pair that had an error completion (they would only be flushed)
-                    InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> pair.a.postSend(
-                            sends.clear().write(78, bMr.address(), bMr.rkey()).sge(aMr, 0, 64).signaled()));
+                    // checked mode refuses posts to a queue pair that had an error completion (they would only be
+                    // flushed)
+                    InvalidRequestException e = assertThrows(
+                            InvalidRequestException.class,
+                            () -> pair.a.postSend(sends.clear()
+                                    .write(78, bMr.address(), bMr.rkey())
+                                    .sge(aMr, 0, 64)
+                                    .signaled()));
                     assertTrue(e.getMessage().contains("queue pair is in error"), e.getMessage());
                 } else {
                     // a queue pair in ERR flushes what is posted to it afterwards
-                    pair.a.postSend(sends.clear().write(78, bMr.address(), bMr.rkey()).sge(aMr, 0, 64).signaled());
+                    pair.a.postSend(sends.clear()
+                            .write(78, bMr.address(), bMr.rkey())
+                            .sge(aMr, 0, 64)
+                            .signaled());
                     awaitAny(pair.cqA, wcs, 1);
                     assertEquals(78, wcs.wrId(0));
                     assertEquals(CompletionStatus.WR_FLUSH_ERR, wcs.status(0), wcs.statusText(0));
@@ -76,17 +86,18 @@ class ErrorPathGuestTest {
     }
 
     @Test
-    void aSendWithoutAReceiveFailsAfterBoundedRnrRetriesAndWaitsForOneWithRnrRetryForever() throws InterruptedException {
+    void aSendWithoutAReceiveFailsAfterBoundedRnrRetriesAndWaitsForOneWithRnrRetryForever()
+            throws InterruptedException {
         try (Arena arena = Arena.ofShared();
-             SendWorkRequests sends = new SendWorkRequests(2, 1);
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(2, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
+                SendWorkRequests sends = new SendWorkRequests(2, 1);
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(2, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             MemorySegment a = arena.allocate(4096, 4096);
             MemorySegment b = arena.allocate(4096, 4096);
             pattern(a, 5);
             // the defaults: 6 RNR retries of the receiver's timer, then RNR_RETRY_EXC_ERR (13)
             try (LoopbackPair pair = LoopbackPair.rc();
-                 MemoryRegion aMr = pair.pd.register(arena, a, Access.LOCAL_WRITE)) {
+                    MemoryRegion aMr = pair.pd.register(arena, a, Access.LOCAL_WRITE)) {
                 assertEquals(6, pair.a.query().rnrRetry());
                 pair.a.postSend(sends.clear().send(81).sge(aMr, 0, 64).signaled());
                 awaitAny(pair.cqA, wcs, 1);
@@ -97,15 +108,19 @@ class ErrorPathGuestTest {
             // withRnrRetryForever (7, perftest's setting): the send waits for the receive, then completes.
             // rxe keeps its ACK timer running meanwhile: the wait ends in RETRY_EXC_ERR after retryCount
             // ACK timeouts (6 x 67 ms by default), so this pair waits 6 x 1.07 s (timeout 18)
-            try (LoopbackPair pair = LoopbackPair.open(QueuePairType.RC, java.util.EnumSet.noneOf(Access.class), i -> i,
-                    o -> o.withRnrRetryForever().withTimeout(18));
-                 MemoryRegion aMr = pair.pd.register(arena, a, Access.LOCAL_WRITE);
-                 MemoryRegion bMr = pair.pd.register(arena, b, Access.LOCAL_WRITE)) {
+            try (LoopbackPair pair = LoopbackPair.open(
+                            QueuePairType.RC,
+                            java.util.EnumSet.noneOf(Access.class),
+                            i -> i,
+                            o -> o.withRnrRetryForever().withTimeout(18));
+                    MemoryRegion aMr = pair.pd.register(arena, a, Access.LOCAL_WRITE);
+                    MemoryRegion bMr = pair.pd.register(arena, b, Access.LOCAL_WRITE)) {
                 assertEquals(7, pair.a.query().rnrRetry());
                 assertEquals(6, pair.a.query().retryCount());
                 pair.a.postSend(sends.clear().send(82).sge(aMr, 0, 64).signaled());
                 // far longer than 6 retries of the 0.64 ms RNR timer (and than rxe's own timer slack)
-                assertEquals(0, pair.cqA.poll(wcs, 1, Duration.ofMillis(300)), "no completion while no receive is posted");
+                assertEquals(
+                        0, pair.cqA.poll(wcs, 1, Duration.ofMillis(300)), "no completion while no receive is posted");
                 pair.b.postRecv(recvs.clear().add(83).sge(bMr, 0, 64));
                 awaitAny(pair.cqA, wcs, 1);
                 assertEquals(82, wcs.wrId(0));
@@ -122,18 +137,20 @@ class ErrorPathGuestTest {
     @Test
     void aWritePastTheEndOfARegionLeavesTheGuardBytesUntouched() throws InterruptedException {
         try (LoopbackPair pair = LoopbackPair.rc();
-             Arena arena = Arena.ofShared();
-             SendWorkRequests sends = new SendWorkRequests(2, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
+                Arena arena = Arena.ofShared();
+                SendWorkRequests sends = new SendWorkRequests(2, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             MemorySegment src = arena.allocate(4096, 4096);
             pattern(src, 2);
             MemorySegment whole = arena.allocate(3 * 4096, 4096);
             whole.fill((byte) 0x5A);
             MemorySegment inner = whole.asSlice(4096, 4096); // the registered region; a page of guard on each side
             try (MemoryRegion aMr = pair.pd.register(arena, src, Access.LOCAL_WRITE);
-                 MemoryRegion bMr = pair.pd.register(arena, inner, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+                    MemoryRegion bMr = pair.pd.register(arena, inner, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
                 // 128 bytes starting 64 before the end: half of it would land in the guard page after the region
-                pair.a.postSend(sends.write(88, bMr.address() + 4096 - 64, bMr.rkey()).sge(aMr, 0, 128).signaled());
+                pair.a.postSend(sends.write(88, bMr.address() + 4096 - 64, bMr.rkey())
+                        .sge(aMr, 0, 128)
+                        .signaled());
                 awaitAny(pair.cqA, wcs, 1);
                 assertEquals(88, wcs.wrId(0));
                 assertEquals(CompletionStatus.REM_ACCESS_ERR, wcs.status(0), wcs.statusText(0));
@@ -153,9 +170,9 @@ class ErrorPathGuestTest {
     @Test
     void movingToErrFlushesEveryPostedReceiveWithItsOwnWrId() {
         try (LoopbackPair pair = LoopbackPair.rc();
-             Arena arena = Arena.ofShared();
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(8, 1);
-             WorkCompletions wcs = new WorkCompletions(16)) {
+                Arena arena = Arena.ofShared();
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(8, 1);
+                WorkCompletions wcs = new WorkCompletions(16)) {
             MemorySegment buf = arena.allocate(8 * 256, 4096);
             try (MemoryRegion mr = pair.pd.register(arena, buf, Access.LOCAL_WRITE)) {
                 for (int i = 0; i < 8; i++) {

@@ -19,8 +19,7 @@ final class GuestSupport {
     /** The bound on every wait for a completion. */
     static final Duration WAIT = Duration.ofSeconds(10);
 
-    private GuestSupport() {
-    }
+    private GuestSupport() {}
 
     /**
      * Polls exactly {@code n} completions (bounded by {@link #WAIT}) into {@code wcs} and asserts that
@@ -29,8 +28,11 @@ final class GuestSupport {
     static WorkCompletions awaitSuccess(CompletionQueue cq, WorkCompletions wcs, int n) {
         awaitAny(cq, wcs, n);
         for (int i = 0; i < n; i++) {
-            assertEquals(CompletionStatus.SUCCESS, wcs.status(i), "completion " + i + " (wr_id " + wcs.wrId(i) + "): "
-                    + wcs.statusText(i) + ", vendor error " + wcs.vendorError(i));
+            assertEquals(
+                    CompletionStatus.SUCCESS,
+                    wcs.status(i),
+                    "completion " + i + " (wr_id " + wcs.wrId(i) + "): " + wcs.statusText(i) + ", vendor error "
+                            + wcs.vendorError(i));
         }
         return wcs;
     }

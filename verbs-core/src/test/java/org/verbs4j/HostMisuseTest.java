@@ -3,8 +3,8 @@ package org.verbs4j;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -71,7 +71,9 @@ class HostMisuseTest {
         try (SendWorkRequests sends = new SendWorkRequests(1, 1)) {
             sends.send(1);
             refused("ibv_post_send", Errno.ENOMEM, () -> sends.send(2), "capacity of 1", "clear()");
-            assertThrows(InvalidRequestException.class, () -> new SendWorkRequests(2, 1).inline(MemorySegment.NULL),
+            assertThrows(
+                    InvalidRequestException.class,
+                    () -> new SendWorkRequests(2, 1).inline(MemorySegment.NULL),
                     "an SGE before any request");
         }
         assertThrows(InvalidRequestException.class, () -> new SendWorkRequests(0, 1));
@@ -111,7 +113,8 @@ class HostMisuseTest {
         InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> ok.withRetry(7, 6));
         assertTrue(e.getMessage().contains("retryCount"), e.getMessage());
         e = assertThrows(InvalidRequestException.class, () -> ok.withRetry(6, 7));
-        assertTrue(e.getMessage().contains("rnrRetry") && e.getMessage().contains("withRnrRetryForever"), e.getMessage());
+        assertTrue(
+                e.getMessage().contains("rnrRetry") && e.getMessage().contains("withRnrRetryForever"), e.getMessage());
         e = assertThrows(InvalidRequestException.class, () -> ok.withTimeout(0));
         assertTrue(e.getMessage().contains("timeout"), e.getMessage());
         assertDoesNotThrow(() -> ok.withRetry(0, 1).withTimeout(31));
@@ -153,8 +156,8 @@ class HostMisuseTest {
             fakePd.set(java.lang.foreign.ValueLayout.ADDRESS, 0, p.context());
             pd = ForeignHandles.protectionDomain(ctx, fakePd);
             cq = ForeignHandles.completionQueue(ctx, p.cq());
-            mr = ForeignHandles.memoryRegion(pd, arena.allocate(4096, 64), 0x1111, 0x2222,
-                    EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+            mr = ForeignHandles.memoryRegion(
+                    pd, arena.allocate(4096, 64), 0x1111, 0x2222, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
         }
 
         @AfterEach
@@ -173,16 +176,22 @@ class HostMisuseTest {
         }
 
         private QueuePairInit rc() {
-            return QueuePairInit.of(QueuePairType.RC, cq).maxSendSge(1).maxRecvSge(1).maxInlineData(16);
+            return QueuePairInit.of(QueuePairType.RC, cq)
+                    .maxSendSge(1)
+                    .maxRecvSge(1)
+                    .maxInlineData(16);
         }
 
         @Test
         void aChainOfThreeWritesReachesTheProviderAndCompletes() {
             QueuePair qp = qp(rc(), QueuePairState.RTS);
-            try (SendWorkRequests wrs = new SendWorkRequests(8, 1); WorkCompletions wcs = new WorkCompletions(8)) {
+            try (SendWorkRequests wrs = new SendWorkRequests(8, 1);
+                    WorkCompletions wcs = new WorkCompletions(8)) {
                 long remote = 0x7f00_0000_1000L;
                 for (int i = 0; i < 3; i++) {
-                    wrs.write(11 + i, remote + 64L * i, 0xabcd).sge(mr, 64L * i, 64).signaled();
+                    wrs.write(11 + i, remote + 64L * i, 0xabcd)
+                            .sge(mr, 64L * i, 64)
+                            .signaled();
                 }
                 qp.postSend(wrs);
                 assertEquals(1, p.calls(StandInProvider.Op.POST_SEND));
@@ -221,10 +230,15 @@ class HostMisuseTest {
 
         @Test
         void postingFromAClosedRegionIsRefused() {
-            MemoryRegion other = ForeignHandles.memoryRegion(pd, arena.allocate(256), 1, 2, EnumSet.noneOf(Access.class));
+            MemoryRegion other =
+                    ForeignHandles.memoryRegion(pd, arena.allocate(256), 1, 2, EnumSet.noneOf(Access.class));
             other.close();
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
-                refused("ibv_post_send", Errno.EBADF, () -> wrs.send(1).sge(other, 0, 16), "memory region is closed",
+                refused(
+                        "ibv_post_send",
+                        Errno.EBADF,
+                        () -> wrs.send(1).sge(other, 0, 16),
+                        "memory region is closed",
                         "do not use a memory region after close()");
             }
             refused("ibv_dereg_mr", Errno.EBADF, other::close, "already closed", "close each object exactly once");
@@ -233,8 +247,13 @@ class HostMisuseTest {
 
         @Test
         void anSgeOutsideTheRegionIsRefused() {
-            try (SendWorkRequests wrs = new SendWorkRequests(2, 1); ReceiveWorkRequests rwrs = new ReceiveWorkRequests(2, 1)) {
-                refused("ibv_post_send", Errno.EINVAL, () -> wrs.send(1).sge(mr, 4000, 200), "outside the registered region",
+            try (SendWorkRequests wrs = new SendWorkRequests(2, 1);
+                    ReceiveWorkRequests rwrs = new ReceiveWorkRequests(2, 1)) {
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.send(1).sge(mr, 4000, 200),
+                        "outside the registered region",
                         "register a larger one");
                 refused("ibv_post_send", Errno.EINVAL, () -> wrs.clear().send(1).sge(mr, -1, 1), "outside");
                 refused("ibv_post_recv", Errno.EINVAL, () -> rwrs.add(1).sge(mr, 4096, 1), "outside");
@@ -244,10 +263,16 @@ class HostMisuseTest {
         @Test
         void aRegionWhoseArenaWasClosedIsRefused() {
             Arena gone = Arena.ofConfined();
-            MemoryRegion stale = ForeignHandles.memoryRegion(pd, gone.allocate(128), 3, 4, EnumSet.of(Access.LOCAL_WRITE));
+            MemoryRegion stale =
+                    ForeignHandles.memoryRegion(pd, gone.allocate(128), 3, 4, EnumSet.of(Access.LOCAL_WRITE));
             gone.close();
-            try (SendWorkRequests wrs = new SendWorkRequests(2, 1); ReceiveWorkRequests rwrs = new ReceiveWorkRequests(2, 1)) {
-                refused("ibv_post_send", Errno.EFAULT, () -> wrs.send(1).sge(stale, 0, 16), "arena is closed",
+            try (SendWorkRequests wrs = new SendWorkRequests(2, 1);
+                    ReceiveWorkRequests rwrs = new ReceiveWorkRequests(2, 1)) {
+                refused(
+                        "ibv_post_send",
+                        Errno.EFAULT,
+                        () -> wrs.send(1).sge(stale, 0, 16),
+                        "arena is closed",
                         "keep the arena open");
                 refused("ibv_post_recv", Errno.EFAULT, () -> rwrs.add(1).sge(stale, 0, 16), "arena is closed");
             } finally {
@@ -257,20 +282,42 @@ class HostMisuseTest {
 
         @Test
         void registrationRefusalsOnAProtectionDomain() {
-            refused("ibv_reg_mr", Errno.EINVAL, () -> pd.register(MemorySegment.ofArray(new byte[64])), "heap segment",
+            refused(
+                    "ibv_reg_mr",
+                    Errno.EINVAL,
+                    () -> pd.register(MemorySegment.ofArray(new byte[64])),
+                    "heap segment",
                     "allocate the buffer from an Arena");
-            refused("ibv_reg_mr", Errno.EINVAL, () -> pd.register(arena.allocate(64), Access.REMOTE_WRITE),
-                    "need LOCAL_WRITE", "add Access.LOCAL_WRITE");
-            refused("ibv_reg_mr", Errno.EINVAL, () -> pd.register(arena.allocate(64), Access.REMOTE_ATOMIC),
+            refused(
+                    "ibv_reg_mr",
+                    Errno.EINVAL,
+                    () -> pd.register(arena.allocate(64), Access.REMOTE_WRITE),
+                    "need LOCAL_WRITE",
+                    "add Access.LOCAL_WRITE");
+            refused(
+                    "ibv_reg_mr",
+                    Errno.EINVAL,
+                    () -> pd.register(arena.allocate(64), Access.REMOTE_ATOMIC),
                     "need LOCAL_WRITE");
             Arena gone = Arena.ofConfined();
             MemorySegment dead = gone.allocate(64);
             gone.close();
-            refused("ibv_reg_mr", Errno.EFAULT, () -> pd.register(dead, Access.LOCAL_WRITE), "arena is closed",
+            refused(
+                    "ibv_reg_mr",
+                    Errno.EFAULT,
+                    () -> pd.register(dead, Access.LOCAL_WRITE),
+                    "arena is closed",
                     "register live memory");
-            refused("ibv_reg_mr", Errno.EINVAL, () -> pd.register(arena.allocate(1).asSlice(0, 0)), "empty");
-            refused("ibv_reg_mr_iova2", Errno.EINVAL, () -> pd.register(MemorySegment.ofArray(new long[8]), 0L,
-                    EnumSet.of(Access.LOCAL_WRITE)), "heap segment");
+            refused(
+                    "ibv_reg_mr",
+                    Errno.EINVAL,
+                    () -> pd.register(arena.allocate(1).asSlice(0, 0)),
+                    "empty");
+            refused(
+                    "ibv_reg_mr_iova2",
+                    Errno.EINVAL,
+                    () -> pd.register(MemorySegment.ofArray(new long[8]), 0L, EnumSet.of(Access.LOCAL_WRITE)),
+                    "heap segment");
             assertEquals(1, pd.liveChildren(), "nothing was registered but the fixture's region");
         }
 
@@ -278,10 +325,15 @@ class HostMisuseTest {
         void postingOnAClosedQueuePairIsRefused() {
             QueuePair qp = qp(rc(), QueuePairState.RTS);
             qp.close();
-            try (SendWorkRequests wrs = new SendWorkRequests(2, 1); ReceiveWorkRequests rwrs = new ReceiveWorkRequests(2, 1)) {
+            try (SendWorkRequests wrs = new SendWorkRequests(2, 1);
+                    ReceiveWorkRequests rwrs = new ReceiveWorkRequests(2, 1)) {
                 wrs.send(1).sge(mr, 0, 8);
                 rwrs.add(1).sge(mr, 0, 8);
-                refused("ibv_post_send", Errno.EBADF, () -> qp.postSend(wrs), "queue pair is closed",
+                refused(
+                        "ibv_post_send",
+                        Errno.EBADF,
+                        () -> qp.postSend(wrs),
+                        "queue pair is closed",
                         "do not use a queue pair after close()");
                 refused("ibv_post_recv", Errno.EBADF, () -> qp.postRecv(rwrs), "queue pair is closed");
             }
@@ -316,11 +368,17 @@ class HostMisuseTest {
         @Test
         void sendsBeforeRtsAreRefusedInCheckedMode() {
             assertTrue(Verbs.CHECKED, "the host tier runs in checked mode");
-            for (QueuePairState s : new QueuePairState[] {QueuePairState.RESET, QueuePairState.INIT, QueuePairState.RTR}) {
+            for (QueuePairState s :
+                    new QueuePairState[] {QueuePairState.RESET, QueuePairState.INIT, QueuePairState.RTR}) {
                 QueuePair qp = qp(rc(), s);
                 try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
                     wrs.send(1).sge(mr, 0, 8).signaled();
-                    refused("ibv_post_send", Errno.EINVAL, () -> qp.postSend(wrs), "is in " + s, "sends need RTS",
+                    refused(
+                            "ibv_post_send",
+                            Errno.EINVAL,
+                            () -> qp.postSend(wrs),
+                            "is in " + s,
+                            "sends need RTS",
                             "connect it first");
                 } finally {
                     qp.close();
@@ -340,15 +398,28 @@ class HostMisuseTest {
         @Test
         void tooManySgesAreRefused() {
             QueuePair qp = qp(rc(), QueuePairState.RTS);
-            try (SendWorkRequests wrs = new SendWorkRequests(2, 3); ReceiveWorkRequests rwrs = new ReceiveWorkRequests(2, 3)) {
+            try (SendWorkRequests wrs = new SendWorkRequests(2, 3);
+                    ReceiveWorkRequests rwrs = new ReceiveWorkRequests(2, 3)) {
                 wrs.send(1).sge(mr, 0, 8).sge(mr, 8, 8);
-                refused("ibv_post_send", Errno.EINVAL, () -> qp.postSend(wrs), "has 2 SGEs; the queue pair takes 1",
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> qp.postSend(wrs),
+                        "has 2 SGEs; the queue pair takes 1",
                         "larger maxSendSge");
                 rwrs.add(1).sge(mr, 0, 8).sge(mr, 8, 8).sge(mr, 16, 8);
-                refused("ibv_post_recv", Errno.EINVAL, () -> qp.postRecv(rwrs), "has 3 SGEs; the queue pair takes 1",
+                refused(
+                        "ibv_post_recv",
+                        Errno.EINVAL,
+                        () -> qp.postRecv(rwrs),
+                        "has 3 SGEs; the queue pair takes 1",
                         "larger maxRecvSge");
                 // and the chain itself holds no more than it was allocated for
-                refused("ibv_post_send", Errno.EINVAL, () -> wrs.sge(mr, 24, 8).sge(mr, 32, 8), "already has its 3 SGEs",
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.sge(mr, 24, 8).sge(mr, 32, 8),
+                        "already has its 3 SGEs",
                         "more SGEs per request");
                 assertEquals(0, p.calls(StandInProvider.Op.POST_SEND));
             } finally {
@@ -359,12 +430,20 @@ class HostMisuseTest {
         @Test
         void inlineLargerThanMaxInlineDataIsRefused() {
             QueuePair qp = qp(rc(), QueuePairState.RTS);
-            try (Arena a = Arena.ofConfined(); SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
+            try (Arena a = Arena.ofConfined();
+                    SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
                 MemorySegment data = a.allocate(64);
                 wrs.send(1).inline(data).signaled();
-                refused("ibv_post_send", Errno.EINVAL, () -> qp.postSend(wrs), "64 inline bytes; the queue pair takes 16",
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> qp.postSend(wrs),
+                        "64 inline bytes; the queue pair takes 16",
                         "larger maxInlineData");
-                refused("ibv_post_send", Errno.EINVAL, () -> wrs.clear().read(2, 0, 1).inline(data.asSlice(0, 8)),
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.clear().read(2, 0, 1).inline(data.asSlice(0, 8)),
                         "only SEND and RDMA WRITE can be inline");
                 // within the limit it reaches the provider, flagged INLINE, with the bytes copied into the
                 // chain when inline() was called: later changes to (or the death of) the source do not matter
@@ -389,11 +468,16 @@ class HostMisuseTest {
         @Test
         void aUdRequestWithoutDestinationIsRefused() {
             MemorySegment udQp = p.makeQp(p.context(), 0x99, QueuePairType.UD.value());
-            QueuePair qp = ForeignHandles.queuePair(pd, udQp, QueuePairInit.of(QueuePairType.UD, cq), QueuePairState.RTS);
+            QueuePair qp =
+                    ForeignHandles.queuePair(pd, udQp, QueuePairInit.of(QueuePairType.UD, cq), QueuePairState.RTS);
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
                 assertEquals(0x99, qp.qpNumber());
                 wrs.send(1).sge(mr, 0, 8).signaled();
-                refused("ibv_post_send", Errno.EINVAL, () -> qp.postSend(wrs), "has no destination",
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> qp.postSend(wrs),
+                        "has no destination",
                         "call destination(ah, qpn, qkey)");
                 wrs.clear().write(2, 0, 1).sge(mr, 0, 8);
                 refused("ibv_post_send", Errno.EINVAL, () -> qp.postSend(wrs), "a UD queue pair only sends");
@@ -406,14 +490,20 @@ class HostMisuseTest {
         @Test
         void closingAnOwnerInUseIsRefusedAndReleasesNothing() {
             QueuePair qp = qp(rc(), QueuePairState.RTS);
-            refused("ibv_dealloc_pd", Errno.EBUSY, pd::close, "still has 2 open object(s)", "close what was created from it first");
+            refused(
+                    "ibv_dealloc_pd",
+                    Errno.EBUSY,
+                    pd::close,
+                    "still has 2 open object(s)",
+                    "close what was created from it first");
             assertTrue(pd.isOpen());
             refused("ibv_destroy_cq", Errno.EBUSY, cq::close, "still has 1 open object(s)");
             assertTrue(cq.isOpen());
             refused("ibv_close_device", Errno.EBUSY, ctx::close, "open object(s)");
             assertTrue(ctx.isOpen());
             // all of them still work
-            try (SendWorkRequests wrs = new SendWorkRequests(1, 1); WorkCompletions wcs = new WorkCompletions(1)) {
+            try (SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                    WorkCompletions wcs = new WorkCompletions(1)) {
                 wrs.write(7, 0x1000, 5).sge(mr, 0, 8).signaled();
                 qp.postSend(wrs);
                 assertEquals(1, cq.poll(wcs, 1, Duration.ofSeconds(5)));
@@ -423,11 +513,15 @@ class HostMisuseTest {
             refused("ibv_dealloc_pd", Errno.EBUSY, pd::close, "still has 1 open object(s)");
             cq.close();
             refused("ibv_destroy_cq", Errno.EBADF, cq::close, "already closed");
-            refused("ibv_poll_cq", Errno.EBADF, () -> {
-                try (WorkCompletions wcs = new WorkCompletions(1)) {
-                    cq.poll(wcs);
-                }
-            }, "completion queue is closed");
+            refused(
+                    "ibv_poll_cq",
+                    Errno.EBADF,
+                    () -> {
+                        try (WorkCompletions wcs = new WorkCompletions(1)) {
+                            cq.poll(wcs);
+                        }
+                    },
+                    "completion queue is closed");
             mr.close();
             pd.close();
             refused("ibv_dealloc_pd", Errno.EBADF, pd::close, "already closed");
@@ -442,12 +536,20 @@ class HostMisuseTest {
             try (SendWorkRequests wrs = new SendWorkRequests(2, 2)) {
                 refused("ibv_post_send", Errno.EINVAL, () -> wrs.fetchAndAdd(1, 0x1004, 1, 1), "not 8-byte aligned");
                 assertEquals(0, wrs.size(), "the refused request is not in the chain");
-                refused("ibv_post_send", Errno.EINVAL, () -> wrs.fetchAndAdd(1, 0x1000, 1, 1).sge(mr, 0, 4),
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.fetchAndAdd(1, 0x1000, 1, 1).sge(mr, 0, 4),
                         "exactly one 8-byte SGE");
-                MemoryRegion readOnly = ForeignHandles.memoryRegion(pd, arena.allocate(64), 5, 6, EnumSet.noneOf(Access.class));
+                MemoryRegion readOnly =
+                        ForeignHandles.memoryRegion(pd, arena.allocate(64), 5, 6, EnumSet.noneOf(Access.class));
                 try {
-                    refused("ibv_post_send", Errno.EINVAL, () -> wrs.clear().read(1, 0x1000, 1).sge(readOnly, 0, 8),
-                            "lacks LOCAL_WRITE", "Access.LOCAL_WRITE");
+                    refused(
+                            "ibv_post_send",
+                            Errno.EINVAL,
+                            () -> wrs.clear().read(1, 0x1000, 1).sge(readOnly, 0, 8),
+                            "lacks LOCAL_WRITE",
+                            "Access.LOCAL_WRITE");
                 } finally {
                     readOnly.close();
                 }

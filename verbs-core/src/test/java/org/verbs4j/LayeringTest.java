@@ -21,8 +21,9 @@ import java.util.TreeSet;
  * application sees; these rules hold the library's own code to its layers, also on the class path
  * where module boundaries do not apply.
  */
-@AnalyzeClasses(packages = "org.verbs4j", importOptions = {ImportOption.DoNotIncludeTests.class,
-        LayeringTest.LibraryOnly.class})
+@AnalyzeClasses(
+        packages = "org.verbs4j",
+        importOptions = {ImportOption.DoNotIncludeTests.class, LayeringTest.LibraryOnly.class})
 class LayeringTest {
     static final String NATIVES = "org.verbs4j.natives..";
     static final String GENERATED = "org.verbs4j.natives.generated..";
@@ -42,7 +43,8 @@ class LayeringTest {
             "org.verbs4j.DeviceAttributes",
             "org.verbs4j.PortAttributes",
             "org.verbs4j.ProtectionDomain",
-            "org.verbs4j.QueuePair", "org.verbs4j.QueuePairTransitions");
+            "org.verbs4j.QueuePair",
+            "org.verbs4j.QueuePairTransitions");
 
     /**
      * Only the library modules' main classes: not verbs-native's test-jar (its tests and the test
@@ -56,26 +58,40 @@ class LayeringTest {
     }
 
     @ArchTest
-    static final ArchRule nativesNeverUsesCore = noClasses().that().resideInAPackage(NATIVES)
-            .should().dependOnClassesThat().resideInAnyPackage(CORE)
+    static final ArchRule nativesNeverUsesCore = noClasses()
+            .that()
+            .resideInAPackage(NATIVES)
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(CORE)
             .because("verbs-native is the lower layer: core installs what natives needs from it as a service");
 
     @ArchTest
-    static final ArchRule coreNeverUsesGpuDirectBenchmarksOrTestHelpers = noClasses().that().resideInAnyPackage(CORE)
-            .should().dependOnClassesThat().resideInAnyPackage("org.verbs4j.gpudirect..", "org.verbs4j.bench..",
-                    "org.verbs4j.perf..", "org.verbs4j.testing..")
+    static final ArchRule coreNeverUsesGpuDirectBenchmarksOrTestHelpers = noClasses()
+            .that()
+            .resideInAnyPackage(CORE)
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(
+                    "org.verbs4j.gpudirect..", "org.verbs4j.bench..", "org.verbs4j.perf..", "org.verbs4j.testing..")
             .because("gpudirect and the benchmarks build on core, never the other way round");
 
     @ArchTest
     static final ArchRule generatedOnlyThroughTheNativeLayer = noClasses()
             .that(DescribedPredicate.not(nativeLayerOrListed()))
-            .should().dependOnClassesThat().resideInAPackage(GENERATED)
+            .should()
+            .dependOnClassesThat()
+            .resideInAPackage(GENERATED)
             .because("the jextract bindings are reached through org.verbs4j.natives; core classes that need "
                     + "struct layouts are listed in CORE_USERS_OF_GENERATED");
 
     @ArchTest
-    static final ArchRule librariesDependOnJavaSlf4jAndThemselves = classes().that().resideInAPackage("org.verbs4j..")
-            .should().onlyDependOnClassesThat().resideInAnyPackage("java..", "org.slf4j..", "org.verbs4j..")
+    static final ArchRule librariesDependOnJavaSlf4jAndThemselves = classes()
+            .that()
+            .resideInAPackage("org.verbs4j..")
+            .should()
+            .onlyDependOnClassesThat()
+            .resideInAnyPackage("java..", "org.slf4j..", "org.verbs4j..")
             .because("the library modules need nothing at run time but the JDK and slf4j-api");
 
     /** The list above is exact: a listed class that no longer uses the bindings is taken off it. */
@@ -83,8 +99,10 @@ class LayeringTest {
     static void theListOfCoreUsersOfGeneratedIsExact(JavaClasses classes) {
         Set<String> users = new TreeSet<>();
         for (JavaClass c : classes) {
-            if (!c.getPackageName().startsWith("org.verbs4j.natives") && c.getDirectDependenciesFromSelf().stream()
-                    .anyMatch(d -> d.getTargetClass().getPackageName().startsWith("org.verbs4j.natives.generated"))) {
+            if (!c.getPackageName().startsWith("org.verbs4j.natives")
+                    && c.getDirectDependenciesFromSelf().stream()
+                            .anyMatch(d ->
+                                    d.getTargetClass().getPackageName().startsWith("org.verbs4j.natives.generated"))) {
                 users.add(topLevel(c.getName()));
             }
         }
@@ -93,7 +111,8 @@ class LayeringTest {
     }
 
     private static DescribedPredicate<JavaClass> nativeLayerOrListed() {
-        return DescribedPredicate.describe("in the native layer or listed in CORE_USERS_OF_GENERATED",
+        return DescribedPredicate.describe(
+                "in the native layer or listed in CORE_USERS_OF_GENERATED",
                 c -> c.getPackageName().startsWith("org.verbs4j.natives")
                         || CORE_USERS_OF_GENERATED.contains(topLevel(c.getName())));
     }

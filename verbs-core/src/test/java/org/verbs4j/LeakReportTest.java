@@ -27,7 +27,8 @@ class LeakReportTest {
             System.gc();
             Thread.sleep(20);
         }
-        assertTrue(LeakReport.leaksReported() >= before + 3,
+        assertTrue(
+                LeakReport.leaksReported() >= before + 3,
                 "3 leaks expected, reported " + (LeakReport.leaksReported() - before));
     }
 

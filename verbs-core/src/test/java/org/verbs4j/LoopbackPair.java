@@ -18,8 +18,15 @@ public final class LoopbackPair implements AutoCloseable {
     public final GidEntry gid;
     public final ConnectOptions options;
 
-    private LoopbackPair(Context context, ProtectionDomain pd, CompletionQueue cqA, CompletionQueue cqB, QueuePair a,
-                         QueuePair b, GidEntry gid, ConnectOptions options) {
+    private LoopbackPair(
+            Context context,
+            ProtectionDomain pd,
+            CompletionQueue cqA,
+            CompletionQueue cqB,
+            QueuePair a,
+            QueuePair b,
+            GidEntry gid,
+            ConnectOptions options) {
         this.context = context;
         this.pd = pd;
         this.cqA = cqA;
@@ -38,20 +45,24 @@ public final class LoopbackPair implements AutoCloseable {
 
     /** An RC pair granting each other remote read, write and atomics. */
     public static LoopbackPair rc() {
-        return open(QueuePairType.RC, EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC),
+        return open(
+                QueuePairType.RC,
+                EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC),
                 init -> init);
     }
 
     /** A pair of {@code type}, customised by {@code shape}. */
-    public static LoopbackPair open(QueuePairType type, Set<Access> remoteAccess,
-                                    java.util.function.UnaryOperator<QueuePairInit> shape) {
+    public static LoopbackPair open(
+            QueuePairType type, Set<Access> remoteAccess, java.util.function.UnaryOperator<QueuePairInit> shape) {
         return open(type, remoteAccess, shape, o -> o);
     }
 
     /** A pair of {@code type}, customised by {@code shape}, connected with {@code options} applied to the defaults. */
-    public static LoopbackPair open(QueuePairType type, Set<Access> remoteAccess,
-                                    java.util.function.UnaryOperator<QueuePairInit> shape,
-                                    java.util.function.UnaryOperator<ConnectOptions> options) {
+    public static LoopbackPair open(
+            QueuePairType type,
+            Set<Access> remoteAccess,
+            java.util.function.UnaryOperator<QueuePairInit> shape,
+            java.util.function.UnaryOperator<ConnectOptions> options) {
         Context ctx = openTestDevice();
         ProtectionDomain pd = null;
         CompletionQueue cqA = null;
@@ -64,8 +75,9 @@ public final class LoopbackPair implements AutoCloseable {
             cqB = ctx.createCompletionQueue(256);
             a = pd.createQueuePair(shape.apply(QueuePairInit.of(type, cqA)));
             b = pd.createQueuePair(shape.apply(QueuePairInit.of(type, cqB)));
-            GidEntry gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow(
-                    () -> new IllegalStateException("no RoCE v2 IPv4 GID on port 1 of " + ctx.deviceName()));
+            GidEntry gid = ctx.firstRoceV2Ipv4Gid(1)
+                    .orElseThrow(
+                            () -> new IllegalStateException("no RoCE v2 IPv4 GID on port 1 of " + ctx.deviceName()));
             ConnectOptions o = options.apply(ConnectOptions.roce(gid.index()));
             GuestSupport.connect(a, b, gid, remoteAccess, o);
             return new LoopbackPair(ctx, pd, cqA, cqB, a, b, gid, o);

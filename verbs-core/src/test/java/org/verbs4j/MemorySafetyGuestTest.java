@@ -32,10 +32,10 @@ class MemorySafetyGuestTest {
     @Test
     void aReceiveIntoARegionWhoseArenaClosedIsRevokedNotWrittenIntoNewMemory() {
         try (LoopbackPair pair = LoopbackPair.rc();
-             MemoryRegion src = pair.pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE);
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
-             SendWorkRequests sends = new SendWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
+                MemoryRegion src = pair.pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE);
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
+                SendWorkRequests sends = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             src.segment().fill((byte) 0x33);
             Arena arena = Arena.ofShared();
             MemoryRegion dst = pair.pd.register(arena, arena.allocate(4096, 4096), Access.LOCAL_WRITE);
@@ -43,14 +43,17 @@ class MemorySafetyGuestTest {
             int before = GuestSupport.resourceCounts(pair.context.deviceName()).get("mr");
             arena.close(); // deregisters the region first, then frees its memory
             assertFalse(dst.isOpen(), "closing the arena closed the region");
-            assertEquals(before - 1, GuestSupport.resourceCounts(pair.context.deviceName()).get("mr"));
+            assertEquals(
+                    before - 1,
+                    GuestSupport.resourceCounts(pair.context.deviceName()).get("mr"));
             try (Arena fresh = Arena.ofShared()) {
                 MemorySegment reused = fresh.allocate(4096, 4096); // malloc may hand out the same pages again
                 reused.fill((byte) 0);
                 pair.a.postSend(sends.send(2).sge(src, 0, 4096).signaled());
                 awaitAny(pair.cqB, wcs, 1);
                 assertEquals(1, wcs.wrId(0));
-                assertNotEquals(CompletionStatus.SUCCESS, wcs.status(0), "the revoked receive must fail: " + wcs.statusText(0));
+                assertNotEquals(
+                        CompletionStatus.SUCCESS, wcs.status(0), "the revoked receive must fail: " + wcs.statusText(0));
                 assertAll(reused, (byte) 0, "the new allocation was not written into");
                 awaitAny(pair.cqA, wcs, 1);
             }
@@ -59,17 +62,20 @@ class MemorySafetyGuestTest {
 
     @Test
     void aThousandSinglePostsOnASixteenDeepQueueLoseNoCompletion() {
-        try (LoopbackPair pair = LoopbackPair.open(QueuePairType.RC, EnumSet.of(Access.REMOTE_WRITE),
-                init -> init.maxSendWr(16));
-             MemoryRegion mr = pair.pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
-             SendWorkRequests wrs = new SendWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(64)) {
+        try (LoopbackPair pair = LoopbackPair.open(
+                        QueuePairType.RC, EnumSet.of(Access.REMOTE_WRITE), init -> init.maxSendWr(16));
+                MemoryRegion mr = pair.pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+                SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(64)) {
             int accepted = 0;
             int refused = 0;
             Set<Long> completed = new HashSet<>();
             for (int i = 0; i < 1000; i++) {
                 try {
-                    pair.a.postSend(wrs.clear().write(i, mr.address(), mr.rkey()).sge(mr, 0, 64).signaled());
+                    pair.a.postSend(wrs.clear()
+                            .write(i, mr.address(), mr.rkey())
+                            .sge(mr, 0, 64)
+                            .signaled());
                     accepted++;
                 } catch (QueueFullException e) {
                     assertTrue(Verbs.CHECKED);
@@ -99,8 +105,11 @@ class MemorySafetyGuestTest {
             if (Verbs.CHECKED) {
                 assertEquals(accepted, completed.size(), "every accepted post completed exactly once");
             } else {
-                assertTrue(completed.size() == accepted || (overrun != null && overrun.getMessage().contains("IBV_EVENT_CQ_ERR")),
-                        "either every completion arrived or the loss was reported: " + completed.size() + " of " + accepted);
+                assertTrue(
+                        completed.size() == accepted
+                                || (overrun != null && overrun.getMessage().contains("IBV_EVENT_CQ_ERR")),
+                        "either every completion arrived or the loss was reported: " + completed.size() + " of "
+                                + accepted);
             }
         }
     }
@@ -108,13 +117,16 @@ class MemorySafetyGuestTest {
     @Test
     void postsFromAnotherThreadSeeAClosedRegionAsRefusedAndTheJvmSurvives() throws InterruptedException {
         try (LoopbackPair pair = LoopbackPair.rc();
-             MemoryRegion remote = pair.pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+                MemoryRegion remote = pair.pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
             MemoryRegion local = pair.pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE);
             ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
             AtomicBoolean closed = new AtomicBoolean();
             Thread poster = Thread.ofPlatform().start(() -> {
-                try (SendWorkRequests wrs = new SendWorkRequests(1, 1); WorkCompletions wcs = new WorkCompletions(16)) {
-                    wrs.write(1, remote.address(), remote.rkey()).sge(local, 0, 256).signaled();
+                try (SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                        WorkCompletions wcs = new WorkCompletions(16)) {
+                    wrs.write(1, remote.address(), remote.rkey())
+                            .sge(local, 0, 256)
+                            .signaled();
                     long end = System.nanoTime() + Duration.ofSeconds(2).toNanos();
                     while (System.nanoTime() < end) {
                         boolean after = closed.get();
@@ -144,12 +156,12 @@ class MemorySafetyGuestTest {
     @Test
     void aUdChainNamingAClosedAddressHandleIsRefused() {
         try (Context ctx = LoopbackPair.openTestDevice();
-             ProtectionDomain pd = ctx.allocateProtectionDomain();
-             CompletionQueue cq = ctx.createCompletionQueue(64);
-             QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cq));
-             QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cq));
-             MemoryRegion mr = pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE);
-             SendWorkRequests wrs = new SendWorkRequests(1, 1)) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cq = ctx.createCompletionQueue(64);
+                QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cq));
+                QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cq));
+                MemoryRegion mr = pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE);
+                SendWorkRequests wrs = new SendWorkRequests(1, 1)) {
             a.activateUd(1, 0x1111, 1);
             b.activateUd(1, 0x1111, 2);
             GidEntry gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow();
@@ -158,7 +170,8 @@ class MemorySafetyGuestTest {
             ah.close();
             InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> a.postSend(wrs));
             assertTrue(e.getMessage().contains("address handle that was closed"), e.getMessage());
-            assertThrows(ResourceClosedException.class, () -> wrs.clear().send(2).destination(ah, 1, 1));
+            assertThrows(
+                    ResourceClosedException.class, () -> wrs.clear().send(2).destination(ah, 1, 1));
         }
     }
 

@@ -38,7 +38,8 @@ import org.verbs4j.testing.StandInProvider;
  */
 class MisuseCatalogueTest {
 
-    static <T extends VerbsException> T refused(Class<T> type, String verb, int errno, Executable call, String... says) {
+    static <T extends VerbsException> T refused(
+            Class<T> type, String verb, int errno, Executable call, String... says) {
         T e = assertThrows(type, call);
         assertEquals(verb, e.verb(), e.getMessage());
         assertEquals(errno, e.errno(), e.getMessage());
@@ -69,14 +70,26 @@ class MisuseCatalogueTest {
             pd = ForeignHandles.protectionDomain(ctx, fakePd);
             cq = ForeignHandles.completionQueue(ctx, p.cq());
             mr = region(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
-            qp = ForeignHandles.queuePair(pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(16).maxRecvWr(16)
-                    .maxSendSge(2).maxRecvSge(2).maxInlineData(64), QueuePairState.RTS);
+            qp = ForeignHandles.queuePair(
+                    pd,
+                    p.qp(),
+                    QueuePairInit.of(QueuePairType.RC, cq)
+                            .maxSendWr(16)
+                            .maxRecvWr(16)
+                            .maxSendSge(2)
+                            .maxRecvSge(2)
+                            .maxInlineData(64),
+                    QueuePairState.RTS);
         }
 
         final List<NativeResource> extra = new java.util.ArrayList<>();
 
         MemoryRegion region(int size, Access... access) {
-            MemoryRegion r = ForeignHandles.memoryRegion(pd, arena.allocate(size, 64), 0x1111, 0x2222,
+            MemoryRegion r = ForeignHandles.memoryRegion(
+                    pd,
+                    arena.allocate(size, 64),
+                    0x1111,
+                    0x2222,
                     access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
             extra.add(r);
             return r;
@@ -124,7 +137,12 @@ class MisuseCatalogueTest {
             }
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
                 MemorySegment d = data;
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EFAULT, () -> wrs.send(1).inline(d), "freed");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EFAULT,
+                        () -> wrs.send(1).inline(d),
+                        "freed");
             }
         }
 
@@ -139,7 +157,8 @@ class MisuseCatalogueTest {
                 qp.postSend(wrs);
                 StandInProvider.Wqe w = p.wqe(0);
                 assertEquals(16, w.totalLength());
-                assertEquals(7, MemorySegment.ofAddress(w.addr()).reinterpret(16).get(JAVA_BYTE, 15));
+                assertEquals(
+                        7, MemorySegment.ofAddress(w.addr()).reinterpret(16).get(JAVA_BYTE, 15));
             }
         }
 
@@ -153,7 +172,8 @@ class MisuseCatalogueTest {
                 qp.postSend(wrs);
                 StandInProvider.Wqe w = p.wqe(0);
                 assertEquals(24, w.totalLength());
-                assertEquals(3, MemorySegment.ofAddress(w.addr()).reinterpret(24).get(JAVA_BYTE, 0));
+                assertEquals(
+                        3, MemorySegment.ofAddress(w.addr()).reinterpret(24).get(JAVA_BYTE, 0));
             }
         }
 
@@ -161,8 +181,12 @@ class MisuseCatalogueTest {
         void inlineBeyondTheChainsInlineCapacityIsRefused() {
             try (SendWorkRequests wrs = new SendWorkRequests(2, 2, 32)) {
                 wrs.send(1).inline(MemorySegment.ofArray(new byte[24]));
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL,
-                        () -> wrs.inline(MemorySegment.ofArray(new byte[16])), "inline capacity");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.inline(MemorySegment.ofArray(new byte[16])),
+                        "inline capacity");
                 assertEquals(1, wrs.size());
             }
         }
@@ -170,8 +194,12 @@ class MisuseCatalogueTest {
         @Test
         void inlineOnAChainWithoutInlineCapacityIsRefused() {
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1, 0)) {
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL,
-                        () -> wrs.send(1).inline(MemorySegment.ofArray(new byte[1])), "inline capacity");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.send(1).inline(MemorySegment.ofArray(new byte[1])),
+                        "inline capacity");
             }
         }
 
@@ -179,8 +207,18 @@ class MisuseCatalogueTest {
         void inlineDataOfARequestWithoutInlineBytesIsRefused() {
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
                 wrs.write(1, 0x1000, 5).sge(mr, 0, 8);
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> wrs.inlineData(0), "no inline data");
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> wrs.inlineData(1), "not in this chain");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.inlineData(0),
+                        "no inline data");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.inlineData(1),
+                        "not in this chain");
             }
         }
 
@@ -209,7 +247,12 @@ class MisuseCatalogueTest {
             MemoryRegion r = region(256, Access.LOCAL_WRITE);
             r.close();
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
-                refused(ResourceClosedException.class, "ibv_post_send", Errno.EBADF, () -> wrs.send(1).sge(r, 0, 8), "closed");
+                refused(
+                        ResourceClosedException.class,
+                        "ibv_post_send",
+                        Errno.EBADF,
+                        () -> wrs.send(1).sge(r, 0, 8),
+                        "closed");
             }
         }
 
@@ -220,8 +263,13 @@ class MisuseCatalogueTest {
                 wrs.send(1).sge(r, 0, 8).signaled();
                 r.close();
                 long before = p.calls(StandInProvider.Op.POST_SEND);
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> qp.postSend(wrs),
-                        "closed (deregistered) after the SGE was added", "nothing was posted");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> qp.postSend(wrs),
+                        "closed (deregistered) after the SGE was added",
+                        "nothing was posted");
                 assertEquals(before, p.calls(StandInProvider.Op.POST_SEND), "the provider never saw it");
             }
         }
@@ -244,7 +292,12 @@ class MisuseCatalogueTest {
             try (ReceiveWorkRequests wrs = new ReceiveWorkRequests(2, 1)) {
                 wrs.add(1).sge(r, 0, 8);
                 r.close();
-                refused(InvalidRequestException.class, "ibv_post_srq_recv", Errno.EINVAL, () -> srq.postRecv(wrs), "closed");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_srq_recv",
+                        Errno.EINVAL,
+                        () -> srq.postRecv(wrs),
+                        "closed");
             }
         }
 
@@ -287,7 +340,11 @@ class MisuseCatalogueTest {
             WorkCompletions wcs = new WorkCompletions(4);
             wcs.close();
             refused(ResourceClosedException.class, "ibv_poll_cq", Errno.EBADF, () -> cq.poll(wcs), "closed");
-            refused(ResourceClosedException.class, "ibv_poll_cq", Errno.EBADF, () -> cq.poll(wcs, 1, Duration.ofMillis(1)));
+            refused(
+                    ResourceClosedException.class,
+                    "ibv_poll_cq",
+                    Errno.EBADF,
+                    () -> cq.poll(wcs, 1, Duration.ofMillis(1)));
         }
 
         @Test
@@ -301,8 +358,8 @@ class MisuseCatalogueTest {
 
         @Test
         void aRawHandleStopsWorkingWhenItsOwnerCloses() {
-            QueuePair other = ForeignHandles.queuePair(pd, p.makeQp(p.context(), 0x77, 2), QueuePairInit.of(QueuePairType.RC, cq),
-                    QueuePairState.RESET);
+            QueuePair other = ForeignHandles.queuePair(
+                    pd, p.makeQp(p.context(), 0x77, 2), QueuePairInit.of(QueuePairType.RC, cq), QueuePairState.RESET);
             MemorySegment raw = other.handle();
             assertEquals(0x77, raw.get(JAVA_INT, org.verbs4j.natives.ObjectLayout.QP_QP_NUM));
             other.close();
@@ -332,11 +389,22 @@ class MisuseCatalogueTest {
         @Test
         void postingToAClosedQueuePairIsRefused() {
             qp.close();
-            try (SendWorkRequests s = new SendWorkRequests(1, 1); ReceiveWorkRequests r = new ReceiveWorkRequests(1, 1)) {
+            try (SendWorkRequests s = new SendWorkRequests(1, 1);
+                    ReceiveWorkRequests r = new ReceiveWorkRequests(1, 1)) {
                 s.write(1, 0, 1).sge(mr, 0, 8);
                 r.add(1).sge(mr, 0, 8);
-                refused(ResourceClosedException.class, "ibv_post_send", Errno.EBADF, () -> qp.postSend(s), "queue pair is closed");
-                refused(ResourceClosedException.class, "ibv_post_recv", Errno.EBADF, () -> qp.postRecv(r), "queue pair is closed");
+                refused(
+                        ResourceClosedException.class,
+                        "ibv_post_send",
+                        Errno.EBADF,
+                        () -> qp.postSend(s),
+                        "queue pair is closed");
+                refused(
+                        ResourceClosedException.class,
+                        "ibv_post_recv",
+                        Errno.EBADF,
+                        () -> qp.postRecv(r),
+                        "queue pair is closed");
             }
         }
 
@@ -345,7 +413,12 @@ class MisuseCatalogueTest {
             qp.close();
             cq.close();
             try (WorkCompletions wcs = new WorkCompletions(2)) {
-                refused(ResourceClosedException.class, "ibv_poll_cq", Errno.EBADF, () -> cq.poll(wcs), "completion queue is closed");
+                refused(
+                        ResourceClosedException.class,
+                        "ibv_poll_cq",
+                        Errno.EBADF,
+                        () -> cq.poll(wcs),
+                        "completion queue is closed");
                 refused(ResourceClosedException.class, "ibv_req_notify_cq", Errno.EBADF, () -> cq.requestNotify(false));
             }
         }
@@ -387,16 +460,29 @@ class MisuseCatalogueTest {
 
         @Test
         void heapMemoryCannotBeRegistered() {
-            refused(InvalidRequestException.class, "ibv_reg_mr", Errno.EINVAL, () -> pd.register(MemorySegment.ofArray(new byte[64])),
+            refused(
+                    InvalidRequestException.class,
+                    "ibv_reg_mr",
+                    Errno.EINVAL,
+                    () -> pd.register(MemorySegment.ofArray(new byte[64])),
                     "heap segment");
         }
 
         @Test
         void closeableArenaMemoryIsRefusedWithoutItsArena() {
-            refused(InvalidRequestException.class, "ibv_reg_mr", Errno.EINVAL, () -> pd.register(arena.allocate(64)),
-                    "can be closed at any time", "allocateMemoryRegion");
+            refused(
+                    InvalidRequestException.class,
+                    "ibv_reg_mr",
+                    Errno.EINVAL,
+                    () -> pd.register(arena.allocate(64)),
+                    "can be closed at any time",
+                    "allocateMemoryRegion");
             try (Arena confined = Arena.ofConfined()) {
-                refused(InvalidRequestException.class, "ibv_reg_mr", Errno.EINVAL, () -> pd.register(confined.allocate(64)),
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_reg_mr",
+                        Errno.EINVAL,
+                        () -> pd.register(confined.allocate(64)),
                         "can be closed at any time");
             }
         }
@@ -404,29 +490,51 @@ class MisuseCatalogueTest {
         @Test
         void confinedArenaMemoryIsRefusedEvenWithItsArena() {
             try (Arena confined = Arena.ofConfined()) {
-                refused(InvalidRequestException.class, "ibv_reg_mr", Errno.EINVAL,
-                        () -> pd.register(confined, confined.allocate(64)), "confined arena");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_reg_mr",
+                        Errno.EINVAL,
+                        () -> pd.register(confined, confined.allocate(64)),
+                        "confined arena");
             }
         }
 
         @Test
         void memoryOfAnotherArenaIsRefused() {
             try (Arena other = Arena.ofShared()) {
-                refused(InvalidRequestException.class, "ibv_reg_mr", Errno.EINVAL,
-                        () -> pd.register(other, arena.allocate(64)), "does not belong to the arena");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_reg_mr",
+                        Errno.EINVAL,
+                        () -> pd.register(other, arena.allocate(64)),
+                        "does not belong to the arena");
             }
         }
 
         @Test
         void aRegionOfNothingIsRefused() {
-            refused(InvalidRequestException.class, "ibv_reg_mr", Errno.EINVAL, () -> pd.allocateMemoryRegion(0), "positive");
-            refused(InvalidRequestException.class, "ibv_reg_mr", Errno.EINVAL, () -> pd.allocateMemoryRegion(-4096), "positive");
+            refused(
+                    InvalidRequestException.class,
+                    "ibv_reg_mr",
+                    Errno.EINVAL,
+                    () -> pd.allocateMemoryRegion(0),
+                    "positive");
+            refused(
+                    InvalidRequestException.class,
+                    "ibv_reg_mr",
+                    Errno.EINVAL,
+                    () -> pd.allocateMemoryRegion(-4096),
+                    "positive");
         }
 
         @Test
         void remoteWriteWithoutLocalWriteIsRefused() {
-            refused(InvalidRequestException.class, "ibv_reg_mr", Errno.EINVAL,
-                    () -> pd.allocateMemoryRegion(4096, Access.REMOTE_WRITE), "need LOCAL_WRITE");
+            refused(
+                    InvalidRequestException.class,
+                    "ibv_reg_mr",
+                    Errno.EINVAL,
+                    () -> pd.allocateMemoryRegion(4096, Access.REMOTE_WRITE),
+                    "need LOCAL_WRITE");
         }
 
         @Test
@@ -444,19 +552,38 @@ class MisuseCatalogueTest {
         @Test
         void scopesAreClassifiedAsTheRegistrationRulesNeed() {
             // register() accepts exactly the scopes whose memory cannot be freed while referenced
-            assertEquals("GlobalSession", Arena.global().allocate(8).scope().getClass().getSimpleName());
-            assertEquals("ImplicitSession", Arena.ofAuto().allocate(8).scope().getClass().getSimpleName());
-            assertEquals("GlobalSession", MemorySegment.ofAddress(64).reinterpret(8).scope().getClass().getSimpleName());
-            assertNotEquals("ImplicitSession", arena.allocate(8).scope().getClass().getSimpleName());
+            assertEquals(
+                    "GlobalSession",
+                    Arena.global().allocate(8).scope().getClass().getSimpleName());
+            assertEquals(
+                    "ImplicitSession",
+                    Arena.ofAuto().allocate(8).scope().getClass().getSimpleName());
+            assertEquals(
+                    "GlobalSession",
+                    MemorySegment.ofAddress(64)
+                            .reinterpret(8)
+                            .scope()
+                            .getClass()
+                            .getSimpleName());
+            assertNotEquals(
+                    "ImplicitSession", arena.allocate(8).scope().getClass().getSimpleName());
         }
 
         @Test
         void aUdRequestWithoutADestinationIsRefusedInEveryMode() {
-            QueuePair ud = ForeignHandles.queuePair(pd, p.makeQp(p.context(), 0x99, QueuePairType.UD.value()),
-                    QueuePairInit.of(QueuePairType.UD, cq), QueuePairState.RTS);
+            QueuePair ud = ForeignHandles.queuePair(
+                    pd,
+                    p.makeQp(p.context(), 0x99, QueuePairType.UD.value()),
+                    QueuePairInit.of(QueuePairType.UD, cq),
+                    QueuePairState.RTS);
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
                 wrs.send(1).sge(mr, 0, 8).signaled();
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> ud.postSend(wrs), "no destination");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> ud.postSend(wrs),
+                        "no destination");
                 assertEquals(0, p.wqeCount(), "the provider never read a NULL address handle");
             } finally {
                 ud.close();
@@ -468,8 +595,12 @@ class MisuseCatalogueTest {
             assumeTrue(Verbs.CHECKED, "alignment is a checked-mode rule");
             try (SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
                 wrs.write(1, 0x1000, 1).sge(mr, 0, 8).signaled();
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL,
-                        () -> wrs.fetchAndAdd(2, 0x1003, 1, 1), "not 8-byte aligned");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.fetchAndAdd(2, 0x1003, 1, 1),
+                        "not 8-byte aligned");
                 assertEquals(1, wrs.size());
                 qp.postSend(wrs);
                 assertEquals(1, p.wqeCount());
@@ -503,7 +634,12 @@ class MisuseCatalogueTest {
         @Test
         void aReceiveSgeWithoutARequestIsRefused() {
             try (ReceiveWorkRequests wrs = new ReceiveWorkRequests(2, 1)) {
-                refused(InvalidRequestException.class, "ibv_post_recv", Errno.EINVAL, () -> wrs.sge(mr, 0, 8), "add(wrId) first");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_recv",
+                        Errno.EINVAL,
+                        () -> wrs.sge(mr, 0, 8),
+                        "add(wrId) first");
                 assertEquals(0, wrs.size());
             }
         }
@@ -511,8 +647,18 @@ class MisuseCatalogueTest {
         @Test
         void aSendSgeWithoutARequestIsRefused() {
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> wrs.sge(mr, 0, 8), "start a work request");
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, wrs::signaled, "start a work request");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.sge(mr, 0, 8),
+                        "start a work request");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        wrs::signaled,
+                        "start a work request");
             }
         }
 
@@ -520,14 +666,19 @@ class MisuseCatalogueTest {
         void chainsOfNothingAreRefusedAtConstruction() {
             refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> new SendWorkRequests(0, 1));
             refused(InvalidRequestException.class, "ibv_post_recv", Errno.EINVAL, () -> new ReceiveWorkRequests(4, 0));
-            refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> new SendWorkRequests(1 << 20, 1 << 10));
+            refused(
+                    InvalidRequestException.class,
+                    "ibv_post_send",
+                    Errno.EINVAL,
+                    () -> new SendWorkRequests(1 << 20, 1 << 10));
             refused(InvalidRequestException.class, "ibv_poll_cq", Errno.EINVAL, () -> new WorkCompletions(0));
             refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> new SendWorkRequests(1, 1, -1));
         }
 
         @Test
         void anEmptyChainPostsNothing() {
-            try (SendWorkRequests s = new SendWorkRequests(1, 1); ReceiveWorkRequests r = new ReceiveWorkRequests(1, 1)) {
+            try (SendWorkRequests s = new SendWorkRequests(1, 1);
+                    ReceiveWorkRequests r = new ReceiveWorkRequests(1, 1)) {
                 qp.postSend(s);
                 qp.postRecv(r);
                 assertEquals(0, p.calls(StandInProvider.Op.POST_SEND));
@@ -624,8 +775,8 @@ class MisuseCatalogueTest {
 
         @Test
         void closeRacingAPostWaitsForIt() throws InterruptedException {
-            QueuePair other = ForeignHandles.queuePair(pd, p.makeQp(p.context(), 0x55, 2),
-                    QueuePairInit.of(QueuePairType.RC, cq), QueuePairState.RTS);
+            QueuePair other = ForeignHandles.queuePair(
+                    pd, p.makeQp(p.context(), 0x55, 2), QueuePairInit.of(QueuePairType.RC, cq), QueuePairState.RTS);
             ThrowingRunnable poster = () -> {
                 try (SendWorkRequests wrs = new SendWorkRequests(1, 1)) {
                     wrs.write(1, 0x1000, 1).sge(mr, 0, 8);
@@ -648,7 +799,8 @@ class MisuseCatalogueTest {
             AtomicLong busy = new AtomicLong();
             AtomicLong posted = new AtomicLong();
             ThrowingRunnable poster = () -> {
-                try (SendWorkRequests wrs = new SendWorkRequests(1, 1); WorkCompletions wcs = new WorkCompletions(16)) {
+                try (SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                        WorkCompletions wcs = new WorkCompletions(16)) {
                     wrs.write(1, 0x1000, 1).sge(mr, 0, 8).signaled();
                     long end = System.nanoTime() + RUN_NANOS;
                     while (System.nanoTime() < end) {
@@ -747,7 +899,8 @@ class MisuseCatalogueTest {
 
         /** Runs {@code body} on a new platform thread and returns what it threw, or null. */
         private Throwable onAnotherThread(ThrowingRunnable body) throws InterruptedException {
-            java.util.concurrent.atomic.AtomicReference<Throwable> thrown = new java.util.concurrent.atomic.AtomicReference<>();
+            java.util.concurrent.atomic.AtomicReference<Throwable> thrown =
+                    new java.util.concurrent.atomic.AtomicReference<>();
             Thread t = Thread.ofPlatform().name("not-the-owner").start(() -> {
                 try {
                     body.run();
@@ -770,7 +923,11 @@ class MisuseCatalogueTest {
             p.queueCompletion(7, 0, CompletionOpcode.RDMA_WRITE, 0, 0x7777);
             long pollsBefore = p.calls(StandInProvider.Op.POLL_CQ);
             try (WorkCompletions wcs = new WorkCompletions(4)) {
-                refused(ResourceBusyException.class, "ibv_poll_cq", Errno.EBUSY, () -> rethrow(onAnotherThread(() -> confined.poll(wcs))),
+                refused(
+                        ResourceBusyException.class,
+                        "ibv_poll_cq",
+                        Errno.EBUSY,
+                        () -> rethrow(onAnotherThread(() -> confined.poll(wcs))),
                         "confined to thread");
                 Throwable poll = onAnotherThread(() -> confined.poll(wcs));
                 Throwable pollMin = onAnotherThread(() -> confined.poll(wcs, 1, java.time.Duration.ofMillis(50)));
@@ -779,7 +936,11 @@ class MisuseCatalogueTest {
                 for (Throwable t : new Throwable[] {poll, pollMin, arm}) {
                     ResourceBusyException e = assertInstanceOf(ResourceBusyException.class, t);
                     assertEquals(Errno.EBUSY, e.errno());
-                    assertTrue(e.getMessage().contains("confined to thread \"" + Thread.currentThread().getName() + "\""), e.getMessage());
+                    assertTrue(
+                            e.getMessage()
+                                    .contains("confined to thread \""
+                                            + Thread.currentThread().getName() + "\""),
+                            e.getMessage());
                     assertTrue(e.getMessage().contains("used from thread \"not-the-owner\""), e.getMessage());
                 }
                 assertEquals("ibv_poll_cq", ((VerbsException) poll).verb());
@@ -794,15 +955,27 @@ class MisuseCatalogueTest {
             qp.close();
             CompletionQueue confined = ForeignHandles.confinedCompletionQueue(ctx, p.makeCq(p.context(), 64));
             extra.add(confined);
-            refused(ResourceBusyException.class, "ibv_destroy_cq", Errno.EBUSY, () -> rethrow(onAnotherThread(confined::close)),
-                    "which is still running", "after it has ended");
+            refused(
+                    ResourceBusyException.class,
+                    "ibv_destroy_cq",
+                    Errno.EBUSY,
+                    () -> rethrow(onAnotherThread(confined::close)),
+                    "which is still running",
+                    "after it has ended");
             assertTrue(confined.isOpen(), "a refused close leaves it open");
             try (WorkCompletions wcs = new WorkCompletions(4)) {
                 p.queueCompletion(8, 0, CompletionOpcode.RDMA_WRITE, 0, 0x7777);
                 assertEquals(1, confined.poll(wcs));
                 confined.close(); // its owner may
-                refused(ResourceClosedException.class, "ibv_poll_cq", Errno.EBADF, () -> confined.poll(wcs), "is closed");
-                assertInstanceOf(ResourceClosedException.class, onAnotherThread(() -> confined.poll(wcs)),
+                refused(
+                        ResourceClosedException.class,
+                        "ibv_poll_cq",
+                        Errno.EBADF,
+                        () -> confined.poll(wcs),
+                        "is closed");
+                assertInstanceOf(
+                        ResourceClosedException.class,
+                        onAnotherThread(() -> confined.poll(wcs)),
                         "closed wins over the wrong thread");
             }
         }
@@ -810,7 +983,8 @@ class MisuseCatalogueTest {
         @Test
         void aConfinedQueueClosedFromAnotherThreadAfterItsOwnerEndedRefusesLaterPolls() throws InterruptedException {
             qp.close();
-            java.util.concurrent.atomic.AtomicReference<CompletionQueue> made = new java.util.concurrent.atomic.AtomicReference<>();
+            java.util.concurrent.atomic.AtomicReference<CompletionQueue> made =
+                    new java.util.concurrent.atomic.AtomicReference<>();
             p.queueCompletion(9, 0, CompletionOpcode.RDMA_WRITE, 0, 0x7777);
             assertNull(onAnotherThread(() -> {
                 CompletionQueue c = ForeignHandles.confinedCompletionQueue(ctx, p.makeCq(p.context(), 64));
@@ -827,7 +1001,12 @@ class MisuseCatalogueTest {
             assertDoesNotThrow(confined::close, "the owner has ended: no poll can be inside the provider");
             assertFalse(confined.isOpen());
             try (WorkCompletions wcs = new WorkCompletions(4)) {
-                refused(ResourceClosedException.class, "ibv_poll_cq", Errno.EBADF, () -> confined.poll(wcs), "is closed");
+                refused(
+                        ResourceClosedException.class,
+                        "ibv_poll_cq",
+                        Errno.EBADF,
+                        () -> confined.poll(wcs),
+                        "is closed");
             }
         }
 
@@ -861,7 +1040,8 @@ class MisuseCatalogueTest {
             try (WorkCompletions wcs = new WorkCompletions(3)) {
                 long end = System.nanoTime() + 5_000_000_000L;
                 while ((reaped < n || refusedCloses.get() < 100) && System.nanoTime() < end) {
-                    reaped += confined.poll(wcs); // polls on (reaping nothing) until the closer has been refused a while
+                    reaped +=
+                            confined.poll(wcs); // polls on (reaping nothing) until the closer has been refused a while
                 }
             } finally {
                 stop.set(true);
@@ -899,7 +1079,8 @@ class MisuseCatalogueTest {
             ConcurrentLinkedQueue<MemoryRegion> regions = new ConcurrentLinkedQueue<>();
             ThrowingRunnable creator = () -> {
                 for (int i = 0; i < 200; i++) {
-                    MemoryRegion r = ForeignHandles.memoryRegion(pd, arena.allocate(64), 1, 2, EnumSet.noneOf(Access.class));
+                    MemoryRegion r =
+                            ForeignHandles.memoryRegion(pd, arena.allocate(64), 1, 2, EnumSet.noneOf(Access.class));
                     regions.add(r);
                     created.incrementAndGet();
                 }
@@ -940,15 +1121,21 @@ class MisuseCatalogueTest {
                 for (int i = 0; i < 16; i++) {
                     qp.postSend(wrs);
                 }
-                refused(QueueFullException.class, "ibv_post_send", Errno.ENOSPC, () -> qp.postSend(wrs),
-                        "send queue of 16 holds 16", "signal at least every");
+                refused(
+                        QueueFullException.class,
+                        "ibv_post_send",
+                        Errno.ENOSPC,
+                        () -> qp.postSend(wrs),
+                        "send queue of 16 holds 16",
+                        "signal at least every");
                 assertEquals(16, p.wqeCount());
             }
         }
 
         @Test
         void aSignaledCompletionGivesBackTheSlotsOfTheUnsignaledOnesBeforeIt() {
-            try (SendWorkRequests wrs = new SendWorkRequests(16, 1); WorkCompletions wcs = new WorkCompletions(4)) {
+            try (SendWorkRequests wrs = new SendWorkRequests(16, 1);
+                    WorkCompletions wcs = new WorkCompletions(4)) {
                 for (int i = 0; i < 16; i++) {
                     wrs.write(i, 0x1000, 1).sge(mr, 0, 8);
                 }
@@ -963,9 +1150,13 @@ class MisuseCatalogueTest {
 
         @Test
         void eachCompletionCreditsItsOwnQueuePairAlsoWhenAQpNumberComesBack() {
-            QueuePair b = ForeignHandles.queuePair(pd, p.makeQp(p.context(), 0x77, 2),
-                    QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(4).maxRecvWr(4), QueuePairState.RTS);
-            try (SendWorkRequests wrs = new SendWorkRequests(1, 1); WorkCompletions wcs = new WorkCompletions(16)) {
+            QueuePair b = ForeignHandles.queuePair(
+                    pd,
+                    p.makeQp(p.context(), 0x77, 2),
+                    QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(4).maxRecvWr(4),
+                    QueuePairState.RTS);
+            try (SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                    WorkCompletions wcs = new WorkCompletions(16)) {
                 wrs.write(1, 0x1000, 1).sge(mr, 0, 8).signaled();
                 for (int i = 0; i < 4; i++) { // the two QPs' completions alternate within one poll
                     qp.postSend(wrs);
@@ -984,8 +1175,11 @@ class MisuseCatalogueTest {
                 }
                 // b closes and a new QP gets its number: its completions credit it, not the closed one
                 b.close();
-                QueuePair c = ForeignHandles.queuePair(pd, p.makeQp(p.context(), 0x77, 2),
-                        QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(4).maxRecvWr(4), QueuePairState.RTS);
+                QueuePair c = ForeignHandles.queuePair(
+                        pd,
+                        p.makeQp(p.context(), 0x77, 2),
+                        QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(4).maxRecvWr(4),
+                        QueuePairState.RTS);
                 try {
                     for (int round = 0; round < 3; round++) {
                         for (int i = 0; i < 4; i++) {
@@ -1010,18 +1204,29 @@ class MisuseCatalogueTest {
                 for (int i = 0; i < 17; i++) {
                     wrs.write(i, 0x1000, 1).sge(mr, 0, 8);
                 }
-                refused(QueueFullException.class, "ibv_post_send", Errno.ENOSPC, () -> qp.postSend(wrs), "exceeds the send queue");
+                refused(
+                        QueueFullException.class,
+                        "ibv_post_send",
+                        Errno.ENOSPC,
+                        () -> qp.postSend(wrs),
+                        "exceeds the send queue");
             }
         }
 
         @Test
         void receivesBeyondTheReceiveQueueAreRefusedUntilPolled() {
-            try (ReceiveWorkRequests wrs = new ReceiveWorkRequests(1, 1); WorkCompletions wcs = new WorkCompletions(4)) {
+            try (ReceiveWorkRequests wrs = new ReceiveWorkRequests(1, 1);
+                    WorkCompletions wcs = new WorkCompletions(4)) {
                 wrs.add(1).sge(mr, 0, 8);
                 for (int i = 0; i < 16; i++) {
                     qp.postRecv(wrs);
                 }
-                refused(QueueFullException.class, "ibv_post_recv", Errno.ENOSPC, () -> qp.postRecv(wrs), "receive queue of 16");
+                refused(
+                        QueueFullException.class,
+                        "ibv_post_recv",
+                        Errno.ENOSPC,
+                        () -> qp.postRecv(wrs),
+                        "receive queue of 16");
                 p.deliverRecv(8, false, 0);
                 assertEquals(1, cq.poll(wcs));
                 qp.postRecv(wrs);
@@ -1031,17 +1236,26 @@ class MisuseCatalogueTest {
         @Test
         void anOvercommittedCompletionQueueRefusesWhatCouldOverrunIt() {
             CompletionQueue small = ForeignHandles.completionQueue(ctx, p.makeCq(p.context(), 8));
-            QueuePair q = ForeignHandles.queuePair(pd, p.makeQp(p.context(), 0x66, 2),
-                    QueuePairInit.of(QueuePairType.RC, small).maxSendWr(16).maxRecvWr(16), QueuePairState.RTS);
-            try (SendWorkRequests wrs = new SendWorkRequests(1, 1); WorkCompletions wcs = new WorkCompletions(8)) {
+            QueuePair q = ForeignHandles.queuePair(
+                    pd,
+                    p.makeQp(p.context(), 0x66, 2),
+                    QueuePairInit.of(QueuePairType.RC, small).maxSendWr(16).maxRecvWr(16),
+                    QueuePairState.RTS);
+            try (SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                    WorkCompletions wcs = new WorkCompletions(8)) {
                 assertTrue(small.isOvercommitted());
                 assertFalse(cq.isOvercommitted());
                 wrs.write(1, 0x1000, 1).sge(mr, 0, 8).signaled();
                 for (int i = 0; i < 8; i++) {
                     q.postSend(wrs);
                 }
-                refused(QueueFullException.class, "ibv_post_send", Errno.ENOSPC, () -> q.postSend(wrs),
-                        "completion queue of 8 entries", "overrun");
+                refused(
+                        QueueFullException.class,
+                        "ibv_post_send",
+                        Errno.ENOSPC,
+                        () -> q.postSend(wrs),
+                        "completion queue of 8 entries",
+                        "overrun");
                 assertEquals(8, small.poll(wcs));
                 q.postSend(wrs);
             } finally {
@@ -1052,14 +1266,21 @@ class MisuseCatalogueTest {
 
         @Test
         void afterAnErrorCompletionPostsAreRefused() {
-            try (SendWorkRequests wrs = new SendWorkRequests(1, 1); WorkCompletions wcs = new WorkCompletions(4)) {
+            try (SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                    WorkCompletions wcs = new WorkCompletions(4)) {
                 wrs.write(1, 0x1000, 1).sge(mr, 0, 8).signaled();
                 qp.postSend(wrs);
                 p.reset();
-                p.queueCompletion(1, CompletionStatus.REM_ACCESS_ERR, CompletionOpcode.RDMA_WRITE, 0, StandInProvider.QP_NUM);
+                p.queueCompletion(
+                        1, CompletionStatus.REM_ACCESS_ERR, CompletionOpcode.RDMA_WRITE, 0, StandInProvider.QP_NUM);
                 assertEquals(1, cq.poll(wcs));
-                refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> qp.postSend(wrs),
-                        "queue pair is in error", "reset()");
+                refused(
+                        InvalidRequestException.class,
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> qp.postSend(wrs),
+                        "queue pair is in error",
+                        "reset()");
             }
         }
 
@@ -1083,7 +1304,12 @@ class MisuseCatalogueTest {
                 for (int i = 0; i < 4; i++) {
                     srq.postRecv(wrs);
                 }
-                refused(QueueFullException.class, "ibv_post_srq_recv", Errno.ENOSPC, () -> srq.postRecv(wrs), "shared receive queue of 4");
+                refused(
+                        QueueFullException.class,
+                        "ibv_post_srq_recv",
+                        Errno.ENOSPC,
+                        () -> srq.postRecv(wrs),
+                        "shared receive queue of 4");
             } finally {
                 srq.close();
             }
@@ -1096,8 +1322,13 @@ class MisuseCatalogueTest {
     void escapeHatchesNeedNativeAccess() throws Exception {
         // a JVM without --enable-native-access: the escape hatches refuse, naming the grant to add
         String javaCmd = ProcessHandle.current().info().command().orElseThrow();
-        Process proc = new ProcessBuilder(javaCmd, "-cp", System.getProperty("java.class.path"),
-                "org.verbs4j.MisuseCatalogueTest$NoNativeAccess").redirectErrorStream(true).start();
+        Process proc = new ProcessBuilder(
+                        javaCmd,
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        "org.verbs4j.MisuseCatalogueTest$NoNativeAccess")
+                .redirectErrorStream(true)
+                .start();
         String out = new String(proc.getInputStream().readAllBytes());
         assertTrue(proc.waitFor(60, java.util.concurrent.TimeUnit.SECONDS));
         assertEquals(0, proc.exitValue(), out);
@@ -1121,7 +1352,9 @@ class MisuseCatalogueTest {
                 System.out.println("ALLOWED");
             } catch (RestrictedMethodException e) {
                 System.out.println("REFUSED " + e.verb() + " " + e.errnoName() + " "
-                        + (e.getMessage().contains("--enable-native-access=ALL-UNNAMED") ? "--enable-native-access=ALL-UNNAMED" : ""));
+                        + (e.getMessage().contains("--enable-native-access=ALL-UNNAMED")
+                                ? "--enable-native-access=ALL-UNNAMED"
+                                : ""));
             } catch (Throwable t) {
                 System.out.println("OTHER " + t);
             }
@@ -1137,7 +1370,9 @@ class MisuseCatalogueTest {
         assertInstanceOf(DeviceUnavailableException.class, VerbsException.create("v", Errno.ENODEV, null, null));
         assertInstanceOf(InvalidRequestException.class, VerbsException.create("v", Errno.EFAULT, null, null));
         assertInstanceOf(RestrictedMethodException.class, VerbsException.create("v", Errno.EPERM, null, null));
-        assertEquals(VerbsException.class, VerbsException.create("v", Errno.EIO, null, null).getClass());
+        assertEquals(
+                VerbsException.class,
+                VerbsException.create("v", Errno.EIO, null, null).getClass());
         // and the native layer makes the same ones (the installed FailureFactory)
         assertInstanceOf(ResourceBusyException.class, org.verbs4j.natives.Failures.of("ibv_dealloc_pd", Errno.EBUSY));
         assertDoesNotThrow(() -> VerbsException.of("v", 0));

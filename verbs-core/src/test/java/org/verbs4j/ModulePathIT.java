@@ -99,6 +99,7 @@ class ModulePathIT {
 
     @TempDir
     static Path work;
+
     private static List<Path> modules;
     private static Path appClasses;
 
@@ -107,8 +108,11 @@ class ModulePathIT {
         String coreJar = System.getProperty("verbs4j.it.coreJar");
         assertNotNull(coreJar, "verbs4j.it.coreJar (set by failsafe in verbs-core/pom.xml)");
         assertTrue(Files.isRegularFile(Path.of(coreJar)), coreJar + " (runs after package)");
-        modules = List.of(Path.of(coreJar), codeSource(org.verbs4j.natives.Errno.class),
-                codeSource(org.slf4j.Logger.class), codeSource(Class.forName("org.slf4j.simple.SimpleLogger")));
+        modules = List.of(
+                Path.of(coreJar),
+                codeSource(org.verbs4j.natives.Errno.class),
+                codeSource(org.slf4j.Logger.class),
+                codeSource(Class.forName("org.slf4j.simple.SimpleLogger")));
         Path src = work.resolve("app-src");
         write(src.resolve("module-info.java"), "module app { requires org.verbs4j.core; }");
         write(src.resolve("app/Main.java"), APP_MAIN);
@@ -119,23 +123,35 @@ class ModulePathIT {
 
     @Test
     void theModuleJarsExportOnlyTheApi() {
-        ModuleDescriptor natives = ModuleFinder.of(modules.toArray(Path[]::new)).find("org.verbs4j.natives")
-                .orElseThrow().descriptor();
-        ModuleDescriptor core = ModuleFinder.of(modules.toArray(Path[]::new)).find("org.verbs4j.core")
-                .orElseThrow().descriptor();
+        ModuleDescriptor natives = ModuleFinder.of(modules.toArray(Path[]::new))
+                .find("org.verbs4j.natives")
+                .orElseThrow()
+                .descriptor();
+        ModuleDescriptor core = ModuleFinder.of(modules.toArray(Path[]::new))
+                .find("org.verbs4j.core")
+                .orElseThrow()
+                .descriptor();
         for (ModuleDescriptor.Exports e : natives.exports()) {
             // the library and the test kit (a test-scope module) read the native layer; no application does;
             // librdmacm's generated bindings are read by the library's connection manager only
-            assertEquals(e.source().equals("org.verbs4j.natives.generated.rdmacm") ? java.util.Set.of("org.verbs4j.core")
-                    : java.util.Set.of("org.verbs4j.core", "org.verbs4j.testkit"), e.targets(), e.toString());
+            assertEquals(
+                    e.source().equals("org.verbs4j.natives.generated.rdmacm")
+                            ? java.util.Set.of("org.verbs4j.core")
+                            : java.util.Set.of("org.verbs4j.core", "org.verbs4j.testkit"),
+                    e.targets(),
+                    e.toString());
         }
-        assertTrue(natives.exports().stream().anyMatch(e -> e.source().equals("org.verbs4j.natives.generated.rdmacm")),
+        assertTrue(
+                natives.exports().stream().anyMatch(e -> e.source().equals("org.verbs4j.natives.generated.rdmacm")),
                 "verbs-core's connection manager reads the rdmacm bindings");
-        assertEquals(java.util.Set.of("org.verbs4j", "org.verbs4j.pool", "org.verbs4j.cm"),
+        assertEquals(
+                java.util.Set.of("org.verbs4j", "org.verbs4j.pool", "org.verbs4j.cm"),
                 core.exports().stream().map(ModuleDescriptor.Exports::source).collect(Collectors.toSet()));
         assertTrue(core.exports().stream().noneMatch(ModuleDescriptor.Exports::isQualified));
         ModuleDescriptor.Requires requiresNatives = core.requires().stream()
-                .filter(r -> r.name().equals("org.verbs4j.natives")).findFirst().orElseThrow();
+                .filter(r -> r.name().equals("org.verbs4j.natives"))
+                .findFirst()
+                .orElseThrow();
         assertFalse(requiresNatives.modifiers().contains(ModuleDescriptor.Requires.Modifier.TRANSITIVE));
     }
 
@@ -162,9 +178,11 @@ class ModulePathIT {
         Run r = run("--enable-native-access=org.verbs4j.natives,org.verbs4j.core");
         assertEquals(0, r.exit, r.toString());
         assertTrue(r.out.contains("devices=["), r.toString());
-        assertTrue(r.out.contains("foreignHandles=restricted")
-                && r.out.contains("module app of app.Main has no native access")
-                && r.out.contains("--enable-native-access=app"), r.toString());
+        assertTrue(
+                r.out.contains("foreignHandles=restricted")
+                        && r.out.contains("module app of app.Main has no native access")
+                        && r.out.contains("--enable-native-access=app"),
+                r.toString());
     }
 
     @Test
@@ -184,8 +202,10 @@ class ModulePathIT {
         write(viaCore.resolve("use/Use.java"), use);
         Compilation c1 = javac(viaCore, work.resolve("use-core-out"));
         assertFalse(c1.ok, c1.diagnostics);
-        assertTrue(c1.diagnostics.contains("package org.verbs4j.natives.generated.ibverbs is not visible")
-                && c1.diagnostics.contains("package org.verbs4j.natives is not visible"), c1.diagnostics);
+        assertTrue(
+                c1.diagnostics.contains("package org.verbs4j.natives.generated.ibverbs is not visible")
+                        && c1.diagnostics.contains("package org.verbs4j.natives is not visible"),
+                c1.diagnostics);
         // requiring the native module itself: its exports are qualified to org.verbs4j.core
         Path direct = work.resolve("use-natives");
         write(direct.resolve("module-info.java"), "module use { requires org.verbs4j.natives; }");
@@ -193,7 +213,8 @@ class ModulePathIT {
         Compilation c2 = javac(direct, work.resolve("use-natives-out"));
         assertFalse(c2.ok, c2.diagnostics);
         assertTrue(c2.diagnostics.contains("does not export it to module use"), c2.diagnostics);
-        System.out.println("[ModulePathIT] javac of a module that uses the native layer:\n" + c1.diagnostics + c2.diagnostics);
+        System.out.println(
+                "[ModulePathIT] javac of a module that uses the native layer:\n" + c1.diagnostics + c2.diagnostics);
     }
 
     @Test
@@ -214,8 +235,9 @@ class ModulePathIT {
         List<String> all = new ArrayList<>(List.of("--multi-release", "25", "--module-path", modulePath()));
         all.addAll(List.of(args));
         StringWriter out = new StringWriter();
-        int rc = ToolProvider.findFirst("jdeps").orElseThrow().run(new PrintWriter(out), new PrintWriter(out),
-                all.toArray(String[]::new));
+        int rc = ToolProvider.findFirst("jdeps")
+                .orElseThrow()
+                .run(new PrintWriter(out), new PrintWriter(out), all.toArray(String[]::new));
         System.out.println("[ModulePathIT] jdeps " + String.join(" ", args) + " (rc " + rc + ")\n" + out);
         assertEquals(0, rc, out.toString());
         return out.toString();
@@ -223,8 +245,7 @@ class ModulePathIT {
 
     // ---- helpers --------------------------------------------------------------------------
 
-    private record Compilation(boolean ok, String diagnostics) {
-    }
+    private record Compilation(boolean ok, String diagnostics) {}
 
     private record Run(int exit, String out, String err) {
         @Override
@@ -236,26 +257,41 @@ class ModulePathIT {
     private static Compilation javac(Path src, Path out) throws IOException {
         // an empty class path: in-process javac otherwise takes this JVM's (where the native layer is)
         Path emptyClassPath = Files.createDirectories(work.resolve("empty-class-path"));
-        List<String> args = new ArrayList<>(List.of("--release", "25", "-d", out.toString(), "--class-path",
-                emptyClassPath.toString(), "--module-path",
+        List<String> args = new ArrayList<>(List.of(
+                "--release",
+                "25",
+                "-d",
+                out.toString(),
+                "--class-path",
+                emptyClassPath.toString(),
+                "--module-path",
                 modules.stream().map(Path::toString).collect(Collectors.joining(File.pathSeparator))));
         try (var walk = Files.walk(src)) {
             walk.filter(p -> p.toString().endsWith(".java")).forEach(p -> args.add(p.toString()));
         }
         StringWriter diagnostics = new StringWriter();
-        int rc = ToolProvider.findFirst("javac").orElseThrow()
+        int rc = ToolProvider.findFirst("javac")
+                .orElseThrow()
                 .run(new PrintWriter(diagnostics), new PrintWriter(diagnostics), args.toArray(String[]::new));
         return new Compilation(rc == 0, diagnostics.toString());
     }
 
     private static Run run(String nativeAccess) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                nativeAccess, "-XX:ErrorFile=" + Path.of("target", "hs_err_pid%p.log").toAbsolutePath(),
+        List<String> cmd = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                nativeAccess,
+                "-XX:ErrorFile=" + Path.of("target", "hs_err_pid%p.log").toAbsolutePath(),
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                "--module-path", modulePath(), "--module", "app/app.Main"));
+                "--module-path",
+                modulePath(),
+                "--module",
+                "app/app.Main"));
         Path out = Files.createTempFile(work, "out", ".txt");
         Path err = Files.createTempFile(work, "err", ".txt");
-        Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        Process p = new ProcessBuilder(cmd)
+                .redirectOutput(out.toFile())
+                .redirectError(err.toFile())
+                .start();
         if (!p.waitFor(120, TimeUnit.SECONDS)) {
             p.destroyForcibly();
             throw new AssertionError("the application did not finish in 120 s: " + cmd);

@@ -37,14 +37,17 @@ class NativeAccessGrantTest {
     void theManifestGrantOfAJarRunWithJavaJarCounts() throws Exception {
         String out = runJar(true);
         assertTrue(out.contains("granted=true"), out);
-        assertTrue(out.contains("ALLOWED ForeignHandles.context") && out.contains("ALLOWED WorkCompletions.segment"), out);
+        assertTrue(
+                out.contains("ALLOWED ForeignHandles.context") && out.contains("ALLOWED WorkCompletions.segment"), out);
     }
 
     @Test
     void aJarWithoutTheManifestGrantIsRefused() throws Exception {
         String out = runJar(false);
         assertTrue(out.contains("granted=false"), out);
-        assertTrue(out.contains("REFUSED ForeignHandles.context EPERM") && out.contains("REFUSED WorkCompletions.segment EPERM"),
+        assertTrue(
+                out.contains("REFUSED ForeignHandles.context EPERM")
+                        && out.contains("REFUSED WorkCompletions.segment EPERM"),
                 out);
         assertTrue(out.contains("Enable-Native-Access: ALL-UNNAMED"), out);
     }
@@ -71,8 +74,10 @@ class NativeAccessGrantTest {
             new JarOutputStream(os, m).close(); // the manifest is all it holds
         }
         String javaCmd = ProcessHandle.current().info().command().orElseThrow();
-        Process proc = new ProcessBuilder(javaCmd, "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"), "-jar", jar.toString())
-                .redirectErrorStream(true).start();
+        Process proc = new ProcessBuilder(
+                        javaCmd, "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"), "-jar", jar.toString())
+                .redirectErrorStream(true)
+                .start();
         String out = new String(proc.getInputStream().readAllBytes());
         assertTrue(proc.waitFor(120, TimeUnit.SECONDS), out);
         assertEquals(0, proc.exitValue(), out);

@@ -20,8 +20,8 @@ class OutOfBandChannelTest {
     @Test
     void exchangesConnectionDataBothWaysAndMeetsAtBarriers() throws Exception {
         Gid gid = Gid.ofAddress(InetAddress.getByName("10.0.0.1"));
-        ConnectionData server = new ConnectionData(new QueuePairEndpoint(17, 0x123456, 0, gid, Mtu.MTU_1024),
-                0x7f00_0000_1000L, 0xabcd, 1L << 32);
+        ConnectionData server = new ConnectionData(
+                new QueuePairEndpoint(17, 0x123456, 0, gid, Mtu.MTU_1024), 0x7f00_0000_1000L, 0xabcd, 1L << 32);
         ConnectionData client = ConnectionData.of(new QueuePairEndpoint(42, 7, 3, null, Mtu.MTU_4096));
         try (ServerSocket ss = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             CompletableFuture<ConnectionData> seenByServer = CompletableFuture.supplyAsync(() -> {
@@ -69,16 +69,18 @@ class OutOfBandChannelTest {
     void waitsAreBounded() throws Exception {
         long t0 = System.nanoTime();
         try (ServerSocket ss = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            VerbsTimeoutException e = assertThrows(VerbsTimeoutException.class,
-                    () -> OutOfBandChannel.accept(ss, Duration.ofMillis(300)));
+            VerbsTimeoutException e = assertThrows(
+                    VerbsTimeoutException.class, () -> OutOfBandChannel.accept(ss, Duration.ofMillis(300)));
             assertTrue(e.getMessage().contains("no peer connected"), e.getMessage());
         }
         int freePort;
         try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             freePort = probe.getLocalPort();
         }
-        VerbsTimeoutException e = assertThrows(VerbsTimeoutException.class, () -> OutOfBandChannel.connect(
-                new InetSocketAddress(InetAddress.getLoopbackAddress(), freePort), Duration.ofMillis(500)));
+        VerbsTimeoutException e = assertThrows(
+                VerbsTimeoutException.class,
+                () -> OutOfBandChannel.connect(
+                        new InetSocketAddress(InetAddress.getLoopbackAddress(), freePort), Duration.ofMillis(500)));
         assertTrue(e.getMessage().contains("could not connect"), e.getMessage());
         assertTrue(System.nanoTime() - t0 < 10_000_000_000L, "the bounded waits took too long");
     }

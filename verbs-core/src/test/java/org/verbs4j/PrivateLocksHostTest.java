@@ -72,16 +72,16 @@ class PrivateLocksHostTest {
         try {
             assertTrue(held.await(30, TimeUnit.SECONDS));
             Future<Integer> calls = library.submit(() -> {
-                qp.postRecv(rwrs);                  // the over-committed CQ's room check
-                cq.handle();                        // the raw views' arena, made on first use
+                qp.postRecv(rwrs); // the over-committed CQ's room check
+                cq.handle(); // the raw views' arena, made on first use
                 qp.handle();
                 ctx.handle();
                 wcs.segment();
                 rwrs.segment();
                 int polled = cq.poll(wcs);
-                wcs.close();                        // closes the views of wcs
+                wcs.close(); // closes the views of wcs
                 rwrs.close();
-                qp.close();                         // takes the QP out of the CQ's table
+                qp.close(); // takes the QP out of the CQ's table
                 return polled;
             });
             // bounded: before the library used private locks these calls waited for the holder

@@ -43,25 +43,55 @@ class RandomizedSequencesTest {
 
     @Property(tries = 3000, seed = "20261130")
     void randomSequencesNeverCrashNorCorrupt(@ForAll("sequences") List<SequenceRunner.Op> ops) {
-        try (StandInProvider p = StandInProvider.open(); Arena arena = Arena.ofShared()) {
+        try (StandInProvider p = StandInProvider.open();
+                Arena arena = Arena.ofShared()) {
             Context ctx = ForeignHandles.context(p.context(), "standin0");
             MemorySegment fakePd = arena.allocate(16, 8);
             fakePd.set(java.lang.foreign.ValueLayout.ADDRESS, 0, p.context());
             ProtectionDomain pd = ForeignHandles.protectionDomain(ctx, fakePd);
             CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
-            QueuePair qp = ForeignHandles.queuePair(pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(16)
-                    .maxRecvWr(16).maxSendSge(2).maxRecvSge(2).maxInlineData(64), QueuePairState.RTS);
-            SequenceRunner run = new SequenceRunner(new SequenceRunner.Target() {
-                public ProtectionDomain pd() { return pd; }
-                public QueuePair sender() { return qp; }
-                public QueuePair receiver() { return qp; }
-                public CompletionQueue sendCq() { return cq; }
-                public CompletionQueue recvCq() { return cq; }
-                public MemoryRegion register(MemorySegment m) {
-                    return ForeignHandles.memoryRegion(pd, m, 0x1111, 0x2222,
-                            EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ));
-                }
-            }, closer);
+            QueuePair qp = ForeignHandles.queuePair(
+                    pd,
+                    p.qp(),
+                    QueuePairInit.of(QueuePairType.RC, cq)
+                            .maxSendWr(16)
+                            .maxRecvWr(16)
+                            .maxSendSge(2)
+                            .maxRecvSge(2)
+                            .maxInlineData(64),
+                    QueuePairState.RTS);
+            SequenceRunner run = new SequenceRunner(
+                    new SequenceRunner.Target() {
+                        public ProtectionDomain pd() {
+                            return pd;
+                        }
+
+                        public QueuePair sender() {
+                            return qp;
+                        }
+
+                        public QueuePair receiver() {
+                            return qp;
+                        }
+
+                        public CompletionQueue sendCq() {
+                            return cq;
+                        }
+
+                        public CompletionQueue recvCq() {
+                            return cq;
+                        }
+
+                        public MemoryRegion register(MemorySegment m) {
+                            return ForeignHandles.memoryRegion(
+                                    pd,
+                                    m,
+                                    0x1111,
+                                    0x2222,
+                                    EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ));
+                        }
+                    },
+                    closer);
             assertEquals(List.of(), run.run(ops), "only VerbsExceptions may come out");
             assertEquals(-1, run.finish(), "a guard byte was overwritten");
             qp.close();

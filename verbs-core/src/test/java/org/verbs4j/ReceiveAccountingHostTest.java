@@ -56,10 +56,16 @@ class ReceiveAccountingHostTest {
         p = StandInProvider.open();
         arena = Arena.ofShared();
         MemorySegment context = p.makeContext(true);
-        MemorySegment stub = Linker.nativeLinker().upcallStub(MethodHandles.lookup().findStatic(
-                ReceiveAccountingHostTest.class, "postRecv", java.lang.invoke.MethodType.methodType(int.class,
-                        long.class, long.class, long.class)),
-                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), arena);
+        MemorySegment stub = Linker.nativeLinker()
+                .upcallStub(
+                        MethodHandles.lookup()
+                                .findStatic(
+                                        ReceiveAccountingHostTest.class,
+                                        "postRecv",
+                                        java.lang.invoke.MethodType.methodType(
+                                                int.class, long.class, long.class, long.class)),
+                        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+                        arena);
         context.set(ValueLayout.ADDRESS, ContextLayout.OPS_POST_RECV, stub);
         // an op that calls back into Java must be an ordinary downcall, whatever the provider
         o = new StandInObjects(p, arena, context, ForeignHandles.context(context, "standin-upcall0", false));
@@ -85,8 +91,10 @@ class ReceiveAccountingHostTest {
         AtomicReference<Throwable> pollerFailure = new AtomicReference<>();
         HOOK.set((qpAddr, wr, badWr) -> {
             long wrId = MemorySegment.ofAddress(wr).reinterpret(8).get(JAVA_LONG, 0);
-            assertEquals(0, p.queueCompletion(wrId, CompletionStatus.SUCCESS, CompletionOpcode.RECV, 64,
-                    StandInProvider.QP_NUM));
+            assertEquals(
+                    0,
+                    p.queueCompletion(
+                            wrId, CompletionStatus.SUCCESS, CompletionOpcode.RECV, 64, StandInProvider.QP_NUM));
             Thread poller = Thread.ofPlatform().start(() -> {
                 try (WorkCompletions wcs = new WorkCompletions(4)) {
                     reaped[0] = o.cq.poll(wcs, 1, Duration.ofSeconds(30));

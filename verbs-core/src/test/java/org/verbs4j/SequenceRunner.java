@@ -29,16 +29,34 @@ final class SequenceRunner {
     static final int REGION = 4096;
     static final int GUARD_BYTES = 4096;
 
-    enum Kind { WRITE, READ, SEND, RECV, INLINE, INLINE_FREED, INLINE_HEAP, POLL, CLOSE_REGION, CLOSE_CHAIN, CLOSE_WCS,
-        NEW_REGION, NEW_CHAIN, NEW_WCS, CLEAR }
-
-    record Op(Kind kind, int index, int offset, int length, boolean signaled) {
+    enum Kind {
+        WRITE,
+        READ,
+        SEND,
+        RECV,
+        INLINE,
+        INLINE_FREED,
+        INLINE_HEAP,
+        POLL,
+        CLOSE_REGION,
+        CLOSE_CHAIN,
+        CLOSE_WCS,
+        NEW_REGION,
+        NEW_CHAIN,
+        NEW_WCS,
+        CLEAR
     }
 
+    record Op(Kind kind, int index, int offset, int length, boolean signaled) {}
+
     static Arbitrary<List<Op>> sequences(int maxOps) {
-        Arbitrary<Op> op = Combinators.combine(Arbitraries.of(Kind.class), Arbitraries.integers().between(0, 3),
-                Arbitraries.integers().between(-8, REGION + 8), Arbitraries.integers().between(0, REGION + 16),
-                Arbitraries.of(true, false)).as(Op::new);
+        Arbitrary<Op> op = Combinators.combine(
+                        Arbitraries.of(Kind.class),
+                        Arbitraries.integers().between(0, 3),
+                        Arbitraries.integers().between(-8, REGION + 8),
+                        Arbitraries.integers().between(0, REGION + 16),
+                        Arbitraries.of(true, false))
+                .as(Op::new);
         return op.list().ofMinSize(1).ofMaxSize(maxOps);
     }
 
@@ -59,7 +77,7 @@ final class SequenceRunner {
     }
 
     private final Target t;
-    private final MemorySegment slab;          // regions with guard bytes between them (automatic arena)
+    private final MemorySegment slab; // regions with guard bytes between them (automatic arena)
     private final List<MemoryRegion> regions = new ArrayList<>();
     private final List<SendWorkRequests> chains = new ArrayList<>();
     private final List<ReceiveWorkRequests> recvChains = new ArrayList<>();
@@ -71,6 +89,7 @@ final class SequenceRunner {
     long verbsExceptions;
     /** How long the queues must stay empty, and the most the drain waits. */
     Duration quiet = Duration.ofMillis(1);
+
     Duration drainBound = Duration.ofMillis(200);
     long posted;
     long reaped;
@@ -89,7 +108,8 @@ final class SequenceRunner {
     }
 
     static ExecutorService newCloser() {
-        return Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().daemon().name("sequence-closer").unstarted(r));
+        return Executors.newSingleThreadExecutor(
+                r -> Thread.ofPlatform().daemon().name("sequence-closer").unstarted(r));
     }
 
     private void newRegion() {
@@ -138,10 +158,16 @@ final class SequenceRunner {
         ReceiveWorkRequests rr = pick(recvChains, op.index);
         MemoryRegion remote = pick(regions, op.index + 1);
         switch (op.kind) {
-            case WRITE -> post(s.write(op.index, remote.address() + Math.max(0, op.offset), remote.rkey())
-                    .sge(r, op.offset, op.length), op.signaled);
-            case READ -> post(s.read(op.index, remote.address() + Math.max(0, op.offset), remote.rkey())
-                    .sge(r, op.offset, op.length), op.signaled);
+            case WRITE ->
+                post(
+                        s.write(op.index, remote.address() + Math.max(0, op.offset), remote.rkey())
+                                .sge(r, op.offset, op.length),
+                        op.signaled);
+            case READ ->
+                post(
+                        s.read(op.index, remote.address() + Math.max(0, op.offset), remote.rkey())
+                                .sge(r, op.offset, op.length),
+                        op.signaled);
             case SEND -> post(s.send(op.index).sge(r, op.offset, Math.min(op.length, 1024)), op.signaled);
             case RECV -> {
                 rr.clear().add(op.index).sge(r, op.offset, op.length);
@@ -156,21 +182,23 @@ final class SequenceRunner {
                 }
                 post(s, op.signaled);
             }
-            case INLINE_HEAP -> post(s.send(op.index).inline(MemorySegment.ofArray(new byte[Math.min(op.length, 64)])),
-                    op.signaled);
+            case INLINE_HEAP ->
+                post(s.send(op.index).inline(MemorySegment.ofArray(new byte[Math.min(op.length, 64)])), op.signaled);
             case POLL -> {
                 WorkCompletions w = pick(arrays, op.index);
                 reaped += t.sendCq().poll(w);
                 reaped += t.recvCq().poll(w);
             }
-            case CLOSE_REGION -> closes.add(closer.submit(() -> {
-                r.close();
-                return null;
-            }));
-            case CLOSE_CHAIN -> closes.add(closer.submit(() -> {
-                s.close();
-                return null;
-            }));
+            case CLOSE_REGION ->
+                closes.add(closer.submit(() -> {
+                    r.close();
+                    return null;
+                }));
+            case CLOSE_CHAIN ->
+                closes.add(closer.submit(() -> {
+                    s.close();
+                    return null;
+                }));
             case CLOSE_WCS -> {
                 WorkCompletions w = pick(arrays, op.index);
                 closes.add(closer.submit(() -> {
@@ -246,7 +274,9 @@ final class SequenceRunner {
         }
         for (long i = 0; i < slab.byteSize(); i++) {
             long inSlot = i - GUARD_BYTES;
-            boolean guard = inSlot < 0 || inSlot % (REGION + GUARD_BYTES) >= REGION || inSlot / (REGION + GUARD_BYTES) >= nextSlot;
+            boolean guard = inSlot < 0
+                    || inSlot % (REGION + GUARD_BYTES) >= REGION
+                    || inSlot / (REGION + GUARD_BYTES) >= nextSlot;
             if (guard && slab.get(JAVA_BYTE, i) != GUARD) {
                 return i;
             }
@@ -255,7 +285,7 @@ final class SequenceRunner {
     }
 
     static Function<MemorySegment, MemoryRegion> standIn(ProtectionDomain pd) {
-        return m -> ForeignHandles.memoryRegion(pd, m, 0x1111, 0x2222,
-                EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ));
+        return m -> ForeignHandles.memoryRegion(
+                pd, m, 0x1111, 0x2222, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ));
     }
 }

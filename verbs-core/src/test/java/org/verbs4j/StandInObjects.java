@@ -27,14 +27,21 @@ final class StandInObjects implements AutoCloseable {
         fakePd.set(ValueLayout.ADDRESS, 0, context);
         this.pd = ForeignHandles.protectionDomain(ctx, fakePd);
         this.cq = ForeignHandles.completionQueue(ctx, p.cq());
-        this.mr = ForeignHandles.memoryRegion(pd, arena.allocate(4096, 64), 0x1111, 0x2222,
-                EnumSet.of(Access.LOCAL_WRITE));
+        this.mr = ForeignHandles.memoryRegion(
+                pd, arena.allocate(4096, 64), 0x1111, 0x2222, EnumSet.of(Access.LOCAL_WRITE));
     }
 
     /** An RC queue pair on the stand-in's qp, in RTS, completing into {@link #cq}. */
     QueuePair rcQueuePair(int maxSendWr, int maxRecvWr) {
-        return ForeignHandles.queuePair(pd, standInQp, QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(maxSendWr)
-                .maxRecvWr(maxRecvWr).maxSendSge(1).maxRecvSge(1), QueuePairState.RTS);
+        return ForeignHandles.queuePair(
+                pd,
+                standInQp,
+                QueuePairInit.of(QueuePairType.RC, cq)
+                        .maxSendWr(maxSendWr)
+                        .maxRecvWr(maxRecvWr)
+                        .maxSendSge(1)
+                        .maxRecvSge(1),
+                QueuePairState.RTS);
     }
 
     @Override

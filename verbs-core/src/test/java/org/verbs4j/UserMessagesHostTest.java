@@ -26,11 +26,14 @@ class UserMessagesHostTest {
     void openWithoutRdmaSaysWhy() {
         assumeFalse(Verbs.isAvailable(), "this machine has RDMA: nothing to refuse");
         String cause = Verbs.unavailabilityCause().orElseThrow();
-        for (var open : List.<org.junit.jupiter.api.function.Executable>of(() -> Verbs.open("mlx5_0"), Verbs::openFirst)) {
+        for (var open :
+                List.<org.junit.jupiter.api.function.Executable>of(() -> Verbs.open("mlx5_0"), Verbs::openFirst)) {
             DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class, open);
             assertEquals("ibv_open_device", e.verb(), e.getMessage());
             assertTrue(e.getMessage().contains(cause), "the cause '" + cause + "' is not in: " + e.getMessage());
-            assertTrue(e.getMessage().contains("rdma link add rxe0") && e.getMessage().contains("docs/troubleshooting.md"),
+            assertTrue(
+                    e.getMessage().contains("rdma link add rxe0")
+                            && e.getMessage().contains("docs/troubleshooting.md"),
                     "what to do is not in: " + e.getMessage());
         }
         DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class, () -> Verbs.open("mlx5_0"));
@@ -39,15 +42,17 @@ class UserMessagesHostTest {
 
     @Test
     void toStringNamesWhatAUserKnowsAndNoAddress() {
-        try (StandInProvider p = StandInProvider.open(); Arena arena = Arena.ofShared()) {
+        try (StandInProvider p = StandInProvider.open();
+                Arena arena = Arena.ofShared()) {
             Context ctx = ForeignHandles.context(p.context(), "standin0");
             MemorySegment fakePd = arena.allocate(16, 8);
             fakePd.set(java.lang.foreign.ValueLayout.ADDRESS, 0, p.context());
             ProtectionDomain pd = ForeignHandles.protectionDomain(ctx, fakePd);
             CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
-            MemoryRegion mr = ForeignHandles.memoryRegion(pd, arena.allocate(4096, 64), 0x1111, 0x2222,
-                    EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
-            QueuePair qp = ForeignHandles.queuePair(pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq), QueuePairState.RTS);
+            MemoryRegion mr = ForeignHandles.memoryRegion(
+                    pd, arena.allocate(4096, 64), 0x1111, 0x2222, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+            QueuePair qp =
+                    ForeignHandles.queuePair(pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq), QueuePairState.RTS);
             SharedReceiveQueue srq = ForeignHandles.sharedReceiveQueue(pd, p.srq(), 64, 2);
             List<NativeResource> all = List.of(srq, qp, mr, cq, pd, ctx);
             String[] expected = {
@@ -75,7 +80,8 @@ class UserMessagesHostTest {
         String s = r.toString();
         long address = r.handle.address();
         if (address != 0) { // a wrapped region has no ibv_mr handle
-            assertFalse(s.contains(Long.toHexString(address)) || s.contains(Long.toString(address)),
+            assertFalse(
+                    s.contains(Long.toHexString(address)) || s.contains(Long.toString(address)),
                     "a native address in: " + s);
         }
         assertFalse(Pattern.compile("0x[0-9a-f]{9,}").matcher(s).find(), "an address-like number in: " + s);

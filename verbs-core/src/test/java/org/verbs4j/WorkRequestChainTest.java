@@ -36,7 +36,8 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
 
     @Test
     void nextAndSgListArePreLinkedOverTheWholeCapacity() {
-        try (SendWorkRequests wrs = new SendWorkRequests(5, 3); ReceiveWorkRequests rwrs = new ReceiveWorkRequests(4, 2)) {
+        try (SendWorkRequests wrs = new SendWorkRequests(5, 3);
+                ReceiveWorkRequests rwrs = new ReceiveWorkRequests(4, 2)) {
             MemorySegment seg = wrs.segment();
             assertEquals(ibv_send_wr.sizeof() * 5, seg.byteSize(), "the view covers the capacity");
             assertEquals(0, seg.address() % 64, "descriptors are cache-line aligned");
@@ -45,7 +46,9 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
                 MemorySegment wr = sendWr(wrs, i);
                 long next = ibv_send_wr.next(wr).address();
                 assertEquals(i < 4 ? seg.address() + ibv_send_wr.sizeof() * (i + 1) : 0L, next, "next of #" + i);
-                assertEquals(sg0 + ibv_sge.sizeof() * 3 * i, ibv_send_wr.sg_list(wr).address(),
+                assertEquals(
+                        sg0 + ibv_sge.sizeof() * 3 * i,
+                        ibv_send_wr.sg_list(wr).address(),
                         "sg_list of #" + i + ": maxSge SGEs per request");
             }
             assertEquals(0, sg0 % 64);
@@ -55,8 +58,11 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
             long rsg0 = ibv_recv_wr.sg_list(ibv_recv_wr.asSlice(rseg, 0)).address();
             for (int i = 0; i < 4; i++) {
                 MemorySegment wr = ibv_recv_wr.asSlice(rseg, i);
-                assertEquals(i < 3 ? rseg.address() + ibv_recv_wr.sizeof() * (i + 1) : 0L, ibv_recv_wr.next(wr).address());
-                assertEquals(rsg0 + ibv_sge.sizeof() * 2 * i, ibv_recv_wr.sg_list(wr).address());
+                assertEquals(
+                        i < 3 ? rseg.address() + ibv_recv_wr.sizeof() * (i + 1) : 0L,
+                        ibv_recv_wr.next(wr).address());
+                assertEquals(
+                        rsg0 + ibv_sge.sizeof() * 2 * i, ibv_recv_wr.sg_list(wr).address());
             }
         }
     }
@@ -95,8 +101,10 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
             assertEquals(wrs.segment().address(), p.lastWr());
             assertEquals(3, p.wqeCount(), "the provider's walk of next stopped after the third request");
             for (int i = 0; i < 7; i++) {
-                assertEquals(i == 2 ? 0L : wrs.segment().address() + ibv_send_wr.sizeof() * (i + 1),
-                        ibv_send_wr.next(sendWr(wrs, i)).address(), "after the post: #" + i + " (the end stays at #2)");
+                assertEquals(
+                        i == 2 ? 0L : wrs.segment().address() + ibv_send_wr.sizeof() * (i + 1),
+                        ibv_send_wr.next(sendWr(wrs, i)).address(),
+                        "after the post: #" + i + " (the end stays at #2)");
             }
             // a failed post reports the request the provider refused
             p.failPostAt(1, Errno.ENOMEM);
@@ -110,7 +118,9 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
             wrs.write(103, 0x3000L, 7).sge(mr, 192, 64);
             qp.postSend(wrs);
             assertEquals(before + 4, p.wqeCount(), "the fourth request was reached through #2's restored link");
-            assertEquals(wrs.segment().address() + ibv_send_wr.sizeof() * 3, ibv_send_wr.next(sendWr(wrs, 2)).address());
+            assertEquals(
+                    wrs.segment().address() + ibv_send_wr.sizeof() * 3,
+                    ibv_send_wr.next(sendWr(wrs, 2)).address());
             assertEquals(0L, ibv_send_wr.next(sendWr(wrs, 3)).address());
             // a shorter one: the provider stops at its last request though later slots hold requests
             wrs.clear().write(104, 0x4000L, 7).sge(mr, 0, 64);
@@ -143,7 +153,10 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
         try (SendWorkRequests wrs = new SendWorkRequests(2, 2)) {
             assertEquals(2, wrs.capacity());
             assertEquals(2, wrs.maxSgePerRequest());
-            wrs.writeWithImmediate(42, 0xdead_beef_0000L, 0x77, 0x01020304).sge(mr, 16, 100).sge(mr, 512, 200).signaled();
+            wrs.writeWithImmediate(42, 0xdead_beef_0000L, 0x77, 0x01020304)
+                    .sge(mr, 16, 100)
+                    .sge(mr, 512, 200)
+                    .signaled();
             MemorySegment wr = sendWr(wrs, 0);
             assertEquals(42, ibv_send_wr.wr_id(wr));
             assertEquals(SendWorkRequests.OP_RDMA_WRITE_WITH_IMM, ibv_send_wr.opcode(wr));
@@ -187,7 +200,12 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
     @Test
     void signaledRequestsAreListedOnceEachInOrder() {
         try (SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
-            wrs.write(1, 0, 1).signaled().signaled().write(2, 0, 1).write(3, 0, 1).signaled();
+            wrs.write(1, 0, 1)
+                    .signaled()
+                    .signaled()
+                    .write(2, 0, 1)
+                    .write(3, 0, 1)
+                    .signaled();
             assertEquals(2, wrs.signaledCount, "signaled() twice on one request lists it once");
             assertEquals(0, wrs.signaledIndexes[0]);
             assertEquals(2, wrs.signaledIndexes[1]);
@@ -202,8 +220,9 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
     @Test
     void aPollOfSeveralSendCompletionsCreditsEachOneInOrder() {
         org.junit.jupiter.api.Assumptions.assumeTrue(Verbs.CHECKED, "checked mode accounts for outstanding work");
-        try (SendWorkRequests wrs = new SendWorkRequests(8, 1); WorkCompletions two = new WorkCompletions(2);
-             WorkCompletions four = new WorkCompletions(4)) {
+        try (SendWorkRequests wrs = new SendWorkRequests(8, 1);
+                WorkCompletions two = new WorkCompletions(2);
+                WorkCompletions four = new WorkCompletions(4)) {
             for (int i = 0; i < 8; i++) {
                 wrs.write(i, 0x1000, 1).sge(mr, 0, 8);
                 if (i % 2 == 1) {
@@ -266,14 +285,22 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
             assertEquals(0, wrs.withDestination);
             assertTrue(wrs.everyRequestHasDestination(), "vacuously, for an empty chain");
             for (int i = 0; i < 2; i++) {
-                assertEquals(base + ibv_send_wr.sizeof() * (i + 1), ibv_send_wr.next(sendWr(wrs, i)).address());
+                assertEquals(
+                        base + ibv_send_wr.sizeof() * (i + 1),
+                        ibv_send_wr.next(sendWr(wrs, i)).address());
             }
             wrs.send(3);
             assertEquals(base, wrs.segment().address(), "the memory is reused");
             assertEquals(3, ibv_send_wr.wr_id(sendWr(wrs, 0)), "the first request is written to slot 0 again");
             assertEquals(0, ibv_send_wr.num_sge(sendWr(wrs, 0)));
             assertEquals(0, ibv_send_wr.send_flags(sendWr(wrs, 0)), "no stale INLINE flag");
-            assertEquals(0L, ibv_send_wr.wr.ud.ah(ibv_send_wr.wr.ud(ibv_send_wr.wr(sendWr(wrs, 0)))).address(),
+            assertEquals(
+                    0L,
+                    ibv_send_wr
+                            .wr
+                            .ud
+                            .ah(ibv_send_wr.wr.ud(ibv_send_wr.wr(sendWr(wrs, 0))))
+                            .address(),
                     "a SEND starts with no stale destination");
         }
     }
@@ -295,11 +322,15 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
             assertEquals(0, ibv_sge.lkey(s0), "inline data has no key");
             assertEquals(ibv_sge.addr(s0) + 5, ibv_sge.addr(s1), "pieces of one request are staged back to back");
             assertNotEquals(mr.address(), ibv_sge.addr(s0));
-            byte[] staged = MemorySegment.ofAddress(ibv_sge.addr(s0)).reinterpret(32).toArray(JAVA_BYTE);
-            assertArrayEquals(new byte[] {1, 2, 3, 4, 5}, java.util.Arrays.copyOf(staged, 5), "a copy, made when added");
+            byte[] staged =
+                    MemorySegment.ofAddress(ibv_sge.addr(s0)).reinterpret(32).toArray(JAVA_BYTE);
+            assertArrayEquals(
+                    new byte[] {1, 2, 3, 4, 5}, java.util.Arrays.copyOf(staged, 5), "a copy, made when added");
             assertArrayEquals(b, java.util.Arrays.copyOfRange(staged, 5, 32));
 
-            assertThrows(InvalidRequestException.class, () -> wrs.send(2).inline(MemorySegment.ofArray(new byte[33])),
+            assertThrows(
+                    InvalidRequestException.class,
+                    () -> wrs.send(2).inline(MemorySegment.ofArray(new byte[33])),
                     "more than the inline capacity of a request");
             assertEquals(0, ibv_send_wr.num_sge(sendWr(wrs, 1)), "the refused inline added no SGE");
             wrs.inline(MemorySegment.ofArray(new byte[] {7}));
@@ -316,10 +347,13 @@ class WorkRequestChainTest extends MisuseCatalogueTest.Bed {
         wrs.write(2, 0x1000, 5);
         MemorySegment view = wrs.inlineData(0);
         assertEquals(32, view.byteSize(), "the request's inline stride");
-        assertArrayEquals(new byte[] {1, 2, 3, 4}, view.asSlice(0, 4).toArray(JAVA_BYTE), "the bytes inline() copied, in order");
+        assertArrayEquals(
+                new byte[] {1, 2, 3, 4}, view.asSlice(0, 4).toArray(JAVA_BYTE), "the bytes inline() copied, in order");
         view.set(JAVA_BYTE, 3, (byte) 42);
         MemorySegment sge1 = sge(ibv_send_wr.sg_list(sendWr(wrs, 0)), 1);
-        assertEquals(42, MemorySegment.ofAddress(ibv_sge.addr(sge1)).reinterpret(1).get(JAVA_BYTE, 0),
+        assertEquals(
+                42,
+                MemorySegment.ofAddress(ibv_sge.addr(sge1)).reinterpret(1).get(JAVA_BYTE, 0),
                 "the SGE the provider copies from at post time sees the write");
         assertThrows(InvalidRequestException.class, () -> wrs.inlineData(1), "a request without inline data");
         assertThrows(InvalidRequestException.class, () -> wrs.inlineData(2), "not a request of the chain");

@@ -34,7 +34,9 @@ import org.verbs4j.testing.StandInProvider;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED"})
 public abstract class AbstractPostPoll {
     /** Work requests per post (the last one signaled; one poll per post). */
     @Param({"1", "8", "32"})
@@ -44,6 +46,7 @@ public abstract class AbstractPostPoll {
     SendWorkRequests wrs;
     /** The same chain, built once at setup: {@link #javaPostPrebuilt} posts it again and again. */
     SendWorkRequests prebuilt;
+
     WorkCompletions wcs;
     long remoteAddr;
     long nextId;
@@ -57,20 +60,33 @@ public abstract class AbstractPostPoll {
         long before = nextId;
         long last = javaPublicApi();
         if (last != before + chain - 1) {
-            throw new IllegalStateException("the stand-in completed wr_id " + last + ", expected " + (before + chain - 1));
+            throw new IllegalStateException(
+                    "the stand-in completed wr_id " + last + ", expected " + (before + chain - 1));
         }
         if (f.provider.wqeCount() != chain) {
             throw new IllegalStateException("the stand-in saw " + f.provider.wqeCount() + " WQEs, expected " + chain);
         }
         before = nextId;
         if (javaBulkApi() != before + chain - 1 || f.provider.wqeCount() != 2L * chain) {
-            throw new IllegalStateException("the bulk-built chain did not post " + chain + " WQEs ending at wr_id " + (before + chain - 1));
+            throw new IllegalStateException(
+                    "the bulk-built chain did not post " + chain + " WQEs ending at wr_id " + (before + chain - 1));
         }
         for (int i = 0; i < chain; i++) { // the provider saw the same requests from both builders
             StandInProvider.Wqe a = f.provider.wqe(i);
             StandInProvider.Wqe b = f.provider.wqe(chain + i);
-            if (b.wrId() != a.wrId() + chain || !a.equals(new StandInProvider.Wqe(a.wrId(), b.addr(), b.length(), b.lkey(),
-                    b.opcode(), b.sendFlags(), b.remoteAddr(), b.rkey(), b.imm(), b.numSge(), b.totalLength()))) {
+            if (b.wrId() != a.wrId() + chain
+                    || !a.equals(new StandInProvider.Wqe(
+                            a.wrId(),
+                            b.addr(),
+                            b.length(),
+                            b.lkey(),
+                            b.opcode(),
+                            b.sendFlags(),
+                            b.remoteAddr(),
+                            b.rkey(),
+                            b.imm(),
+                            b.numSge(),
+                            b.totalLength()))) {
                 throw new IllegalStateException("WQE #" + i + " differs: per request " + a + ", bulk " + b);
             }
         }
@@ -91,8 +107,7 @@ public abstract class AbstractPostPoll {
     }
 
     /** More setup of a subclass, after the fixture exists. */
-    void afterSetUp() {
-    }
+    void afterSetUp() {}
 
     @TearDown(Level.Trial)
     public void tearDown() {
@@ -140,7 +155,9 @@ public abstract class AbstractPostPoll {
         for (int i = 0; i < n - 1; i++) {
             w.write(id + i, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE);
         }
-        return w.write(id + n - 1, remoteAddr, StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE).signaled();
+        return w.write(id + n - 1, remoteAddr, StandInFixture.RKEY)
+                .sge(f.mr, 0, StandInFixture.MESSAGE)
+                .signaled();
     }
 
     /** The same chain built with one bulk call: clear, writes(chain, ...), the last signaled. */
@@ -149,7 +166,8 @@ public abstract class AbstractPostPoll {
         int n = chain;
         long id = nextId;
         nextId = id + n;
-        return w.writes(n, id, remoteAddr, 0, StandInFixture.RKEY, f.mr, 0, 0, StandInFixture.MESSAGE).signaled();
+        return w.writes(n, id, remoteAddr, 0, StandInFixture.RKEY, f.mr, 0, 0, StandInFixture.MESSAGE)
+                .signaled();
     }
 
     /** One post of {@code w} and the poll of its one completion; the completion's wr_id. */

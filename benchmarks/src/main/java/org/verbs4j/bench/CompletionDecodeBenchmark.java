@@ -46,14 +46,16 @@ import org.verbs4j.natives.InlineVerbs;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED"})
 public class CompletionDecodeBenchmark {
     static final int N = 32;
 
     private StandInFixture f;
     private SendWorkRequests all;
     private WorkCompletions wcs;
-    private MemorySegment raw;      // a global-scope view of wcs' memory (what C reads)
+    private MemorySegment raw; // a global-scope view of wcs' memory (what C reads)
     private MemorySegment postFn;
     private MemorySegment pollFn;
     private long qpAddr;
@@ -66,7 +68,9 @@ public class CompletionDecodeBenchmark {
         f = new StandInFixture();
         all = new SendWorkRequests(N, 1); // capacity N: the last request's next is NULL as linked
         for (int i = 0; i < N; i++) {
-            all.write(i, f.buffer.address(), StandInFixture.RKEY).sge(f.mr, 0, StandInFixture.MESSAGE).signaled();
+            all.write(i, f.buffer.address(), StandInFixture.RKEY)
+                    .sge(f.mr, 0, StandInFixture.MESSAGE)
+                    .signaled();
         }
         wcs = new WorkCompletions(N);
         MemorySegment view = wcs.segment();
@@ -124,8 +128,10 @@ public class CompletionDecodeBenchmark {
         long s = 0;
         for (int i = 0; i < n; i++) {
             long o = CompletionLayout.WC_SIZE * i;
-            s += m.get(JAVA_LONG, o + CompletionLayout.WR_ID) + m.get(JAVA_INT, o + CompletionLayout.STATUS)
-                    + m.get(JAVA_INT, o + CompletionLayout.OPCODE) + m.get(JAVA_INT, o + CompletionLayout.BYTE_LEN)
+            s += m.get(JAVA_LONG, o + CompletionLayout.WR_ID)
+                    + m.get(JAVA_INT, o + CompletionLayout.STATUS)
+                    + m.get(JAVA_INT, o + CompletionLayout.OPCODE)
+                    + m.get(JAVA_INT, o + CompletionLayout.BYTE_LEN)
                     + m.get(JAVA_INT, o + CompletionLayout.QP_NUM);
         }
         return s;

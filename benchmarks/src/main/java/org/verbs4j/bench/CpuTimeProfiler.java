@@ -51,8 +51,8 @@ public final class CpuTimeProfiler implements InternalProfiler {
     }
 
     @Override
-    public List<? extends Result<?>> afterIteration(BenchmarkParams benchmarkParams, IterationParams iterationParams,
-                                                 IterationResult result) {
+    public List<? extends Result<?>> afterIteration(
+            BenchmarkParams benchmarkParams, IterationParams iterationParams, IterationResult result) {
         long spent = 0;
         for (Map.Entry<Long, Long> e : workerCpu().entrySet()) {
             spent += e.getValue() - before.getOrDefault(e.getKey(), 0L);

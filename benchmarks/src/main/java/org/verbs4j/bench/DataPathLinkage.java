@@ -27,6 +27,5 @@ final class DataPathLinkage {
     /** {@code int poll_cq(cq, num_entries, wc)}, an ordinary downcall. */
     static final MethodHandle POLL_CQ_STANDARD = LINKER.downcallHandle(POLL);
 
-    private DataPathLinkage() {
-    }
+    private DataPathLinkage() {}
 }

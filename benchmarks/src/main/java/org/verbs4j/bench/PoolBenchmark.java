@@ -37,7 +37,9 @@ import org.verbs4j.pool.PooledBuffer;
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-Dverbs4j.leakSites=false"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-Dverbs4j.leakSites=false"})
 public class PoolBenchmark {
     private static final Set<Access> ACCESS = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ, Access.REMOTE_WRITE);
 
@@ -60,8 +62,14 @@ public class PoolBenchmark {
         String name = System.getenv("VERBS4J_DEVICE");
         context = name == null || name.isEmpty() ? Verbs.openFirst() : Verbs.open(name);
         pd = context.allocateProtectionDomain();
-        pool = BufferPool.builder(pd).name("bench").sizeClass(4096, 256).sizeClass(65536, 64).access(ACCESS)
-                .leakTracking(false).leakSites(false).build();
+        pool = BufferPool.builder(pd)
+                .name("bench")
+                .sizeClass(4096, 256)
+                .sizeClass(65536, 64)
+                .access(ACCESS)
+                .leakTracking(false)
+                .leakSites(false)
+                .build();
         arena = Arena.ofShared();
         // an automatic arena: the region keeps it alive while registered (register() refuses closeable arenas)
         memory = Arena.ofAuto().allocate(size, 4096);

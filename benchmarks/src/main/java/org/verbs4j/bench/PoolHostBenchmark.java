@@ -45,9 +45,14 @@ public class PoolHostBenchmark {
         context = ForeignHandles.context(arena.allocate(4096, 64), "standin0");
         pd = ForeignHandles.protectionDomain(context, arena.allocate(64, 64));
         int[] key = {0x100};
-        pool = BufferPool.builder(pd).name("host-bench").sizeClass(4096, 256).sizeClass(65536, 64)
+        pool = BufferPool.builder(pd)
+                .name("host-bench")
+                .sizeClass(4096, 256)
+                .sizeClass(65536, 64)
                 .registrar((p, mem, access) -> ForeignHandles.memoryRegion(p, mem, ++key[0], key[0], access))
-                .leakTracking(false).leakSites(false).build();
+                .leakTracking(false)
+                .leakSites(false)
+                .build();
     }
 
     @TearDown(Level.Trial)

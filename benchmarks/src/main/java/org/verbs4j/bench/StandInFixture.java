@@ -35,6 +35,7 @@ final class StandInFixture implements AutoCloseable {
      * needs no CQ-wide check per post, as with a CQ sized for its queues on a real device).
      */
     static final int SEND_QUEUE = 128;
+
     static final int CQE = StandInProvider.CQE;
     /** The payload of every WR, as in standin_c_loop. */
     static final int MESSAGE = 64;
@@ -64,15 +65,22 @@ final class StandInFixture implements AutoCloseable {
         fakePd.set(ADDRESS, 0, provider.context());
         context = ForeignHandles.context(provider.context(), "standin0");
         pd = ForeignHandles.protectionDomain(context, fakePd);
-        cq = confinedCq ? ForeignHandles.confinedCompletionQueue(context, provider.cq())
+        cq = confinedCq
+                ? ForeignHandles.confinedCompletionQueue(context, provider.cq())
                 : ForeignHandles.completionQueue(context, provider.cq());
-        qp = ForeignHandles.queuePair(pd, provider.qp(),
-                QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(SEND_QUEUE).maxRecvWr(CQE - SEND_QUEUE).maxSendSge(1), QueuePairState.RTS);
+        qp = ForeignHandles.queuePair(
+                pd,
+                provider.qp(),
+                QueuePairInit.of(QueuePairType.RC, cq)
+                        .maxSendWr(SEND_QUEUE)
+                        .maxRecvWr(CQE - SEND_QUEUE)
+                        .maxSendSge(1),
+                QueuePairState.RTS);
         if (cq.isOvercommitted()) {
             throw new IllegalStateException("the stand-in's CQ is over-committed by the benchmark QP");
         }
-        mr = ForeignHandles.memoryRegion(pd, buffer, LKEY, RKEY,
-                EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ));
+        mr = ForeignHandles.memoryRegion(
+                pd, buffer, LKEY, RKEY, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ));
     }
 
     @Override

@@ -23,8 +23,7 @@ import org.verbs4j.WorkCompletions;
 public final class Atomics {
     private static final int ADDS = 10;
 
-    private Atomics() {
-    }
+    private Atomics() {}
 
     /** Runs the example; {@code examples/run atomics}. */
     public static void main(String[] args) {
@@ -34,15 +33,16 @@ public final class Atomics {
     /** Runs the example, printing what it proves to {@code out}. */
     public static void run(PrintStream out) {
         try (Context ctx = Setup.openDevice();
-             ProtectionDomain pd = ctx.allocateProtectionDomain();
-             CompletionQueue cq = ctx.createCompletionQueue(32);
-             CompletionQueue peerCq = ctx.createCompletionQueue(4);
-             MemoryRegion counter = pd.allocateMemoryRegion(8, Access.LOCAL_WRITE, Access.REMOTE_ATOMIC);
-             MemoryRegion results = pd.allocateMemoryRegion(8 * (ADDS + 2), Access.LOCAL_WRITE);
-             QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(ADDS + 2));
-             QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, peerCq));
-             SendWorkRequests wrs = new SendWorkRequests(ADDS + 2, 1);
-             WorkCompletions wcs = new WorkCompletions(ADDS + 2)) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cq = ctx.createCompletionQueue(32);
+                CompletionQueue peerCq = ctx.createCompletionQueue(4);
+                MemoryRegion counter = pd.allocateMemoryRegion(8, Access.LOCAL_WRITE, Access.REMOTE_ATOMIC);
+                MemoryRegion results = pd.allocateMemoryRegion(8 * (ADDS + 2), Access.LOCAL_WRITE);
+                QueuePair a = pd.createQueuePair(
+                        QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(ADDS + 2));
+                QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, peerCq));
+                SendWorkRequests wrs = new SendWorkRequests(ADDS + 2, 1);
+                WorkCompletions wcs = new WorkCompletions(ADDS + 2)) {
             if (!ctx.queryDevice().supportsAtomics()) {
                 out.println("skipped: " + ctx.deviceName() + " has no atomics (atomic_cap = IBV_ATOMIC_NONE)");
                 return;
@@ -52,7 +52,9 @@ public final class Atomics {
 
             wrs.clear();
             for (int i = 0; i < ADDS; i++) {
-                wrs.fetchAndAdd(i, counter.address(), counter.rkey(), 5).sge(results, 8L * i, 8).signaled();
+                wrs.fetchAndAdd(i, counter.address(), counter.rkey(), 5)
+                        .sge(results, 8L * i, 8)
+                        .signaled();
             }
             a.postSend(wrs);
             Setup.await(cq, wcs, ADDS);
@@ -67,8 +69,11 @@ public final class Atomics {
             out.println("fetch-and-add +5, " + ADDS + " times: returned " + olds + "; counter now " + now);
 
             a.postSend(wrs.clear()
-                    .compareAndSwap(100, counter.address(), counter.rkey(), 1050, 7).sge(results, 8L * ADDS, 8).signaled()
-                    .compareAndSwap(101, counter.address(), counter.rkey(), 1050, 9).sge(results, 8L * ADDS + 8, 8)
+                    .compareAndSwap(100, counter.address(), counter.rkey(), 1050, 7)
+                    .sge(results, 8L * ADDS, 8)
+                    .signaled()
+                    .compareAndSwap(101, counter.address(), counter.rkey(), 1050, 9)
+                    .sge(results, 8L * ADDS + 8, 8)
                     .signaled());
             Setup.await(cq, wcs, 2);
             long first = results.segment().get(JAVA_LONG, 8L * ADDS);

@@ -39,23 +39,25 @@ import org.verbs4j.cm.RdmaConnection;
 public final class CmPingPong {
     /** The default port (rping's). */
     public static final int DEFAULT_PORT = 7471;
+
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
     private static final long RECV_ID = 1, SEND_ID = 2;
 
-    private CmPingPong() {
-    }
+    private CmPingPong() {}
 
     /** Runs the server or the client; {@code examples/run cm-ping-pong} runs both. */
     public static void main(String[] args) {
         if (args.length >= 1 && args[0].equals("server")) {
-            server(System.out, address(args),
-                    args.length > 2 ? Integer.parseInt(args[2]) : DEFAULT_PORT);
+            server(System.out, address(args), args.length > 2 ? Integer.parseInt(args[2]) : DEFAULT_PORT);
         } else if (args.length >= 1 && args[0].equals("client")) {
-            client(System.out, address(args),
+            client(
+                    System.out,
+                    address(args),
                     args.length > 2 ? Integer.parseInt(args[2]) : DEFAULT_PORT,
                     args.length > 3 ? Integer.parseInt(args[3]) : 1000);
         } else {
-            System.err.println("usage: CmPingPong server [ADDRESS] [PORT] | CmPingPong client [ADDRESS] [PORT] [ROUNDS]");
+            System.err.println(
+                    "usage: CmPingPong server [ADDRESS] [PORT] | CmPingPong client [ADDRESS] [PORT] [ROUNDS]");
             System.exit(2);
         }
     }
@@ -78,31 +80,33 @@ public final class CmPingPong {
     public static void server(PrintStream out, String address, int port) {
         AtomicReference<MemoryRegion> region = new AtomicReference<>();
         try (CmEventChannel channel = CmEventChannel.open();
-             CmListener listener = CmListener.bind(channel, new InetSocketAddress(address, port), 4);
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
-             SendWorkRequests sends = new SendWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
+                CmListener listener = CmListener.bind(channel, new InetSocketAddress(address, port), 4);
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
+                SendWorkRequests sends = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             out.println("server: listening on " + address + " port " + port + " (rdma_cm)");
             out.flush();
             ConnectionRequest request = listener.accept(Duration.ofSeconds(60));
-            long rounds = ByteBuffer.wrap(request.privateData()).getLong();   // the client's request says how many
-            ConnectionSetup setup = new ConnectionSetup()                     // SEND/RECV only: no remote access
+            long rounds = ByteBuffer.wrap(request.privateData()).getLong(); // the client's request says how many
+            ConnectionSetup setup = new ConnectionSetup() // SEND/RECV only: no remote access
                     .beforeConnect(c -> {
                         // bytes 0-7: what we send; 8-15: where the client's message lands
                         MemoryRegion mr = c.protectionDomain().allocateMemoryRegion(16, Access.LOCAL_WRITE);
                         region.set(mr);
-                        c.queuePair().postRecv(recvs.clear().add(RECV_ID).sge(mr, 8, 8));  // before the client can send
+                        c.queuePair().postRecv(recvs.clear().add(RECV_ID).sge(mr, 8, 8)); // before the client can send
                     });
             try (RdmaConnection c = request.accept(setup, null, TIMEOUT)) {
                 MemoryRegion mr = region.get();
                 out.println("server: accepted " + c.peerAddress().getAddress().getHostAddress() + " on "
-                        + c.context().deviceName() + ", " + c.queuePair() + "; the client asked for " + rounds + " rounds");
+                        + c.context().deviceName() + ", " + c.queuePair() + "; the client asked for " + rounds
+                        + " rounds");
                 for (long i = 0; i < rounds; i++) {
                     await(c.receiveCompletionQueue(), wcs, "ping " + i);
                     long ping = mr.segment().get(JAVA_LONG, 8);
-                    c.queuePair().postRecv(recvs.clear().add(RECV_ID).sge(mr, 8, 8));      // the next ping's receive
+                    c.queuePair().postRecv(recvs.clear().add(RECV_ID).sge(mr, 8, 8)); // the next ping's receive
                     mr.segment().set(JAVA_LONG, 0, ping + 1);
-                    c.queuePair().postSend(sends.clear().send(SEND_ID).sge(mr, 0, 8).signaled());
+                    c.queuePair()
+                            .postSend(sends.clear().send(SEND_ID).sge(mr, 0, 8).signaled());
                     await(c.sendCompletionQueue(), wcs, "reply " + i);
                 }
                 boolean seen = c.awaitDisconnect(TIMEOUT);
@@ -123,23 +127,25 @@ public final class CmPingPong {
         ConnectionSetup setup = new ConnectionSetup().beforeConnect(c -> {
             MemoryRegion mr = c.protectionDomain().allocateMemoryRegion(16, Access.LOCAL_WRITE);
             region.set(mr);
-            c.queuePair().postRecv(recvs.clear().add(RECV_ID).sge(mr, 8, 8));     // the first reply's receive
+            c.queuePair().postRecv(recvs.clear().add(RECV_ID).sge(mr, 8, 8)); // the first reply's receive
         });
-        byte[] request = ByteBuffer.allocate(8).putLong(rounds).array();           // private data of the request
+        byte[] request = ByteBuffer.allocate(8).putLong(rounds).array(); // private data of the request
         try (recvs;
-             CmEventChannel channel = CmEventChannel.open();
-             SendWorkRequests sends = new SendWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
+                CmEventChannel channel = CmEventChannel.open();
+                SendWorkRequests sends = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             long t0 = System.nanoTime();
             try (RdmaConnection c = RdmaConnection.connect(channel, address, port, setup, request, TIMEOUT)) {
-                out.printf("client: connected to %s port %d in %d ms (address and route resolved, %s)%n", address, port,
-                        (System.nanoTime() - t0) / 1_000_000, c.queuePair());
+                out.printf(
+                        "client: connected to %s port %d in %d ms (address and route resolved, %s)%n",
+                        address, port, (System.nanoTime() - t0) / 1_000_000, c.queuePair());
                 MemoryRegion mr = region.get();
                 long value = 1;
                 long start = System.nanoTime();
                 for (int i = 0; i < rounds; i++) {
                     mr.segment().set(JAVA_LONG, 0, value);
-                    c.queuePair().postSend(sends.clear().send(SEND_ID).sge(mr, 0, 8).signaled());
+                    c.queuePair()
+                            .postSend(sends.clear().send(SEND_ID).sge(mr, 0, 8).signaled());
                     await(c.sendCompletionQueue(), wcs, "ping " + i);
                     await(c.receiveCompletionQueue(), wcs, "reply " + i);
                     long reply = mr.segment().get(JAVA_LONG, 8);

@@ -26,8 +26,7 @@ import org.verbs4j.WorkCompletions;
 public final class EventDriven {
     private static final int MESSAGES = 5;
 
-    private EventDriven() {
-    }
+    private EventDriven() {}
 
     /** Runs the example; {@code examples/run events}. */
     public static void main(String[] args) {
@@ -37,16 +36,16 @@ public final class EventDriven {
     /** Runs the example, printing what it proves to {@code out}. */
     public static void run(PrintStream out) {
         try (Context ctx = Setup.openDevice();
-             ProtectionDomain pd = ctx.allocateProtectionDomain();
-             CompletionChannel channel = ctx.createCompletionChannel();
-             CompletionQueue recvCq = ctx.createCompletionQueue(16, channel, 0);
-             CompletionQueue sendCq = ctx.createCompletionQueue(16);
-             MemoryRegion buf = pd.allocateMemoryRegion(64 * MESSAGES, Access.LOCAL_WRITE);
-             QueuePair receiver = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, sendCq, recvCq));
-             QueuePair sender = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, sendCq));
-             SendWorkRequests sends = new SendWorkRequests(1, 1);
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(MESSAGES, 1);
-             WorkCompletions wcs = new WorkCompletions(16)) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionChannel channel = ctx.createCompletionChannel();
+                CompletionQueue recvCq = ctx.createCompletionQueue(16, channel, 0);
+                CompletionQueue sendCq = ctx.createCompletionQueue(16);
+                MemoryRegion buf = pd.allocateMemoryRegion(64 * MESSAGES, Access.LOCAL_WRITE);
+                QueuePair receiver = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, sendCq, recvCq));
+                QueuePair sender = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, sendCq));
+                SendWorkRequests sends = new SendWorkRequests(1, 1);
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(MESSAGES, 1);
+                WorkCompletions wcs = new WorkCompletions(16)) {
             Setup.connect(sender, receiver, Setup.gid(ctx), Set.of());
             out.println(channel + " wakes up " + recvCq);
             recvs.clear();
@@ -59,14 +58,16 @@ public final class EventDriven {
             long t0 = System.nanoTime();
             CompletionQueue idle = channel.awaitEvent(Duration.ofMillis(300));
             WriteAndRead.check(idle == null, "an event without traffic");
-            out.printf("no traffic: awaitEvent slept %d ms and returned no event%n", (System.nanoTime() - t0) / 1_000_000);
+            out.printf(
+                    "no traffic: awaitEvent slept %d ms and returned no event%n", (System.nanoTime() - t0) / 1_000_000);
 
             // another thread sends, one message every 50 ms; this thread only sleeps and wakes
             Thread peer = Thread.ofPlatform().name("sender").start(() -> {
                 try {
                     for (int i = 0; i < MESSAGES; i++) {
                         Thread.sleep(50);
-                        sender.postSend(sends.clear().send(100 + i).sge(buf, 0, 16).signaled());
+                        sender.postSend(
+                                sends.clear().send(100 + i).sge(buf, 0, 16).signaled());
                         Setup.await(sendCq, new WorkCompletions(1), 1);
                     }
                 } catch (InterruptedException e) {
@@ -78,7 +79,7 @@ public final class EventDriven {
                 CompletionQueue cq = channel.awaitEvent(Setup.WAIT);
                 WriteAndRead.check(cq == recvCq, "no completion event within " + Setup.WAIT);
                 wakeUps++;
-                cq.requestNotify(false);            // re-arm first, then drain
+                cq.requestNotify(false); // re-arm first, then drain
                 int n;
                 while ((n = cq.poll(wcs)) > 0) {
                     for (int i = 0; i < n; i++) {

@@ -36,8 +36,7 @@ import org.verbs4j.gpudirect.GpuRegistrationException;
 public final class GpuDirectWrite {
     private static final int SIZE = 1 << 20;
 
-    private GpuDirectWrite() {
-    }
+    private GpuDirectWrite() {}
 
     /** Runs the example; {@code examples/run gpu}. Exits 0 when skipped. */
     public static void main(String[] args) {
@@ -59,17 +58,18 @@ public final class GpuDirectWrite {
             out.println("skipped: the CUDA driver " + report.cuda().library() + " reports no GPU");
             return false;
         }
-        out.println("GPU 0: " + report.gpus().getFirst().name() + " (" + report.gpus().getFirst().pciAddress() + ")");
+        out.println("GPU 0: " + report.gpus().getFirst().name() + " ("
+                + report.gpus().getFirst().pciAddress() + ")");
         try (Context ctx = Setup.openDevice();
-             ProtectionDomain pd = ctx.allocateProtectionDomain();
-             CompletionQueue cq = ctx.createCompletionQueue(16);
-             MemoryRegion host = pd.allocateMemoryRegion(SIZE, Access.LOCAL_WRITE);
-             QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq));
-             QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq));
-             SendWorkRequests wrs = new SendWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(4);
-             GpuMemory gpu = GpuMemory.allocate(0, SIZE);
-             Arena arena = Arena.ofConfined()) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cq = ctx.createCompletionQueue(16);
+                MemoryRegion host = pd.allocateMemoryRegion(SIZE, Access.LOCAL_WRITE);
+                QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq));
+                QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq));
+                SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(4);
+                GpuMemory gpu = GpuMemory.allocate(0, SIZE);
+                Arena arena = Arena.ofConfined()) {
             gpu.fill((byte) 0);
             GpuRegistration reg;
             try {
@@ -81,7 +81,8 @@ public final class GpuDirectWrite {
                 return false;
             }
             out.println("registered " + SIZE + " bytes of GPU memory at 0x" + Long.toHexString(gpu.address()) + " on "
-                    + ctx.deviceName() + " by " + reg.method() + " (rkey 0x" + Integer.toHexString(reg.region().rkey())
+                    + ctx.deviceName() + " by " + reg.method() + " (rkey 0x"
+                    + Integer.toHexString(reg.region().rkey())
                     + "); no host view: isHostAccessible() = " + reg.region().isHostAccessible());
 
             Setup.connect(a, b, Setup.gid(ctx), Set.of(Access.REMOTE_WRITE));
@@ -90,11 +91,14 @@ public final class GpuDirectWrite {
                 src.set(JAVA_BYTE, i, (byte) (i * 31 + 7));
             }
             // the remote address is the device address: SGEs and peers use it as with host memory
-            a.postSend(wrs.clear().write(1, reg.region().address(), reg.region().rkey()).sge(host, 0, SIZE).signaled());
+            a.postSend(wrs.clear()
+                    .write(1, reg.region().address(), reg.region().rkey())
+                    .sge(host, 0, SIZE)
+                    .signaled());
             Setup.await(cq, wcs, 1);
 
             MemorySegment back = arena.allocate(SIZE);
-            gpu.copyToHost(0, back);                    // cuMemcpyDtoH: the only way the CPU sees it
+            gpu.copyToHost(0, back); // cuMemcpyDtoH: the only way the CPU sees it
             long mismatch = back.mismatch(src);
             if (mismatch != -1) {
                 throw new IllegalStateException("GPU memory differs from what was written at byte " + mismatch);

@@ -15,8 +15,7 @@ import org.verbs4j.Verbs;
  * Without RDMA it prints why ({@link Verbs#unavailabilityCause()}) and exits with status 1.
  */
 public final class ListDevices {
-    private ListDevices() {
-    }
+    private ListDevices() {}
 
     /** Runs the example; {@code examples/run devices}. */
     public static void main(String[] args) {
@@ -38,15 +37,30 @@ public final class ListDevices {
             out.println("device " + d);
             try (Context ctx = Verbs.open(d.name())) {
                 DeviceAttributes a = ctx.queryDevice();
-                out.printf("  firmware %s, %d port(s), max %d QPs of %d WRs, max %d CQEs, atomics %s%n",
-                        a.firmwareVersion().isEmpty() ? "-" : a.firmwareVersion(), a.physPortCount(), a.maxQp(),
-                        a.maxQpWr(), a.maxCqe(), a.supportsAtomics() ? "yes" : "no");
+                out.printf(
+                        "  firmware %s, %d port(s), max %d QPs of %d WRs, max %d CQEs, atomics %s%n",
+                        a.firmwareVersion().isEmpty() ? "-" : a.firmwareVersion(),
+                        a.physPortCount(),
+                        a.maxQp(),
+                        a.maxQpWr(),
+                        a.maxCqe(),
+                        a.supportsAtomics() ? "yes" : "no");
                 for (int port = 1; port <= a.physPortCount(); port++) {
                     PortAttributes p = ctx.queryPort(port);
-                    out.printf("  port %d: %s, link layer %s, active MTU %d (max %d), LID %d%n", port, p.stateText(),
-                            p.linkLayer(), p.activeMtu().bytes(), p.maxMtu().bytes(), p.lid());
+                    out.printf(
+                            "  port %d: %s, link layer %s, active MTU %d (max %d), LID %d%n",
+                            port,
+                            p.stateText(),
+                            p.linkLayer(),
+                            p.activeMtu().bytes(),
+                            p.maxMtu().bytes(),
+                            p.lid());
                     for (GidEntry g : ctx.gidTable(port)) {
-                        out.printf("    GID index %d: %s (%s, %s)%n", g.index(), g.gid(), g.type(),
+                        out.printf(
+                                "    GID index %d: %s (%s, %s)%n",
+                                g.index(),
+                                g.gid(),
+                                g.type(),
                                 g.gid().toInetAddress().getHostAddress());
                     }
                 }

@@ -43,18 +43,21 @@ import org.verbs4j.WorkCompletions;
 public final class PingPong {
     /** The default TCP port of the out-of-band channel. */
     public static final int DEFAULT_PORT = 18600;
+
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
     private static final long RECV_ID = 1, SEND_ID = 2;
 
-    private PingPong() {
-    }
+    private PingPong() {}
 
     /** Runs the server or the client; {@code examples/run ping-pong} runs both. */
     public static void main(String[] args) throws IOException {
         if (args.length >= 1 && args[0].equals("server")) {
             server(System.out, args.length > 1 ? Integer.parseInt(args[1]) : DEFAULT_PORT);
         } else if (args.length >= 2 && args[0].equals("client")) {
-            client(System.out, args[1], args.length > 2 ? Integer.parseInt(args[2]) : DEFAULT_PORT,
+            client(
+                    System.out,
+                    args[1],
+                    args.length > 2 ? Integer.parseInt(args[2]) : DEFAULT_PORT,
                     args.length > 3 ? Integer.parseInt(args[3]) : 1000);
         } else {
             System.err.println("usage: PingPong server [PORT] | PingPong client HOST [PORT] [ROUNDS]");
@@ -63,8 +66,16 @@ public final class PingPong {
     }
 
     /** One side's verbs objects; closed in reverse order of creation. */
-    private record Side(Context ctx, ProtectionDomain pd, CompletionQueue cq, MemoryRegion mr, QueuePair qp,
-                        SendWorkRequests sends, ReceiveWorkRequests recvs, WorkCompletions wcs) implements AutoCloseable {
+    private record Side(
+            Context ctx,
+            ProtectionDomain pd,
+            CompletionQueue cq,
+            MemoryRegion mr,
+            QueuePair qp,
+            SendWorkRequests sends,
+            ReceiveWorkRequests recvs,
+            WorkCompletions wcs)
+            implements AutoCloseable {
         static Side open() {
             Context ctx = Setup.openDevice();
             ProtectionDomain pd = ctx.allocateProtectionDomain();
@@ -72,8 +83,16 @@ public final class PingPong {
             CompletionQueue cq = ctx.createCompletionQueue(32);
             // bytes 0-7: what we send; 8-15: where the peer's message lands (the device writes it)
             MemoryRegion mr = pd.allocateMemoryRegion(16, Access.LOCAL_WRITE);
-            QueuePair qp = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(16).maxRecvWr(4));
-            return new Side(ctx, pd, cq, mr, qp, new SendWorkRequests(1, 1), new ReceiveWorkRequests(1, 1),
+            QueuePair qp = pd.createQueuePair(
+                    QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(16).maxRecvWr(4));
+            return new Side(
+                    ctx,
+                    pd,
+                    cq,
+                    mr,
+                    qp,
+                    new SendWorkRequests(1, 1),
+                    new ReceiveWorkRequests(1, 1),
                     new WorkCompletions(4));
         }
 
@@ -93,12 +112,13 @@ public final class PingPong {
             while (!sent || !received) {
                 int n = cq.poll(wcs, 1, Setup.WAIT);
                 if (n == 0) {
-                    throw new IllegalStateException("no completion within " + Setup.WAIT + " (sent " + sent
-                            + ", received " + received + ")");
+                    throw new IllegalStateException(
+                            "no completion within " + Setup.WAIT + " (sent " + sent + ", received " + received + ")");
                 }
                 for (int i = 0; i < n; i++) {
                     if (!wcs.isSuccess(i)) {
-                        throw new IllegalStateException("work request " + wcs.wrId(i) + " failed: " + wcs.statusText(i));
+                        throw new IllegalStateException(
+                                "work request " + wcs.wrId(i) + " failed: " + wcs.statusText(i));
                     }
                     if (wcs.opcode(i) == CompletionOpcode.RECV) {
                         received = true;
@@ -118,13 +138,14 @@ public final class PingPong {
             GidEntry gid = Setup.gid(ctx);
             ConnectOptions options = ConnectOptions.roce(gid.index());
             qp.toInit(1, Set.of());
-            postReceive();                          // before the peer can send
+            postReceive(); // before the peer can send
             QueuePairEndpoint local = qp.localEndpoint(gid.index(), (int) (System.nanoTime() & 0xffffff));
             ConnectionData peer = oob.exchange(ConnectionData.of(local));
             qp.toRtr(peer.endpoint(), options);
             qp.toRts(local.psn(), options);
-            out.println(who + ": " + qp + " connected to remote QP " + peer.endpoint().qpNumber() + " through GID index "
-                    + gid.index() + " (" + gid.gid().toInetAddress().getHostAddress() + ")");
+            out.println(who + ": " + qp + " connected to remote QP "
+                    + peer.endpoint().qpNumber() + " through GID index " + gid.index() + " ("
+                    + gid.gid().toInetAddress().getHostAddress() + ")");
         }
 
         @Override
@@ -147,11 +168,11 @@ public final class PingPong {
             out.println("server: listening on TCP port " + port);
             out.flush();
             try (Side side = Side.open();
-                 OutOfBandChannel oob = OutOfBandChannel.accept(listener, TIMEOUT)) {
-                side.connect(oob, out, "server");   // posts the first receive
-                oob.barrier("receive posted");      // the client sends only after this
+                    OutOfBandChannel oob = OutOfBandChannel.accept(listener, TIMEOUT)) {
+                side.connect(oob, out, "server"); // posts the first receive
+                oob.barrier("receive posted"); // the client sends only after this
                 long rounds = oob.receiveLong();
-                int sendsInFlight = 0;          // a reply's completion may come after the next ping
+                int sendsInFlight = 0; // a reply's completion may come after the next ping
                 for (long i = 0; i < rounds; i++) {
                     boolean received = false;
                     while (!received) {
@@ -161,8 +182,8 @@ public final class PingPong {
                         }
                         for (int k = 0; k < n; k++) {
                             if (!side.wcs.isSuccess(k)) {
-                                throw new IllegalStateException("work request " + side.wcs.wrId(k) + " failed: "
-                                        + side.wcs.statusText(k));
+                                throw new IllegalStateException(
+                                        "work request " + side.wcs.wrId(k) + " failed: " + side.wcs.statusText(k));
                             }
                             if (side.wcs.opcode(k) == CompletionOpcode.RECV) {
                                 received = true;
@@ -172,11 +193,11 @@ public final class PingPong {
                         }
                     }
                     long ping = side.mr.segment().get(JAVA_LONG, 8);
-                    side.postReceive();             // the next ping's receive, before we answer
+                    side.postReceive(); // the next ping's receive, before we answer
                     side.send(ping + 1);
                     sendsInFlight++;
                 }
-                while (sendsInFlight > 0) {         // the last replies' completions
+                while (sendsInFlight > 0) { // the last replies' completions
                     int n = side.cq.poll(side.wcs, 1, Setup.WAIT);
                     if (n == 0) {
                         throw new IllegalStateException(sendsInFlight + " replies did not complete");
@@ -194,8 +215,8 @@ public final class PingPong {
     /** Connects to the server at {@code host:port} and plays {@code rounds} rounds. */
     public static void client(PrintStream out, String host, int port, int rounds) {
         try (Side side = Side.open();
-             OutOfBandChannel oob = OutOfBandChannel.connect(new InetSocketAddress(host, port), TIMEOUT)) {
-            side.connect(oob, out, "client");       // posts the receive for the first reply
+                OutOfBandChannel oob = OutOfBandChannel.connect(new InetSocketAddress(host, port), TIMEOUT)) {
+            side.connect(oob, out, "client"); // posts the receive for the first reply
             oob.barrier("receive posted");
             oob.sendLong(rounds);
             long[] nanos = new long[rounds];
@@ -215,9 +236,12 @@ public final class PingPong {
             out.println("client: " + rounds + " round trips, every reply was the number sent plus one (last reply "
                     + (value - 1) + ")");
             int k = Math.max(1, Math.min(100, rounds / 4));
-            out.printf("client: median round trip, first %d rounds: %.1f us; last %d rounds: %.1f us"
-                    + " (the first rounds run before the JIT compiled the loop)%n", k,
-                    median(Arrays.copyOfRange(nanos, 0, k)) / 1e3, k,
+            out.printf(
+                    "client: median round trip, first %d rounds: %.1f us; last %d rounds: %.1f us"
+                            + " (the first rounds run before the JIT compiled the loop)%n",
+                    k,
+                    median(Arrays.copyOfRange(nanos, 0, k)) / 1e3,
+                    k,
                     median(Arrays.copyOfRange(nanos, rounds - k, rounds)) / 1e3);
         }
     }

@@ -26,8 +26,7 @@ import org.verbs4j.pool.PooledBuffer;
  */
 public final class PooledBuffers {
 
-    private PooledBuffers() {
-    }
+    private PooledBuffers() {}
 
     /** Runs the example; {@code examples/run pool}. */
     public static void main(String[] args) {
@@ -37,25 +36,28 @@ public final class PooledBuffers {
     /** Runs the example with {@code rounds} writes, printing what it proves to {@code out}. */
     public static void run(PrintStream out, int rounds) {
         try (Context ctx = Setup.openDevice();
-             ProtectionDomain pd = ctx.allocateProtectionDomain();
-             CompletionQueue cq = ctx.createCompletionQueue(16);
-             CompletionQueue peerCq = ctx.createCompletionQueue(4);
-             QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq));
-             QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, peerCq));
-             SendWorkRequests wrs = new SendWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(4);
-             BufferPool pool = BufferPool.builder(pd)
-                     .sizeClass(4096, 16).sizeClass(65536, 4)
-                     .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE)
-                     .build()) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cq = ctx.createCompletionQueue(16);
+                CompletionQueue peerCq = ctx.createCompletionQueue(4);
+                QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq));
+                QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, peerCq));
+                SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(4);
+                BufferPool pool = BufferPool.builder(pd)
+                        .sizeClass(4096, 16)
+                        .sizeClass(65536, 4)
+                        .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE)
+                        .build()) {
             Setup.connect(a, b, Setup.gid(ctx), Set.of(Access.REMOTE_WRITE));
             long registrations = pool.registrations();
             out.println(pool + ": " + registrations + " registration(s) at build time");
             for (int i = 0; i < rounds; i++) {
                 // try-with-resources releases the leases; the write's completion is awaited inside
-                try (PooledBuffer src = pool.lease(1000 + i); PooledBuffer dst = pool.lease(1000 + i)) {
+                try (PooledBuffer src = pool.lease(1000 + i);
+                        PooledBuffer dst = pool.lease(1000 + i)) {
                     src.segment().set(JAVA_INT, 0, i);
-                    PoolWorkRequests.sge(PoolWorkRequests.write(wrs.clear(), i, dst), src, 1000 + i).signaled();
+                    PoolWorkRequests.sge(PoolWorkRequests.write(wrs.clear(), i, dst), src, 1000 + i)
+                            .signaled();
                     a.postSend(wrs);
                     Setup.await(cq, wcs, 1);
                     WriteAndRead.check(dst.segment().get(JAVA_INT, 0) == i, "round " + i + ": the data did not arrive");

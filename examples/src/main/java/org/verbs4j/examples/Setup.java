@@ -22,8 +22,7 @@ public final class Setup {
     /** The bound on every wait for a completion. */
     public static final Duration WAIT = Duration.ofSeconds(10);
 
-    private Setup() {
-    }
+    private Setup() {}
 
     /** The device named by {@code $VERBS4J_DEVICE}, else the first one. */
     public static Context openDevice() {
@@ -41,12 +40,16 @@ public final class Setup {
         String wanted = System.getenv("VERBS4J_GID");
         if (wanted != null && !wanted.isEmpty()) {
             int index = Integer.parseInt(wanted);
-            return table.stream().filter(e -> e.index() == index).findFirst().orElseThrow(
-                    () -> new IllegalArgumentException("VERBS4J_GID=" + index + " is not in the GID table of port 1 of "
-                            + ctx.deviceName() + ": " + table));
+            return table.stream()
+                    .filter(e -> e.index() == index)
+                    .findFirst()
+                    .orElseThrow(() -> new IllegalArgumentException("VERBS4J_GID=" + index
+                            + " is not in the GID table of port 1 of " + ctx.deviceName() + ": " + table));
         }
-        return ctx.firstRoceV2Ipv4Gid(1).or(() -> table.stream().findFirst()).orElseThrow(
-                () -> new IllegalStateException("port 1 of " + ctx.deviceName() + " has no GID: is the port up?"));
+        return ctx.firstRoceV2Ipv4Gid(1)
+                .or(() -> table.stream().findFirst())
+                .orElseThrow(() ->
+                        new IllegalStateException("port 1 of " + ctx.deviceName() + " has no GID: is the port up?"));
     }
 
     /**

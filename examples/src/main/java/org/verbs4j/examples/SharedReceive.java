@@ -29,8 +29,7 @@ public final class SharedReceive {
     private static final int BUFFERS = 8;
     private static final int SLOT = 256;
 
-    private SharedReceive() {
-    }
+    private SharedReceive() {}
 
     /** Runs the example; {@code examples/run srq}. */
     public static void main(String[] args) {
@@ -42,19 +41,20 @@ public final class SharedReceive {
         List<QueuePair> clients = new ArrayList<>();
         List<QueuePair> servers = new ArrayList<>();
         try (Context ctx = Setup.openDevice();
-             ProtectionDomain pd = ctx.allocateProtectionDomain();
-             CompletionQueue cqClients = ctx.createCompletionQueue(16);
-             CompletionQueue cqServers = ctx.createCompletionQueue(16);
-             SharedReceiveQueue srq = pd.createSharedReceiveQueue(BUFFERS, 1);
-             MemoryRegion sendBuf = pd.allocateMemoryRegion(SLOT * QPS);
-             MemoryRegion recvBuf = pd.allocateMemoryRegion(SLOT * BUFFERS, Access.LOCAL_WRITE);
-             SendWorkRequests sends = new SendWorkRequests(1, 1);
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(BUFFERS, 1);
-             WorkCompletions wcs = new WorkCompletions(16)) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cqClients = ctx.createCompletionQueue(16);
+                CompletionQueue cqServers = ctx.createCompletionQueue(16);
+                SharedReceiveQueue srq = pd.createSharedReceiveQueue(BUFFERS, 1);
+                MemoryRegion sendBuf = pd.allocateMemoryRegion(SLOT * QPS);
+                MemoryRegion recvBuf = pd.allocateMemoryRegion(SLOT * BUFFERS, Access.LOCAL_WRITE);
+                SendWorkRequests sends = new SendWorkRequests(1, 1);
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(BUFFERS, 1);
+                WorkCompletions wcs = new WorkCompletions(16)) {
             try {
                 GidEntry gid = Setup.gid(ctx);
                 for (int i = 0; i < QPS; i++) {
-                    servers.add(pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqServers).sharedReceiveQueue(srq)));
+                    servers.add(pd.createQueuePair(
+                            QueuePairInit.of(QueuePairType.RC, cqServers).sharedReceiveQueue(srq)));
                     clients.add(pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqClients)));
                     Setup.connect(clients.get(i), servers.get(i), gid, Set.of());
                 }
@@ -69,7 +69,11 @@ public final class SharedReceive {
 
                 for (int i = 0; i < QPS; i++) {
                     sendBuf.segment().asSlice((long) SLOT * i, 100).fill((byte) ('a' + i));
-                    clients.get(i).postSend(sends.clear().send(i).sge(sendBuf, (long) SLOT * i, 100 + i).signaled());
+                    clients.get(i)
+                            .postSend(sends.clear()
+                                    .send(i)
+                                    .sge(sendBuf, (long) SLOT * i, 100 + i)
+                                    .signaled());
                 }
                 Setup.await(cqClients, wcs, QPS);
                 Setup.await(cqServers, wcs, QPS);
@@ -84,7 +88,8 @@ public final class SharedReceive {
                     WriteAndRead.check(server >= 0, "a completion names QP " + wcs.qpNumber(k));
                     long buffer = wcs.wrId(k);
                     byte first = recvBuf.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, SLOT * buffer);
-                    WriteAndRead.check(first == 'a' + server && wcs.byteLength(k) == 100 + server,
+                    WriteAndRead.check(
+                            first == 'a' + server && wcs.byteLength(k) == 100 + server,
                             "server QP " + server + " received the wrong message");
                     seen[server] = true;
                     out.println("server QP " + wcs.qpNumber(k) + " received " + wcs.byteLength(k) + " bytes of '"

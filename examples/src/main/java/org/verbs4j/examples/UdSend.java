@@ -28,8 +28,7 @@ public final class UdSend {
     private static final int GRH = 40;
     private static final int SLOT = GRH + 256;
 
-    private UdSend() {
-    }
+    private UdSend() {}
 
     /** Runs the example; {@code examples/run ud}. */
     public static void main(String[] args) {
@@ -40,16 +39,18 @@ public final class UdSend {
     public static void run(PrintStream out) {
         String[] messages = {"first datagram", "second datagram", "third, a little longer datagram"};
         try (Context ctx = Setup.openDevice();
-             ProtectionDomain pd = ctx.allocateProtectionDomain();
-             CompletionQueue cqS = ctx.createCompletionQueue(16);
-             CompletionQueue cqR = ctx.createCompletionQueue(16);
-             MemoryRegion sendBuf = pd.allocateMemoryRegion(SLOT * messages.length);
-             MemoryRegion recvBuf = pd.allocateMemoryRegion(SLOT * messages.length, Access.LOCAL_WRITE);
-             QueuePair sender = pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cqS).maxSendWr(8).maxRecvWr(8));
-             QueuePair receiver = pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cqR).maxSendWr(8).maxRecvWr(8));
-             SendWorkRequests sends = new SendWorkRequests(messages.length, 1);
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(messages.length, 1);
-             WorkCompletions wcs = new WorkCompletions(8)) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cqS = ctx.createCompletionQueue(16);
+                CompletionQueue cqR = ctx.createCompletionQueue(16);
+                MemoryRegion sendBuf = pd.allocateMemoryRegion(SLOT * messages.length);
+                MemoryRegion recvBuf = pd.allocateMemoryRegion(SLOT * messages.length, Access.LOCAL_WRITE);
+                QueuePair sender = pd.createQueuePair(
+                        QueuePairInit.of(QueuePairType.UD, cqS).maxSendWr(8).maxRecvWr(8));
+                QueuePair receiver = pd.createQueuePair(
+                        QueuePairInit.of(QueuePairType.UD, cqR).maxSendWr(8).maxRecvWr(8));
+                SendWorkRequests sends = new SendWorkRequests(messages.length, 1);
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(messages.length, 1);
+                WorkCompletions wcs = new WorkCompletions(8)) {
             sender.activateUd(1, QKEY, 0);
             receiver.activateUd(1, QKEY, 0);
             out.println("UD queue pairs ready without connecting: " + sender + ", " + receiver);
@@ -69,9 +70,13 @@ public final class UdSend {
                 sends.clear();
                 for (int i = 0; i < messages.length; i++) {
                     byte[] m = messages[i].getBytes(StandardCharsets.UTF_8);
-                    sendBuf.segment().asSlice((long) SLOT * i, m.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(m));
-                    sends.send(200 + i).sge(sendBuf, (long) SLOT * i, m.length)
-                            .destination(ah, receiver.qpNumber(), QKEY).signaled();
+                    sendBuf.segment()
+                            .asSlice((long) SLOT * i, m.length)
+                            .copyFrom(java.lang.foreign.MemorySegment.ofArray(m));
+                    sends.send(200 + i)
+                            .sge(sendBuf, (long) SLOT * i, m.length)
+                            .destination(ah, receiver.qpNumber(), QKEY)
+                            .signaled();
                 }
                 sender.postSend(sends);
                 Setup.await(cqS, wcs, messages.length);
@@ -79,8 +84,11 @@ public final class UdSend {
                 for (int i = 0; i < messages.length; i++) {
                     int slot = (int) (wcs.wrId(i) - 100);
                     int len = wcs.byteLength(i) - GRH;
-                    String got = new String(recvBuf.segment().asSlice((long) SLOT * slot + GRH, len)
-                            .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
+                    String got = new String(
+                            recvBuf.segment()
+                                    .asSlice((long) SLOT * slot + GRH, len)
+                                    .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
+                            StandardCharsets.UTF_8);
                     WriteAndRead.check(got.equals(messages[i]), "datagram " + i + " is '" + got + "'");
                     WriteAndRead.check(wcs.sourceQp(i) == sender.qpNumber(), "source QP " + wcs.sourceQp(i));
                     out.println("received datagram " + i + " from QP " + wcs.sourceQp(i) + ": " + GRH + "-byte GRH + "

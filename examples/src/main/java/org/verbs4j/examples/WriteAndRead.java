@@ -30,8 +30,7 @@ import org.verbs4j.WorkCompletions;
 public final class WriteAndRead {
     private static final int SIZE = 4096;
 
-    private WriteAndRead() {
-    }
+    private WriteAndRead() {}
 
     /** Runs the example; {@code examples/run write-read}. */
     public static void main(String[] args) {
@@ -41,19 +40,19 @@ public final class WriteAndRead {
     /** Runs the example, printing what it proves to {@code out}. */
     public static void run(PrintStream out) {
         try (Context ctx = Setup.openDevice();
-             ProtectionDomain pd = ctx.allocateProtectionDomain();
-             CompletionQueue cqA = ctx.createCompletionQueue(16);
-             CompletionQueue cqB = ctx.createCompletionQueue(16);
-             // A's region: the local end of the WRITE (read by the device) and of the READ (written
-             // by the device: LOCAL_WRITE)
-             MemoryRegion mine = pd.allocateMemoryRegion(2 * SIZE, Access.LOCAL_WRITE);
-             // B's region: the remote end. Grant 1 of 2: the REGION allows remote write and read.
-             MemoryRegion theirs = pd.allocateMemoryRegion(SIZE, Access.LOCAL_WRITE, Access.REMOTE_WRITE,
-                     Access.REMOTE_READ);
-             QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqA));
-             QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqB));
-             SendWorkRequests wrs = new SendWorkRequests(4, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cqA = ctx.createCompletionQueue(16);
+                CompletionQueue cqB = ctx.createCompletionQueue(16);
+                // A's region: the local end of the WRITE (read by the device) and of the READ (written
+                // by the device: LOCAL_WRITE)
+                MemoryRegion mine = pd.allocateMemoryRegion(2 * SIZE, Access.LOCAL_WRITE);
+                // B's region: the remote end. Grant 1 of 2: the REGION allows remote write and read.
+                MemoryRegion theirs =
+                        pd.allocateMemoryRegion(SIZE, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
+                QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqA));
+                QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqB));
+                SendWorkRequests wrs = new SendWorkRequests(4, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             out.println("device " + ctx.deviceName() + ": " + a + ", " + b);
 
             // Connect A and B: each side's endpoint (QP number, PSN, GID, MTU) goes to the other,
@@ -73,14 +72,20 @@ public final class WriteAndRead {
             for (int i = 0; i < SIZE; i++) {
                 src.set(JAVA_BYTE, i, (byte) (i * 7 + 3));
             }
-            a.postSend(wrs.clear().write(1, theirs.address(), theirs.rkey()).sge(mine, 0, SIZE).signaled());
+            a.postSend(wrs.clear()
+                    .write(1, theirs.address(), theirs.rkey())
+                    .sge(mine, 0, SIZE)
+                    .signaled());
             Setup.await(cqA, wcs, 1);
             check(src.mismatch(theirs.segment()) == -1, "the written bytes differ");
             out.println("RDMA WRITE: " + SIZE + " bytes from A landed in B's region (rkey 0x"
                     + Integer.toHexString(theirs.rkey()) + "), verified byte for byte; B posted nothing");
 
             // RDMA READ: B's region -> A's second 4 KiB.
-            a.postSend(wrs.clear().read(2, theirs.address(), theirs.rkey()).sge(mine, SIZE, SIZE).signaled());
+            a.postSend(wrs.clear()
+                    .read(2, theirs.address(), theirs.rkey())
+                    .sge(mine, SIZE, SIZE)
+                    .signaled());
             Setup.await(cqA, wcs, 1);
             check(wcs.byteLength(0) == SIZE, "READ completion length " + wcs.byteLength(0));
             check(mine.segment().asSlice(SIZE, SIZE).mismatch(theirs.segment()) == -1, "the read bytes differ");
@@ -90,7 +95,10 @@ public final class WriteAndRead {
 
             // The second grant: a region without REMOTE_WRITE refuses the write although the QP allows it.
             try (MemoryRegion closedDoor = pd.allocateMemoryRegion(SIZE, Access.LOCAL_WRITE)) {
-                a.postSend(wrs.clear().write(3, closedDoor.address(), closedDoor.rkey()).sge(mine, 0, 64).signaled());
+                a.postSend(wrs.clear()
+                        .write(3, closedDoor.address(), closedDoor.rkey())
+                        .sge(mine, 0, 64)
+                        .signaled());
                 int n = cqA.poll(wcs, 1, Setup.WAIT);
                 check(n == 1 && !wcs.isSuccess(0), "a write into a region without REMOTE_WRITE succeeded");
                 out.println("RDMA WRITE into a region registered without REMOTE_WRITE: " + wcs.statusText(0)

@@ -33,11 +33,16 @@ class ApiJavadocTest {
 
     @Test
     void everyPublicTypeAndMemberHasAComment(@TempDir Path out) throws IOException {
-        Path root = Path.of(System.getProperty("verbs4j.readme", "../README.md")).toAbsolutePath().getParent();
+        Path root = Path.of(System.getProperty("verbs4j.readme", "../README.md"))
+                .toAbsolutePath()
+                .getParent();
         List<Path> sources = new ArrayList<>();
-        for (String dir : new String[] {"verbs-core/src/main/java/org/verbs4j", "verbs-testkit/src/main/java/org/verbs4j"}) {
+        for (String dir :
+                new String[] {"verbs-core/src/main/java/org/verbs4j", "verbs-testkit/src/main/java/org/verbs4j"}) {
             try (Stream<Path> files = Files.walk(root.resolve(dir))) {
-                files.filter(p -> p.toString().endsWith(".java") && !p.toString().contains("/internal/")).forEach(sources::add);
+                files.filter(p ->
+                                p.toString().endsWith(".java") && !p.toString().contains("/internal/"))
+                        .forEach(sources::add);
             }
         }
         // verbs-gpudirect exports org.verbs4j.gpudirect only (generated/ and tool/ are internal)
@@ -50,18 +55,35 @@ class ApiJavadocTest {
         DocumentationTool javadoc = ToolProvider.getSystemDocumentationTool();
         DiagnosticCollector<JavaFileObject> diagnostics = new DiagnosticCollector<>();
         try (StandardJavaFileManager files = javadoc.getStandardFileManager(diagnostics, Locale.ROOT, null)) {
-            Boolean ok = javadoc.getTask(new StringWriter(), files, diagnostics, null,
-                    List.of("-Xdoclint:all", "-Xmaxwarns", "100000", "-quiet", "--release", "25",
-                            "-classpath", System.getProperty("java.class.path"), "-d", out.toString()),
-                    files.getJavaFileObjectsFromPaths(sources)).call();
+            Boolean ok = javadoc.getTask(
+                            new StringWriter(),
+                            files,
+                            diagnostics,
+                            null,
+                            List.of(
+                                    "-Xdoclint:all",
+                                    "-Xmaxwarns",
+                                    "100000",
+                                    "-quiet",
+                                    "--release",
+                                    "25",
+                                    "-classpath",
+                                    System.getProperty("java.class.path"),
+                                    "-d",
+                                    out.toString()),
+                            files.getJavaFileObjectsFromPaths(sources))
+                    .call();
             List<String> problems = new ArrayList<>();
             for (Diagnostic<? extends JavaFileObject> d : diagnostics.getDiagnostics()) {
                 String message = d.getMessage(Locale.ROOT);
-                boolean missingTag = message.startsWith("no @param") || message.startsWith("no @return")
+                boolean missingTag = message.startsWith("no @param")
+                        || message.startsWith("no @return")
                         || message.startsWith("no @throws");
                 if (d.getKind() == Diagnostic.Kind.ERROR || (d.getKind() == Diagnostic.Kind.WARNING && !missingTag)) {
-                    problems.add((d.getSource() == null ? "" : root.relativize(Path.of(d.getSource().toUri())) + ":"
-                            + d.getLineNumber() + ": ") + message);
+                    problems.add((d.getSource() == null
+                                    ? ""
+                                    : root.relativize(Path.of(d.getSource().toUri())) + ":" + d.getLineNumber() + ": ")
+                            + message);
                 }
             }
             assertEquals(List.of(), problems, "javadoc problems in the public API");

@@ -20,7 +20,8 @@ class ExamplesHostTest {
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
             assertFalse(ListDevices.run(out));
         }
-        assertEquals("no RDMA here: " + Verbs.unavailabilityCause().orElseThrow(),
+        assertEquals(
+                "no RDMA here: " + Verbs.unavailabilityCause().orElseThrow(),
                 bytes.toString(StandardCharsets.UTF_8).strip());
     }
 }

@@ -36,10 +36,23 @@ class ReadmeSampleTest {
 
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         StringWriter diagnostics = new StringWriter();
-        Boolean ok = javac.getTask(diagnostics, null, null,
-                List.of("--release", "25", "-Xlint:all,-restricted", "-Werror", "-proc:none",
-                        "-classpath", System.getProperty("java.class.path"), "-d", dir.toString()),
-                null, javac.getStandardFileManager(null, null, null).getJavaFileObjects(file)).call();
+        Boolean ok = javac.getTask(
+                        diagnostics,
+                        null,
+                        null,
+                        List.of(
+                                "--release",
+                                "25",
+                                "-Xlint:all,-restricted",
+                                "-Werror",
+                                "-proc:none",
+                                "-classpath",
+                                System.getProperty("java.class.path"),
+                                "-d",
+                                dir.toString()),
+                        null,
+                        javac.getStandardFileManager(null, null, null).getJavaFileObjects(file))
+                .call();
         assertTrue(ok, "the README's sample does not compile:\n" + diagnostics + "\n" + source);
         assertEquals("", diagnostics.toString().strip(), "the README's sample compiles with diagnostics");
         assertTrue(Files.exists(dir.resolve(cls.group(1) + ".class")));

@@ -4,18 +4,19 @@ package org.verbs4j.perf;
 final class BwCalc {
     /** Bytes per MB (perftest: 2^20) and per Gb (10^9 bits). */
     static final double MB = 1 << 20;
+
     static final double GB = 125_000_000.0;
     /** Above this many (i, j) pairs, the peak is not searched (perftest's -N). */
     static final long PEAK_WORK_LIMIT = 200_000_000L;
 
-    private BwCalc() {
-    }
+    private BwCalc() {}
 
     /**
      * Average: size x n over [first post, last completion]; peak: the best
      * (completion j - post i) / (j - i + 1) over posts i and signaled completions j, as perftest.
      */
-    static BwReport client(long size, long n, long[] tposted, long[] tcompleted, int cqMod, int postList, boolean gbits) {
+    static BwReport client(
+            long size, long n, long[] tposted, long[] tcompleted, int cqMod, int postList, boolean gbits) {
         double unit = gbits ? GB : MB;
         long total = tcompleted[(int) n - 1] - tposted[0];
         double seconds = Math.max(1, total) / 1e9;

@@ -5,5 +5,4 @@ package org.verbs4j.perf;
  * ({@code struct bw_report_data}): message size, iterations, peak and average bandwidth (MB/s,
  * MB = 2^20 bytes, or Gb/s with {@code --report_gbits}) and the message rate (Mpps). A value.
  */
-public record BwReport(long size, long iterations, double bwPeak, double bwAverage, double msgRate) {
-}
+public record BwReport(long size, long iterations, double bwPeak, double bwAverage, double msgRate) {}

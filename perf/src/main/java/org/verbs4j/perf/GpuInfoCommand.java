@@ -10,8 +10,7 @@ import org.verbs4j.gpudirect.GpuCapabilityReport;
  * or an RDMA device. Stateless; any thread.
  */
 public final class GpuInfoCommand {
-    private GpuInfoCommand() {
-    }
+    private GpuInfoCommand() {}
 
     /** Collects and prints the report; returns the exit status (0: the report was printed). */
     public static int run(PrintStream out) {

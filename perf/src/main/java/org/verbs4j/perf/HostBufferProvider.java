@@ -22,8 +22,12 @@ final class HostBufferProvider implements BufferProvider {
         if (bytes > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("a buffer of " + bytes + " bytes is larger than a pool's size class");
         }
-        BufferPool pool = BufferPool.builder(pd).name("verbs-perf").sizeClass((int) bytes, 1).access(access)
-                .singleRegion(true).build();
+        BufferPool pool = BufferPool.builder(pd)
+                .name("verbs-perf")
+                .sizeClass((int) bytes, 1)
+                .access(access)
+                .singleRegion(true)
+                .build();
         PooledBuffer b;
         try {
             b = pool.lease((int) bytes);
@@ -32,8 +36,8 @@ final class HostBufferProvider implements BufferProvider {
             pool.close();
             throw e;
         }
-        described = "host memory (registered BufferPool, " + pool.registrations() + " registration of "
-                + (bytes >> 10) + " KiB before timing)";
+        described = "host memory (registered BufferPool, " + pool.registrations() + " registration of " + (bytes >> 10)
+                + " KiB before timing)";
         return new PerfBuffer() {
             @Override
             public MemorySegment segment() {

@@ -24,8 +24,7 @@ public final class JitSettle {
     /** USER_HZ: the unit of utime/stime in /proc, 100 on Linux. */
     private static final long MS_PER_TICK = 10;
 
-    private JitSettle() {
-    }
+    private JitSettle() {}
 
     /** Waits as described; returns what happened, in words, for the log. */
     public static String await(Duration max) throws InterruptedException {
@@ -59,7 +58,9 @@ public final class JitSettle {
                 return String.format(java.util.Locale.ROOT, "JIT idle after %.1f s", (now - start) / 1e9);
             }
             if (now - deadline > 0) {
-                return String.format(java.util.Locale.ROOT, "JIT still compiling after %.1f s (bound); going on",
+                return String.format(
+                        java.util.Locale.ROOT,
+                        "JIT still compiling after %.1f s (bound); going on",
                         (now - start) / 1e9);
             }
             before = after;
@@ -90,7 +91,11 @@ public final class JitSettle {
      */
     public static java.util.Map<String, Long> otherThreadsMillis() {
         try {
-            return threadMillis(TASKS, Files.readSymbolicLink(Path.of("/proc/thread-self")).getFileName().toString());
+            return threadMillis(
+                    TASKS,
+                    Files.readSymbolicLink(Path.of("/proc/thread-self"))
+                            .getFileName()
+                            .toString());
         } catch (IOException | UnsupportedOperationException e) {
             return new java.util.TreeMap<>();
         }
@@ -109,7 +114,10 @@ public final class JitSettle {
                     continue;
                 }
                 try {
-                    String name = Files.readString(t.resolve("comm")).strip().replaceAll("[#\\d]+$", "").strip();
+                    String name = Files.readString(t.resolve("comm"))
+                            .strip()
+                            .replaceAll("[#\\d]+$", "")
+                            .strip();
                     byName.merge(name, cpuTicks(Files.readString(t.resolve("stat"))) * MS_PER_TICK, Long::sum);
                 } catch (IOException gone) {
                     // the thread ended meanwhile
@@ -129,7 +137,11 @@ public final class JitSettle {
             long d = e.getValue() - before.getOrDefault(e.getKey(), 0L);
             if (d > 0) {
                 total += d;
-                b.append(b.isEmpty() ? "" : ", ").append(e.getKey()).append(' ').append(d).append(" ms");
+                b.append(b.isEmpty() ? "" : ", ")
+                        .append(e.getKey())
+                        .append(' ')
+                        .append(d)
+                        .append(" ms");
             }
         }
         return total == 0 ? "none" : total + " ms (" + b + ")";

@@ -35,8 +35,15 @@ public record KeyMessage(int lid, int outReads, int qpn, int psn, int rkey, long
     /** The record as sent: {@link #SIZE_GID} or {@link #SIZE_LID} bytes. */
     public byte[] encode() {
         StringBuilder sb = new StringBuilder(SIZE_GID);
-        sb.append(String.format(Locale.ROOT, "%04x:%04x:%06x:%06x:%08x:%016x", lid & 0xffff, outReads & 0xffff,
-                qpn & 0xffffff, psn & 0xffffff, rkey, vaddr));
+        sb.append(String.format(
+                Locale.ROOT,
+                "%04x:%04x:%06x:%06x:%08x:%016x",
+                lid & 0xffff,
+                outReads & 0xffff,
+                qpn & 0xffffff,
+                psn & 0xffffff,
+                rkey,
+                vaddr));
         if (gid != null) {
             for (byte b : gid) {
                 sb.append(':').append(String.format(Locale.ROOT, "%02x", b & 0xff));
@@ -65,8 +72,8 @@ public record KeyMessage(int lid, int outReads, int qpn, int psn, int rkey, long
         boolean withGid = raw.length == SIZE_GID;
         int need = withGid ? 6 + 16 + 1 : 7;
         if (f.length < need) {
-            throw new IllegalArgumentException("perftest connection record with " + f.length + " fields, expected "
-                    + need + ": <" + text + ">");
+            throw new IllegalArgumentException(
+                    "perftest connection record with " + f.length + " fields, expected " + need + ": <" + text + ">");
         }
         try {
             byte[] gid = null;
@@ -78,9 +85,15 @@ public record KeyMessage(int lid, int outReads, int qpn, int psn, int rkey, long
                 }
                 srqnField = 22;
             }
-            return new KeyMessage(Integer.parseInt(f[0], 16), Integer.parseInt(f[1], 16), Integer.parseInt(f[2], 16),
-                    Integer.parseInt(f[3], 16), Integer.parseUnsignedInt(f[4], 16), Long.parseUnsignedLong(f[5], 16),
-                    gid, f[srqnField].isEmpty() ? 0 : Integer.parseUnsignedInt(f[srqnField], 16));
+            return new KeyMessage(
+                    Integer.parseInt(f[0], 16),
+                    Integer.parseInt(f[1], 16),
+                    Integer.parseInt(f[2], 16),
+                    Integer.parseInt(f[3], 16),
+                    Integer.parseUnsignedInt(f[4], 16),
+                    Long.parseUnsignedLong(f[5], 16),
+                    gid,
+                    f[srqnField].isEmpty() ? 0 : Integer.parseUnsignedInt(f[srqnField], 16));
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("unparsable perftest connection record <" + text + ">", e);
         }
@@ -96,7 +109,12 @@ public record KeyMessage(int lid, int outReads, int qpn, int psn, int rkey, long
      */
     public byte[] encodeBinary() {
         java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(SIZE_BINARY);
-        b.putInt(0, lid).putInt(4, outReads).putInt(8, qpn).putInt(12, psn).putInt(16, rkey).putLong(24, vaddr);
+        b.putInt(0, lid)
+                .putInt(4, outReads)
+                .putInt(8, qpn)
+                .putInt(12, psn)
+                .putInt(16, rkey)
+                .putLong(24, vaddr);
         if (gid != null) {
             b.put(32, gid);
         }
@@ -107,19 +125,27 @@ public record KeyMessage(int lid, int outReads, int qpn, int psn, int rkey, long
     /** Parses the binary record ({@link #encodeBinary}); the GID is kept as sent. */
     public static KeyMessage decodeBinary(byte[] raw) {
         if (raw.length < SIZE_BINARY) {
-            throw new IllegalArgumentException("perftest rdma_cm record of " + raw.length + " bytes, expected " + SIZE_BINARY);
+            throw new IllegalArgumentException(
+                    "perftest rdma_cm record of " + raw.length + " bytes, expected " + SIZE_BINARY);
         }
         java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(raw);
         byte[] gid = new byte[16];
         b.get(32, gid);
-        return new KeyMessage(b.getInt(0), b.getInt(4), b.getInt(8), b.getInt(12), b.getInt(16), b.getLong(24), gid,
-                b.getInt(48));
+        return new KeyMessage(
+                b.getInt(0), b.getInt(4), b.getInt(8), b.getInt(12), b.getInt(16), b.getLong(24), gid, b.getInt(48));
     }
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof KeyMessage k && lid == k.lid && outReads == k.outReads && qpn == k.qpn && psn == k.psn
-                && rkey == k.rkey && vaddr == k.vaddr && srqn == k.srqn && java.util.Arrays.equals(gid, k.gid);
+        return o instanceof KeyMessage k
+                && lid == k.lid
+                && outReads == k.outReads
+                && qpn == k.qpn
+                && psn == k.psn
+                && rkey == k.rkey
+                && vaddr == k.vaddr
+                && srqn == k.srqn
+                && java.util.Arrays.equals(gid, k.gid);
     }
 
     @Override
@@ -129,7 +155,14 @@ public record KeyMessage(int lid, int outReads, int qpn, int psn, int rkey, long
 
     @Override
     public String toString() {
-        return String.format(Locale.ROOT, "LID %#06x QPN %#08x PSN %#08x RKey %#010x VAddr %#018x%s", lid, qpn, psn, rkey,
-                vaddr, gid == null ? "" : " GID " + HexFormat.ofDelimiter(":").formatHex(gid));
+        return String.format(
+                Locale.ROOT,
+                "LID %#06x QPN %#08x PSN %#08x RKey %#010x VAddr %#018x%s",
+                lid,
+                qpn,
+                psn,
+                rkey,
+                vaddr,
+                gid == null ? "" : " GID " + HexFormat.ofDelimiter(":").formatHex(gid));
     }
 }

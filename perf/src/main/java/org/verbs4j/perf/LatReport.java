@@ -9,8 +9,16 @@ import org.HdrHistogram.Histogram;
  * halved for the ping-pong tests. Percentiles and the median (t_typical) come from an
  * {@link Histogram} (3 significant digits); t_min, t_avg and t_stdev are exact. A value.
  */
-public record LatReport(long size, long iterations, double tMin, double tMax, double tTypical, double tAvg,
-                        double tStdev, double p99, double p999) {
+public record LatReport(
+        long size,
+        long iterations,
+        double tMin,
+        double tMax,
+        double tTypical,
+        double tAvg,
+        double tStdev,
+        double p99,
+        double p999) {
 
     /** From the post timestamps of one size ({@code tposted[0 .. n)}, nanoseconds). */
     static LatReport of(long size, long n, long[] tposted, int rttFactor) {
@@ -53,8 +61,15 @@ public record LatReport(long size, long iterations, double tMin, double tMax, do
         }
         double unit = 1000.0 * rttFactor; // ns -> usec, halved for ping-pong
         long secondLargest = tposted[big2 + 1] - tposted[big2];
-        return new LatReport(size, n, min / unit, secondLargest / unit,
-                h.getValueAtPercentile(50) / unit, avg / unit, Math.sqrt(var / kept) / unit,
-                h.getValueAtPercentile(99) / unit, h.getValueAtPercentile(99.9) / unit);
+        return new LatReport(
+                size,
+                n,
+                min / unit,
+                secondLargest / unit,
+                h.getValueAtPercentile(50) / unit,
+                avg / unit,
+                Math.sqrt(var / kept) / unit,
+                h.getValueAtPercentile(99) / unit,
+                h.getValueAtPercentile(99.9) / unit);
     }
 }

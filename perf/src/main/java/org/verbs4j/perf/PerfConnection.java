@@ -11,8 +11,7 @@ package org.verbs4j.perf;
 public interface PerfConnection extends AutoCloseable {
 
     /** What each side tells the other before connecting. */
-    record Negotiation(String version, int cycleBuffer, int cacheLineSize, int mtuEnum) {
-    }
+    record Negotiation(String version, int cycleBuffer, int cacheLineSize, int mtuEnum) {}
 
     /** Where the connection goes (for the header): "TCP to host:port", ... */
     String describe();

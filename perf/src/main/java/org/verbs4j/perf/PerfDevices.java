@@ -25,8 +25,7 @@ import org.verbs4j.VerbsException;
 final class PerfDevices {
     private static final PrintStream OUT = System.out;
 
-    private PerfDevices() {
-    }
+    private PerfDevices() {}
 
     // ---- devices ---------------------------------------------------------------------------
 
@@ -37,34 +36,64 @@ final class PerfDevices {
             return 1;
         }
         for (DeviceInfo d : list) {
-            OUT.printf("device %s: node type %s, transport %d, node GUID %016x%n", d.name(), d.nodeTypeText(),
-                    d.transportType(), d.guid());
+            OUT.printf(
+                    "device %s: node type %s, transport %d, node GUID %016x%n",
+                    d.name(), d.nodeTypeText(), d.transportType(), d.guid());
             try (Context ctx = Verbs.open(d.name())) {
                 DeviceAttributes a = ctx.queryDevice();
-                OUT.printf("  fw_ver %s, vendor 0x%x part %d hw_ver 0x%x, sys image GUID %016x, phys ports %d%n",
-                        a.firmwareVersion(), a.vendorId(), a.vendorPartId(), a.hardwareVersion(), a.sysImageGuid(),
+                OUT.printf(
+                        "  fw_ver %s, vendor 0x%x part %d hw_ver 0x%x, sys image GUID %016x, phys ports %d%n",
+                        a.firmwareVersion(),
+                        a.vendorId(),
+                        a.vendorPartId(),
+                        a.hardwareVersion(),
+                        a.sysImageGuid(),
                         a.physPortCount());
-                OUT.printf("  max_qp %d, max_qp_wr %d, max_sge %d, max_sge_rd %d, max_cq %d, max_cqe %d%n",
+                OUT.printf(
+                        "  max_qp %d, max_qp_wr %d, max_sge %d, max_sge_rd %d, max_cq %d, max_cqe %d%n",
                         a.maxQp(), a.maxQpWr(), a.maxSge(), a.maxSgeRd(), a.maxCq(), a.maxCqe());
-                OUT.printf("  max_mr %d, max_mr_size 0x%x, page_size_cap 0x%x, max_pd %d, max_mw %d, max_ah %d%n",
+                OUT.printf(
+                        "  max_mr %d, max_mr_size 0x%x, page_size_cap 0x%x, max_pd %d, max_mw %d, max_ah %d%n",
                         a.maxMr(), a.maxMrSize(), a.pageSizeCap(), a.maxPd(), a.maxMw(), a.maxAh());
-                OUT.printf("  max_qp_rd_atom %d, max_qp_init_rd_atom %d, atomic_cap %s, max_srq %d, max_srq_wr %d, "
+                OUT.printf(
+                        "  max_qp_rd_atom %d, max_qp_init_rd_atom %d, atomic_cap %s, max_srq %d, max_srq_wr %d, "
                                 + "max_srq_sge %d, max_pkeys %d, device_cap_flags 0x%x%n",
-                        a.maxQpRdAtom(), a.maxQpInitRdAtom(), atomicCap(a.atomicCap()), a.maxSrq(), a.maxSrqWr(),
-                        a.maxSrqSge(), a.maxPkeys(), a.deviceCapFlags());
+                        a.maxQpRdAtom(),
+                        a.maxQpInitRdAtom(),
+                        atomicCap(a.atomicCap()),
+                        a.maxSrq(),
+                        a.maxSrqWr(),
+                        a.maxSrqSge(),
+                        a.maxPkeys(),
+                        a.deviceCapFlags());
                 OUT.printf("  completion vectors %d%n", ctx.numCompVectors());
                 for (int port = 1; port <= a.physPortCount(); port++) {
                     PortAttributes p = ctx.queryPort(port);
-                    OUT.printf("  port %d: %s (%d), phys state %s, link layer %s, max MTU %d, active MTU %d, "
+                    OUT.printf(
+                            "  port %d: %s (%d), phys state %s, link layer %s, max MTU %d, active MTU %d, "
                                     + "speed %s x width %s = %s, lid %d, sm_lid %d, max_msg_sz 0x%x, cap flags 0x%x%n",
-                            port, p.stateText(), p.state(), physState(p.physState()), p.linkLayer(), p.maxMtu().bytes(),
-                            p.activeMtu().bytes(), speedText(p.activeSpeed()), widthText(p.activeWidth()),
-                            linkRate(p.activeSpeed(), p.activeWidth()), p.lid(), p.smLid(), p.maxMsgSize(),
+                            port,
+                            p.stateText(),
+                            p.state(),
+                            physState(p.physState()),
+                            p.linkLayer(),
+                            p.maxMtu().bytes(),
+                            p.activeMtu().bytes(),
+                            speedText(p.activeSpeed()),
+                            widthText(p.activeWidth()),
+                            linkRate(p.activeSpeed(), p.activeWidth()),
+                            p.lid(),
+                            p.smLid(),
+                            p.maxMsgSize(),
                             p.portCapFlags());
                     List<GidEntry> gids = ctx.gidTable(port);
                     OUT.printf("    GID table: %d of %d entries populated%n", gids.size(), p.gidTableLength());
                     for (GidEntry g : gids) {
-                        OUT.printf("    GID[%3d] %s  %-10s %s%s%n", g.index(), g.gid(), gidType(g.type()),
+                        OUT.printf(
+                                "    GID[%3d] %s  %-10s %s%s%n",
+                                g.index(),
+                                g.gid(),
+                                gidType(g.type()),
                                 ipv4Of(g).map(ip -> "(" + ip + ") ").orElse(""),
                                 g.netdevIndex() > 0 ? "netdev " + netdevName(g.netdevIndex()) : "");
                     }
@@ -189,8 +218,7 @@ final class PerfDevices {
     // ---- GID selection ---------------------------------------------------------------------
 
     /** The GID index to use (-1: LID routing on InfiniBand), and why, for the header line. */
-    record GidChoice(int index, String description) {
-    }
+    record GidChoice(int index, String description) {}
 
     static GidChoice chooseGid(Context ctx, int port, int gidIndex, InetAddress peer) {
         PortAttributes pa = ctx.queryPort(port);
@@ -205,8 +233,10 @@ final class PerfDevices {
             if (local instanceof Inet4Address && !local.isAnyLocalAddress()) {
                 try {
                     GidEntry e = ctx.roceV2Gid(port, local);
-                    return new GidChoice(e.index(), "GID index " + e.index() + " (RoCE v2 of " + local.getHostAddress()
-                            + ", the local address towards " + peer.getHostAddress() + ")");
+                    return new GidChoice(
+                            e.index(),
+                            "GID index " + e.index() + " (RoCE v2 of " + local.getHostAddress()
+                                    + ", the local address towards " + peer.getHostAddress() + ")");
                 } catch (VerbsException ignored) {
                     // fall through to the local-interface and first-entry choices
                 }
@@ -219,11 +249,16 @@ final class PerfDevices {
                 return new GidChoice(e.index(), "GID index " + e.index() + " (RoCE v2 of local IPv4 " + ip.get() + ")");
             }
         }
-        GidEntry first = ctx.firstRoceV2Ipv4Gid(port).orElseThrow(() -> new VerbsException("ibv_query_gid_ex",
-                org.verbs4j.natives.Errno.ENOENT, "port " + port + " of " + ctx.deviceName()
-                + " has no RoCE v2 IPv4 GID (table: " + table + ")", "give its net device an IPv4 address, or pass -x"));
-        return new GidChoice(first.index(), "GID index " + first.index() + " (first RoCE v2 IPv4 GID "
-                + ipv4Of(first).orElse("?") + ")");
+        GidEntry first = ctx.firstRoceV2Ipv4Gid(port)
+                .orElseThrow(() -> new VerbsException(
+                        "ibv_query_gid_ex",
+                        org.verbs4j.natives.Errno.ENOENT,
+                        "port " + port + " of " + ctx.deviceName() + " has no RoCE v2 IPv4 GID (table: " + table + ")",
+                        "give its net device an IPv4 address, or pass -x"));
+        return new GidChoice(
+                first.index(),
+                "GID index " + first.index() + " (first RoCE v2 IPv4 GID "
+                        + ipv4Of(first).orElse("?") + ")");
     }
 
     private static InetAddress localAddressTowards(InetAddress peer) {
@@ -242,5 +277,4 @@ final class PerfDevices {
             return false;
         }
     }
-
 }

@@ -28,8 +28,8 @@ final class PerfDuration {
     /** {@code seconds} in all, {@code marginSeconds} before and after the sample period (needs seconds > 2 x margin). */
     PerfDuration(int seconds, int marginSeconds) {
         if (seconds <= 2L * marginSeconds || marginSeconds < 0) {
-            throw new IllegalArgumentException("duration " + seconds + " s must exceed twice the margin (" + marginSeconds
-                    + " s)");
+            throw new IllegalArgumentException(
+                    "duration " + seconds + " s must exceed twice the margin (" + marginSeconds + " s)");
         }
         this.marginNanos = marginSeconds * 1_000_000_000L;
         this.sampleNanos = (seconds - 2L * marginSeconds) * 1_000_000_000L;

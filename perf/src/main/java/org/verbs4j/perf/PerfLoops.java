@@ -14,8 +14,7 @@ final class PerfLoops {
     /** Progress lines (stderr) at most this often, only on runs longer than it. */
     static final long PROGRESS_NANOS = 5_000_000_000L;
 
-    private PerfLoops() {
-    }
+    private PerfLoops() {}
 
     /** perftest's address step: the message rounded up to a cache line. */
     static long step(int size, int cacheLine) {
@@ -27,11 +26,41 @@ final class PerfLoops {
      * {@link #bandwidth(PerfSide, PerfTest.Verb, boolean, int, long, int, int, int, MemorySegment, int, int, long[], long[], String, long, PerfDuration, boolean, boolean)}
      * for {@code n} operations per QP, sends only.
      */
-    static void bandwidth(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, int tx, int cqMod, int postList,
-                          MemorySegment inlineSrc, int cycle, int cacheLine, long[] tposted, long[] tcompleted,
-                          String label, long timeoutNanos) {
-        bandwidth(s, verb, cas, size, n, tx, cqMod, postList, inlineSrc, cycle, cacheLine, tposted, tcompleted, label,
-                timeoutNanos, null, false, false);
+    static void bandwidth(
+            PerfSide s,
+            PerfTest.Verb verb,
+            boolean cas,
+            int size,
+            long n,
+            int tx,
+            int cqMod,
+            int postList,
+            MemorySegment inlineSrc,
+            int cycle,
+            int cacheLine,
+            long[] tposted,
+            long[] tcompleted,
+            String label,
+            long timeoutNanos) {
+        bandwidth(
+                s,
+                verb,
+                cas,
+                size,
+                n,
+                tx,
+                cqMod,
+                postList,
+                inlineSrc,
+                cycle,
+                cacheLine,
+                tposted,
+                tcompleted,
+                label,
+                timeoutNanos,
+                null,
+                false,
+                false);
     }
 
     /**
@@ -47,13 +76,45 @@ final class PerfLoops {
      * {@code tposted[i]} is stamped at each post of request i (counted over all QPs) and
      * {@code tcompleted[i]} at the completion that brings the total to i + 1.
      */
-    static void bandwidth(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, int tx, int cqMod, int postList,
-                          MemorySegment inlineSrc, int cycle, int cacheLine, long[] tposted, long[] tcompleted,
-                          String label, long timeoutNanos, PerfDuration duration, boolean receive, boolean waitFirstRx) {
+    static void bandwidth(
+            PerfSide s,
+            PerfTest.Verb verb,
+            boolean cas,
+            int size,
+            long n,
+            int tx,
+            int cqMod,
+            int postList,
+            MemorySegment inlineSrc,
+            int cycle,
+            int cacheLine,
+            long[] tposted,
+            long[] tcompleted,
+            String label,
+            long timeoutNanos,
+            PerfDuration duration,
+            boolean receive,
+            boolean waitFirstRx) {
         s.resetSends(false);
         s.tcompleted = duration != null ? null : tcompleted;
-        BandwidthPasses loop = new BandwidthPasses(s, verb, cas, size, n, tx, cqMod, postList, inlineSrc, cycle, cacheLine,
-                tposted, label, timeoutNanos, duration, receive, waitFirstRx);
+        BandwidthPasses loop = new BandwidthPasses(
+                s,
+                verb,
+                cas,
+                size,
+                n,
+                tx,
+                cqMod,
+                postList,
+                inlineSrc,
+                cycle,
+                cacheLine,
+                tposted,
+                label,
+                timeoutNanos,
+                duration,
+                receive,
+                waitFirstRx);
         while (loop.pass()) {
             // each pass is a call: see BandwidthPasses
         }
@@ -92,6 +153,7 @@ final class PerfLoops {
          * instructions more per post than perftest's loop.
          */
         private final SendWorkRequests[][] unsignaled;
+
         private final String label;
         private final long timeoutNanos, total, perQp, inc, slots, start;
         private final PerfDuration duration;
@@ -103,9 +165,24 @@ final class PerfLoops {
         private boolean fresh = true;
         private int idle;
 
-        BandwidthPasses(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, int tx, int cqMod, int postList,
-                        MemorySegment inlineSrc, int cycle, int cacheLine, long[] tposted, String label,
-                        long timeoutNanos, PerfDuration duration, boolean receive, boolean waitFirstRx) {
+        BandwidthPasses(
+                PerfSide s,
+                PerfTest.Verb verb,
+                boolean cas,
+                int size,
+                long n,
+                int tx,
+                int cqMod,
+                int postList,
+                MemorySegment inlineSrc,
+                int cycle,
+                int cacheLine,
+                long[] tposted,
+                String label,
+                long timeoutNanos,
+                PerfDuration duration,
+                boolean receive,
+                boolean waitFirstRx) {
             this.s = s;
             this.verb = verb;
             this.cas = cas;
@@ -134,8 +211,17 @@ final class PerfLoops {
                     unsignaled[q] = s.unsignaled(q, (int) slots);
                     for (int k = 0; k < slots; k++) {
                         long off = k * inc;
-                        request(s, unsignaled[q][k].clear(), verb, cas, size, inlineSrc, PerfSide.wrId(q, k),
-                                s.remoteAddrs[q] + off, s.remoteKeys[q], s.base + s.sendOffset(q) + off);
+                        request(
+                                s,
+                                unsignaled[q][k].clear(),
+                                verb,
+                                cas,
+                                size,
+                                inlineSrc,
+                                PerfSide.wrId(q, k),
+                                s.remoteAddrs[q] + off,
+                                s.remoteKeys[q],
+                                s.base + s.sendOffset(q) + off);
                     }
                 }
             } else {
@@ -175,7 +261,8 @@ final class PerfLoops {
                         int k = (int) Math.min(postList, perQp - posted[q]);
                         SendWorkRequests w = unsignaled != null && !signaled(posted[q], cqMod, perQp)
                                 ? unsignaled[q][(int) (posted[q] % slots)]
-                                : chain(s, verb, cas, size, perQp, cqMod, inlineSrc, inc, slots, q, remote, rkey, local,
+                                : chain(
+                                        s, verb, cas, size, perQp, cqMod, inlineSrc, inc, slots, q, remote, rkey, local,
                                         posted[q], k);
                         if (!timed) {
                             tposted[(int) totalPosted] = System.nanoTime();
@@ -218,9 +305,22 @@ final class PerfLoops {
      * compiles it within the first thousands of posts of a JVM's first run, as it does
      * {@code postSend}, {@code pollOnce} and {@link BandwidthPasses#pass}.
      */
-    private static SendWorkRequests chain(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long perQp, int cqMod,
-                                          MemorySegment inlineSrc, long inc, long slots, int q, long remote, int rkey,
-                                          long local, long first, int k) {
+    private static SendWorkRequests chain(
+            PerfSide s,
+            PerfTest.Verb verb,
+            boolean cas,
+            int size,
+            long perQp,
+            int cqMod,
+            MemorySegment inlineSrc,
+            long inc,
+            long slots,
+            int q,
+            long remote,
+            int rkey,
+            long local,
+            long first,
+            int k) {
         SendWorkRequests w = s.swr.clear();
         for (int j = 0; j < k; j++) {
             long id = first + j;
@@ -239,8 +339,17 @@ final class PerfLoops {
     }
 
     /** Appends one unsignaled request of the bandwidth loop to {@code w}. */
-    private static void request(PerfSide s, SendWorkRequests w, PerfTest.Verb verb, boolean cas, int size,
-                                MemorySegment inlineSrc, long wr, long remote, int rkey, long local) {
+    private static void request(
+            PerfSide s,
+            SendWorkRequests w,
+            PerfTest.Verb verb,
+            boolean cas,
+            int size,
+            MemorySegment inlineSrc,
+            long wr,
+            long remote,
+            int rkey,
+            long local) {
         switch (verb) {
             case WRITE -> w.write(wr, remote, rkey);
             case READ -> w.read(wr, remote, rkey);
@@ -299,7 +408,8 @@ final class PerfLoops {
                 }
             } else if (now - stalledSince > timeoutNanos && (duration == null || !duration.started())) {
                 throw new IllegalStateException("no receive within " + timeoutNanos / 1_000_000_000L + " s ("
-                        + s.recvsDone + (duration == null ? " of " + total : "") + " received; check the peer, its options and the link)");
+                        + s.recvsDone + (duration == null ? " of " + total : "")
+                        + " received; check the peer, its options and the link)");
             }
         }
     }
@@ -321,8 +431,15 @@ final class PerfLoops {
      * carries the iteration count as a byte; a SEND's as a receive completion (receives were
      * posted by {@link PerfSide#startReceives} before the barrier). {@code tposted[i]}: post i.
      */
-    static void pingPong(PerfSide s, boolean send, boolean first, int size, long n, MemorySegment inlineSrc,
-                         long[] tposted, String label) {
+    static void pingPong(
+            PerfSide s,
+            boolean send,
+            boolean first,
+            int size,
+            long n,
+            MemorySegment inlineSrc,
+            long[] tposted,
+            String label) {
         s.resetSends(true);
         s.tcompleted = null;
         // one request, built once and posted n times, as perftest posts its one ibv_send_wr
@@ -388,7 +505,8 @@ final class PerfLoops {
      * RDMA READ or atomic latency as perftest's read_lat/atomic_lat: one operation at a time, the
      * request built once per size and posted {@code n} times (perftest's one ibv_send_wr).
      */
-    static void readLatency(PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, long[] tposted, String label) {
+    static void readLatency(
+            PerfSide s, PerfTest.Verb verb, boolean cas, int size, long n, long[] tposted, String label) {
         s.resetSends(true);
         s.tcompleted = null;
         SendWorkRequests w = s.swr.clear();

@@ -15,8 +15,7 @@ final class PerfModes {
     /** Bound on iterations x QPs: the timestamp arrays of a run. */
     static final long MAX_TIMESTAMPS = 100_000_000L;
 
-    private PerfModes() {
-    }
+    private PerfModes() {}
 
     /**
      * Checks {@code -q}, {@code -b}, {@code -D} and {@code -f} against the test and the other
@@ -28,7 +27,8 @@ final class PerfModes {
             throw new IllegalArgumentException("-q must be 1 .. " + MAX_QPS + ": " + o.qps);
         }
         if (o.qps > 1 && !t.bandwidth()) {
-            throw new IllegalArgumentException("-q " + o.qps + ": multiple QPs only available on bw tests (as perftest)");
+            throw new IllegalArgumentException(
+                    "-q " + o.qps + ": multiple QPs only available on bw tests (as perftest)");
         }
         if (o.bidirectional && !t.bandwidth()) {
             throw new IllegalArgumentException("-b: bidirectional is only available in BW tests (as perftest)");
@@ -43,23 +43,27 @@ final class PerfModes {
             throw new IllegalArgumentException("-D must be a positive number of seconds: " + o.duration);
         }
         if (!t.bandwidth()) {
-            throw new IllegalArgumentException("-D: duration mode is implemented for the bandwidth tests only (perftest's "
-                    + "latency tests report just an average in it); use -n with " + t.cliName());
+            throw new IllegalArgumentException(
+                    "-D: duration mode is implemented for the bandwidth tests only (perftest's "
+                            + "latency tests report just an average in it); use -n with " + t.cliName());
         }
         if (o.all) {
-            throw new IllegalArgumentException("-D: duration mode doesn't support running on all sizes (-a), as perftest");
+            throw new IllegalArgumentException(
+                    "-D: duration mode doesn't support running on all sizes (-a), as perftest");
         }
         if (o.iters != null) {
-            throw new IllegalArgumentException("-D and -n exclude each other: duration mode counts the operations done in "
-                    + "the sample period (perftest ignores -n with -D); give one of them");
+            throw new IllegalArgumentException(
+                    "-D and -n exclude each other: duration mode counts the operations done in "
+                            + "the sample period (perftest ignores -n with -D); give one of them");
         }
         if (o.margin != null && o.margin < 0) {
             throw new IllegalArgumentException("-f must be 0 or more seconds: " + o.margin);
         }
         int margin = margin(o);
         if (o.duration <= 2 * margin) {
-            throw new IllegalArgumentException("-D " + o.duration + " -f " + margin + ": the duration must exceed twice the "
-                    + "margin (perftest: please check that DURATION > 2*MARGIN)");
+            throw new IllegalArgumentException(
+                    "-D " + o.duration + " -f " + margin + ": the duration must exceed twice the "
+                            + "margin (perftest: please check that DURATION > 2*MARGIN)");
         }
     }
 
@@ -75,8 +79,12 @@ final class PerfModes {
 
     /** What a bidirectional side prints: its own report plus the peer's, with its own size and iterations (perftest). */
     static BwReport sum(BwReport mine, BwReport theirs) {
-        return new BwReport(mine.size(), mine.iterations(), mine.bwPeak() + theirs.bwPeak(),
-                mine.bwAverage() + theirs.bwAverage(), mine.msgRate() + theirs.msgRate());
+        return new BwReport(
+                mine.size(),
+                mine.iterations(),
+                mine.bwPeak() + theirs.bwPeak(),
+                mine.bwAverage() + theirs.bwAverage(),
+                mine.msgRate() + theirs.msgRate());
     }
 
     /** The banner title: "RDMA_Write BW Test", with -b "RDMA_Write Bidirectional BW Test". */

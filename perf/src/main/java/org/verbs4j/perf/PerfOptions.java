@@ -12,101 +12,187 @@ import picocli.CommandLine.Parameters;
  * (size, iterations, tx depth, CQ moderation, inline) are resolved by {@link #resolve}. One
  * thread.
  */
-@Command(name = "verbs-perf", mixinStandardHelpOptions = true, sortOptions = false,
+@Command(
+        name = "verbs-perf",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
         version = "verbs-perf (verbs4j), wire-compatible with perftest " + PerftestTcpConnection.PERFTEST_VERSION,
         description = {
             "RDMA micro-benchmarks on verbs4j, a peer of perftest: a verbs-perf client runs against an ib_* server",
             "of the same test and an ib_* client against a verbs-perf server (perftest's TCP exchange).",
             "No HOST: server; with HOST: client. Output: perftest's columns and units.",
             "-c UD (send_bw, send_lat): perftest's Q_Key 0x11111111, messages up to the MTU (-s above it refused).",
-            "Also: verbs-perf devices (every device, port, GID)."},
-        footer = {"", "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat",
+            "Also: verbs-perf devices (every device, port, GID)."
+        },
+        footer = {
+            "",
+            "Tests: write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat",
             "Exit status: 0 ok, 1 failure, 2 usage error. JVM: java --enable-native-access=ALL-UNNAMED",
-            "-jar verbs-perf.jar ... (-Dverbs4j.unchecked=true skips Java-side checks)"})
+            "-jar verbs-perf.jar ... (-Dverbs4j.unchecked=true skips Java-side checks)"
+        })
 public final class PerfOptions {
-    @Parameters(index = "0", paramLabel = "TEST", description = "write_bw | write_lat | read_bw | read_lat | send_bw"
-            + " | send_lat | atomic_bw | atomic_lat")
+    @Parameters(
+            index = "0",
+            paramLabel = "TEST",
+            description =
+                    "write_bw | write_lat | read_bw | read_lat | send_bw" + " | send_lat | atomic_bw | atomic_lat")
     String testName;
 
-    @Parameters(index = "1", arity = "0..1", paramLabel = "HOST", description = "the server to connect to (no HOST: be the server)")
+    @Parameters(
+            index = "1",
+            arity = "0..1",
+            paramLabel = "HOST",
+            description = "the server to connect to (no HOST: be the server)")
     String host;
 
-    @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEV", description = "IB device (default: the first one)")
+    @Option(
+            names = {"-d", "--ib-dev"},
+            paramLabel = "DEV",
+            description = "IB device (default: the first one)")
     String device;
 
-    @Option(names = {"-i", "--ib-port"}, paramLabel = "PORT", defaultValue = "1", description = "port of the IB device (default ${DEFAULT-VALUE})")
+    @Option(
+            names = {"-i", "--ib-port"},
+            paramLabel = "PORT",
+            defaultValue = "1",
+            description = "port of the IB device (default ${DEFAULT-VALUE})")
     int ibPort;
 
-    @Option(names = {"-x", "--gid-index"}, paramLabel = "N", defaultValue = "-1",
+    @Option(
+            names = {"-x", "--gid-index"},
+            paramLabel = "N",
+            defaultValue = "-1",
             description = "GID index (default: on RoCE the RoCE v2 GID of the local IPv4 address; LID on InfiniBand)")
     int gidIndex;
 
-    @Option(names = {"-s", "--size"}, paramLabel = "B", description = "message size (default 65536 bw, 2 lat, 8 atomic)")
+    @Option(
+            names = {"-s", "--size"},
+            paramLabel = "B",
+            description = "message size (default 65536 bw, 2 lat, 8 atomic)")
     Integer size;
 
-    @Option(names = {"-a", "--all"}, description = "all sizes 2 .. 2^23 (atomic: 8 only)")
+    @Option(
+            names = {"-a", "--all"},
+            description = "all sizes 2 .. 2^23 (atomic: 8 only)")
     boolean all;
 
-    @Option(names = {"-n", "--iters"}, paramLabel = "N", description = "iterations (default 5000 bw, 1000 lat)")
+    @Option(
+            names = {"-n", "--iters"},
+            paramLabel = "N",
+            description = "iterations (default 5000 bw, 1000 lat)")
     Long iters;
 
-    @Option(names = {"-D", "--duration"}, paramLabel = "SEC", description = "duration mode: run for SEC seconds, report the sample period "
-            + "(SEC - 2 margins); bandwidth tests; not with -n or -a")
+    @Option(
+            names = {"-D", "--duration"},
+            paramLabel = "SEC",
+            description = "duration mode: run for SEC seconds, report the sample period "
+                    + "(SEC - 2 margins); bandwidth tests; not with -n or -a")
     Integer duration;
 
-    @Option(names = {"-f", "--margin"}, paramLabel = "SEC", description = "with -D: seconds before and after the sample "
-            + "period (default SEC / 4)")
+    @Option(
+            names = {"-f", "--margin"},
+            paramLabel = "SEC",
+            description = "with -D: seconds before and after the sample " + "period (default SEC / 4)")
     Integer margin;
 
-    @Option(names = {"-t", "--tx-depth"}, paramLabel = "N", description = "send queue depth (default 128 bw, 1 lat)")
+    @Option(
+            names = {"-t", "--tx-depth"},
+            paramLabel = "N",
+            description = "send queue depth (default 128 bw, 1 lat)")
     Integer txDepth;
 
-    @Option(names = {"-r", "--rx-depth"}, paramLabel = "N", defaultValue = "512", description = "receive queue depth of send tests (default ${DEFAULT-VALUE})")
+    @Option(
+            names = {"-r", "--rx-depth"},
+            paramLabel = "N",
+            defaultValue = "512",
+            description = "receive queue depth of send tests (default ${DEFAULT-VALUE})")
     int rxDepth;
 
-    @Option(names = {"-Q", "--cq-mod"}, paramLabel = "N", description = "signal every N-th send (default 100; 1 above 8 KiB)")
+    @Option(
+            names = {"-Q", "--cq-mod"},
+            paramLabel = "N",
+            description = "signal every N-th send (default 100; 1 above 8 KiB)")
     Integer cqMod;
 
-    @Option(names = {"-l", "--post_list"}, paramLabel = "N", defaultValue = "1", description = "work requests per post (default ${DEFAULT-VALUE})")
+    @Option(
+            names = {"-l", "--post_list"},
+            paramLabel = "N",
+            defaultValue = "1",
+            description = "work requests per post (default ${DEFAULT-VALUE})")
     int postList;
 
-    @Option(names = {"-I", "--inline_size"}, paramLabel = "B", description = "max inline bytes (default as perftest: 0 on rxe "
-            + "and unknown devices, 220 write_lat / 236 send_lat (UD: 188, at most 884) on mlx)")
+    @Option(
+            names = {"-I", "--inline_size"},
+            paramLabel = "B",
+            description = "max inline bytes (default as perftest: 0 on rxe "
+                    + "and unknown devices, 220 write_lat / 236 send_lat (UD: 188, at most 884) on mlx)")
     Integer inlineSize;
 
-    @Option(names = {"-q", "--qp"}, paramLabel = "N", defaultValue = "1", description = "queue pairs per side (bandwidth tests; "
-            + "-n per QP; default ${DEFAULT-VALUE})")
+    @Option(
+            names = {"-q", "--qp"},
+            paramLabel = "N",
+            defaultValue = "1",
+            description = "queue pairs per side (bandwidth tests; " + "-n per QP; default ${DEFAULT-VALUE})")
     int qps;
 
-    @Option(names = {"-c", "--connection"}, paramLabel = "RC|UC|UD", defaultValue = "RC", description = "transport (default ${DEFAULT-VALUE}; UC for write/send; UD for send_bw/send_lat, "
-            + "messages up to the MTU, not with -R)")
+    @Option(
+            names = {"-c", "--connection"},
+            paramLabel = "RC|UC|UD",
+            defaultValue = "RC",
+            description = "transport (default ${DEFAULT-VALUE}; UC for write/send; UD for send_bw/send_lat, "
+                    + "messages up to the MTU, not with -R)")
     String connection;
 
-    @Option(names = {"-m", "--mtu"}, paramLabel = "B", description = "path MTU (256..4096; default the port's active MTU)")
+    @Option(
+            names = {"-m", "--mtu"},
+            paramLabel = "B",
+            description = "path MTU (256..4096; default the port's active MTU)")
     Integer mtu;
 
-    @Option(names = {"-u", "--qp-timeout"}, paramLabel = "N", defaultValue = "14", description = "QP ACK timeout: "
-            + "4.096 us x 2^N before a request is sent again (1..31; default ${DEFAULT-VALUE}, as perftest; 0, "
-            + "which would wait forever, is refused)")
+    @Option(
+            names = {"-u", "--qp-timeout"},
+            paramLabel = "N",
+            defaultValue = "14",
+            description = "QP ACK timeout: "
+                    + "4.096 us x 2^N before a request is sent again (1..31; default ${DEFAULT-VALUE}, as perftest; 0, "
+                    + "which would wait forever, is refused)")
     int qpTimeout;
 
-    @Option(names = {"-p", "--port"}, paramLabel = "PORT", defaultValue = "18515", description = "TCP port of the exchange (default ${DEFAULT-VALUE})")
+    @Option(
+            names = {"-p", "--port"},
+            paramLabel = "PORT",
+            defaultValue = "18515",
+            description = "TCP port of the exchange (default ${DEFAULT-VALUE})")
     int tcpPort;
 
-    @Option(names = {"-o", "--outs"}, paramLabel = "N", description = "outstanding reads/atomics (default the device maximum, as perftest)")
+    @Option(
+            names = {"-o", "--outs"},
+            paramLabel = "N",
+            description = "outstanding reads/atomics (default the device maximum, as perftest)")
     Integer outReads;
 
-    @Option(names = {"-A", "--atomic_type"}, paramLabel = "TYPE", defaultValue = "FETCH_AND_ADD", description = "CMP_AND_SWAP or FETCH_AND_ADD (default ${DEFAULT-VALUE})")
+    @Option(
+            names = {"-A", "--atomic_type"},
+            paramLabel = "TYPE",
+            defaultValue = "FETCH_AND_ADD",
+            description = "CMP_AND_SWAP or FETCH_AND_ADD (default ${DEFAULT-VALUE})")
     String atomicType;
 
-    @Option(names = {"-b", "--bidirectional"}, description = "bidirectional: both sides send and "
-            + "each prints the sum of both directions (bandwidth tests)")
+    @Option(
+            names = {"-b", "--bidirectional"},
+            description =
+                    "bidirectional: both sides send and " + "each prints the sum of both directions (bandwidth tests)")
     boolean bidirectional;
 
-    @Option(names = {"-F", "--CPU-freq"}, description = "accepted for perftest compatibility (verbs-perf times with System.nanoTime)")
+    @Option(
+            names = {"-F", "--CPU-freq"},
+            description = "accepted for perftest compatibility (verbs-perf times with System.nanoTime)")
     boolean cpuFreq;
 
-    @Option(names = {"-R", "--rdma_cm"}, description = "connect the QP with rdma_cm and exchange perftest's messages over rdma_cm (as perftest -R; RC)")
+    @Option(
+            names = {"-R", "--rdma_cm"},
+            description =
+                    "connect the QP with rdma_cm and exchange perftest's messages over rdma_cm (as perftest -R; RC)")
     boolean rdmaCm;
 
     @Option(names = "--report_gbits", description = "report bandwidth in Gb/s instead of MB/s")
@@ -115,27 +201,46 @@ public final class PerfOptions {
     @Option(names = "--out_json", description = "write the report as JSON (to --out_json_file)")
     boolean outJson;
 
-    @Option(names = "--out_json_file", paramLabel = "FILE", defaultValue = "perftest_out.json", description = "JSON report file (default ${DEFAULT-VALUE})")
+    @Option(
+            names = "--out_json_file",
+            paramLabel = "FILE",
+            defaultValue = "perftest_out.json",
+            description = "JSON report file (default ${DEFAULT-VALUE})")
     String outJsonFile;
 
-    @Option(names = "--perform_warm_up", description = "an untimed round of tx-depth operations before timing (perftest's warm-up)")
+    @Option(
+            names = "--perform_warm_up",
+            description = "an untimed round of tx-depth operations before timing (perftest's warm-up)")
     boolean warmUp;
 
-    @Option(names = "--jit_settle", paramLabel = "SEC", description = "verbs-perf only: wait (no traffic) until this JVM's "
-            + "JIT compiler is idle, at most SEC seconds, before timing: a client after the handshake, before its loop; a server "
-            + "whose loop is timed (write_lat, send_lat, the send_bw receiver) before the last barrier, where its peer waits "
-            + "untimed; 0 (default): do not wait. perftest-compare.sh gives it to verbs-perf clients and servers (a C peer has "
-            + "no compiler running)")
+    @Option(
+            names = "--jit_settle",
+            paramLabel = "SEC",
+            description = "verbs-perf only: wait (no traffic) until this JVM's "
+                    + "JIT compiler is idle, at most SEC seconds, before timing: a client after the handshake, before its loop; a server "
+                    + "whose loop is timed (write_lat, send_lat, the send_bw receiver) before the last barrier, where its peer waits "
+                    + "untimed; 0 (default): do not wait. perftest-compare.sh gives it to verbs-perf clients and servers (a C peer has "
+                    + "no compiler running)")
     int jitSettle;
 
-    @Option(names = "--use_cuda", paramLabel = "GPU", description = "the buffers in the memory of CUDA GPU N, registered through nvidia-peermem (bandwidth tests; needs a CUDA driver)")
+    @Option(
+            names = "--use_cuda",
+            paramLabel = "GPU",
+            description =
+                    "the buffers in the memory of CUDA GPU N, registered through nvidia-peermem (bandwidth tests; needs a CUDA driver)")
     Integer useCuda;
 
-    @Option(names = "--use_cuda_dmabuf", description = "with --use_cuda: register the GPU memory as a dma-buf (ibv_reg_dmabuf_mr)")
+    @Option(
+            names = "--use_cuda_dmabuf",
+            description = "with --use_cuda: register the GPU memory as a dma-buf (ibv_reg_dmabuf_mr)")
     boolean useCudaDmabuf;
 
-    @Option(names = "--timeout", paramLabel = "SEC", defaultValue = "120", description = "verbs-perf only: bound on connecting, "
-            + "on each exchange and on every wait for a completion (default ${DEFAULT-VALUE})")
+    @Option(
+            names = "--timeout",
+            paramLabel = "SEC",
+            defaultValue = "120",
+            description = "verbs-perf only: bound on connecting, "
+                    + "on each exchange and on every wait for a completion (default ${DEFAULT-VALUE})")
     long timeoutSeconds;
 
     // ---- resolved -------------------------------------------------------------------------
@@ -168,8 +273,9 @@ public final class PerfOptions {
                     + "use write_bw, read_bw or send_bw");
         }
         if (inlineSize != null && inlineSize > 0) {
-            throw new IllegalArgumentException("--use_cuda: inline data is copied by the CPU from the buffer, which is in "
-                    + "GPU memory; omit -I");
+            throw new IllegalArgumentException(
+                    "--use_cuda: inline data is copied by the CPU from the buffer, which is in "
+                            + "GPU memory; omit -I");
         }
     }
 
@@ -208,7 +314,7 @@ public final class PerfOptions {
     private void resolveConnection() {
         connection = connection.toUpperCase(Locale.ROOT);
         switch (connection) {
-            case "RC" -> { }
+            case "RC" -> {}
             case "UC" -> {
                 if (test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC) {
                     throw new IllegalArgumentException("UC has no RDMA READ or atomics (perftest refuses it too)");
@@ -306,11 +412,13 @@ public final class PerfOptions {
             inline = inlineSize;
         } else {
             boolean known = deviceName != null && deviceName.startsWith("mlx");
-            inline = !known || test.bandwidth() ? 0 : switch (test.verb()) {
-                case WRITE -> 220;
-                case SEND -> ud ? UdTransport.DEFAULT_INLINE_LAT : 236;
-                default -> 0;
-            };
+            inline = !known || test.bandwidth()
+                    ? 0
+                    : switch (test.verb()) {
+                        case WRITE -> 220;
+                        case SEND -> ud ? UdTransport.DEFAULT_INLINE_LAT : 236;
+                        default -> 0;
+                    };
         }
         if (test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC || useCuda != null) {
             inline = 0;

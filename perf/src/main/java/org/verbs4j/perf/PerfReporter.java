@@ -21,9 +21,12 @@ import java.util.Locale;
  * One thread.
  */
 public final class PerfReporter {
-    static final String RESULT_LINE = "---------------------------------------------------------------------------------------";
-    static final String BW_HEADER_MB = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
-    static final String BW_HEADER_GB = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]";
+    static final String RESULT_LINE =
+            "---------------------------------------------------------------------------------------";
+    static final String BW_HEADER_MB =
+            " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+    static final String BW_HEADER_GB =
+            " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]";
     static final String LAT_HEADER = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
             + "    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ";
 
@@ -48,11 +51,23 @@ public final class PerfReporter {
     public void bw(BwReport r, boolean gbits) {
         boolean extra = gbits && r.bwAverage() < 0.1;
         if (extra) {
-            out.printf(Locale.ROOT, " %-7d    %d           %-7.6f            %-7.6f            %-7.6f%n", r.size(),
-                    r.iterations(), r.bwPeak(), r.bwAverage(), r.msgRate());
+            out.printf(
+                    Locale.ROOT,
+                    " %-7d    %d           %-7.6f            %-7.6f            %-7.6f%n",
+                    r.size(),
+                    r.iterations(),
+                    r.bwPeak(),
+                    r.bwAverage(),
+                    r.msgRate());
         } else {
-            out.printf(Locale.ROOT, " %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f%n", r.size(), r.iterations(),
-                    r.bwPeak(), r.bwAverage(), r.msgRate());
+            out.printf(
+                    Locale.ROOT,
+                    " %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f%n",
+                    r.size(),
+                    r.iterations(),
+                    r.bwPeak(),
+                    r.bwAverage(),
+                    r.msgRate());
         }
         ObjectNode o = results.addObject();
         o.put("MsgSize", r.size());
@@ -64,8 +79,18 @@ public final class PerfReporter {
 
     /** One latency row, printed and added to the JSON results. */
     public void lat(LatReport r) {
-        out.printf(Locale.ROOT, " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f%n",
-                r.size(), r.iterations(), r.tMin(), r.tMax(), r.tTypical(), r.tAvg(), r.tStdev(), r.p99(), r.p999());
+        out.printf(
+                Locale.ROOT,
+                " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f%n",
+                r.size(),
+                r.iterations(),
+                r.tMin(),
+                r.tMax(),
+                r.tTypical(),
+                r.tAvg(),
+                r.tStdev(),
+                r.p99(),
+                r.p999());
         ObjectNode o = results.addObject();
         o.put("MsgSize", r.size());
         o.put("n_iterations", r.iterations());

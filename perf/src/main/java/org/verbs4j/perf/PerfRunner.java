@@ -10,10 +10,10 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.EnumSet;
 import java.util.HexFormat;
 import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.EnumSet;
 import org.verbs4j.Access;
 import org.verbs4j.ConnectOptions;
 import org.verbs4j.Context;
@@ -21,13 +21,13 @@ import org.verbs4j.Gid;
 import org.verbs4j.Mtu;
 import org.verbs4j.PortAttributes;
 import org.verbs4j.ProtectionDomain;
+import org.verbs4j.QueuePair;
 import org.verbs4j.QueuePairEndpoint;
 import org.verbs4j.QueuePairType;
 import org.verbs4j.Verbs;
 import org.verbs4j.cm.ConnectionSetup;
-import org.verbs4j.natives.InlineVerbs;
-import org.verbs4j.QueuePair;
 import org.verbs4j.cm.RdmaConnection;
+import org.verbs4j.natives.InlineVerbs;
 
 /**
  * Runs one perftest-compatible test: the device, the {@link PerfConnection} (perftest's TCP
@@ -112,7 +112,7 @@ public final class PerfRunner {
     /** The test over perftest's TCP exchange: the device of {@code -d}, the peer's connection, then the run. */
     private void runTcp(InetAddress peer, ServerSocket listener) {
         try (Context ctx = o.device != null ? Verbs.open(o.device) : Verbs.openFirst();
-             ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             o.resolve(ctx.deviceName());
             BufferProvider provider = BufferProvider.forOptions(o);
             PortAttributes pa = ctx.queryPort(o.ibPort);
@@ -121,7 +121,8 @@ public final class PerfRunner {
             if (o.server()) {
                 waiting();
             }
-            try (PerfConnection conn = o.server() ? PerftestTcpConnection.accept(listener, o.timeout(), withGid)
+            try (PerfConnection conn = o.server()
+                    ? PerftestTcpConnection.accept(listener, o.timeout(), withGid)
                     : PerftestTcpConnection.connect(new InetSocketAddress(peer, o.tcpPort), o.timeout(), withGid)) {
                 runConnected(ctx, pd, provider, pa, gid, conn);
             }
@@ -149,7 +150,8 @@ public final class PerfRunner {
      */
     private void runRdmaCm(InetAddress peer) {
         o.resolveRdmaCm();
-        try (PerftestCmConnection conn = o.server() ? PerftestCmConnection.accept(o.tcpPort, o.timeout(), this::waiting)
+        try (PerftestCmConnection conn = o.server()
+                ? PerftestCmConnection.accept(o.tcpPort, o.timeout(), this::waiting)
                 : PerftestCmConnection.connect(o.host, o.tcpPort, o.timeout())) {
             Context ctx = conn.context(); // librdmacm's, not closed here
             try (ProtectionDomain pd = ctx.allocateProtectionDomain()) {
@@ -166,22 +168,46 @@ public final class PerfRunner {
      * What the negotiation with the peer and the options fix for a run: the device and port, the GID,
      * the MTU, the buffer's cycle and cache line, the QPs' type and depths, the outstanding reads.
      */
-    private record Setup(Context ctx, PortAttributes pa, PerfDevices.GidChoice gid, Mtu mtu, int cycle, int cacheLine,
-                         boolean ud, QueuePairType type, int recvDepth, int sendDepth, int outReads) {
-    }
+    private record Setup(
+            Context ctx,
+            PortAttributes pa,
+            PerfDevices.GidChoice gid,
+            Mtu mtu,
+            int cycle,
+            int cacheLine,
+            boolean ud,
+            QueuePairType type,
+            int recvDepth,
+            int sendDepth,
+            int outReads) {}
 
     /** Each QP's local endpoint and connection record, the peer's records, and the peer's record that counts. */
-    private record Records(QueuePairEndpoint[] locals, KeyMessage[] mine, KeyMessage[] peers, KeyMessage peer) {
-    }
+    private record Records(QueuePairEndpoint[] locals, KeyMessage[] mine, KeyMessage[] peers, KeyMessage peer) {}
 
-    private void runConnected(Context ctx, ProtectionDomain pd, BufferProvider provider, PortAttributes pa,
-                              PerfDevices.GidChoice gid, PerfConnection conn) {
+    private void runConnected(
+            Context ctx,
+            ProtectionDomain pd,
+            BufferProvider provider,
+            PortAttributes pa,
+            PerfDevices.GidChoice gid,
+            PerfConnection conn) {
         Setup s = setup(ctx, pa, gid, conn);
         PerftestCmConnection cm = conn instanceof PerftestCmConnection c ? c : null;
         // UD: room for each receive's GRH in front of a cache-line-aligned payload (UdTransport)
         int maxMessage = o.maxSize() + (s.ud() ? s.cacheLine() : 0);
-        try (PerfSide side = new PerfSide(pd, provider, s.type(), o.qps, maxMessage, s.cycle(), s.sendDepth(), o.postList,
-                s.recvDepth(), o.inline, o.timeout().toNanos(), cm == null ? null : cmQpSource(cm, pd, s),
+        try (PerfSide side = new PerfSide(
+                pd,
+                provider,
+                s.type(),
+                o.qps,
+                maxMessage,
+                s.cycle(),
+                s.sendDepth(),
+                o.postList,
+                s.recvDepth(),
+                o.inline,
+                o.timeout().toNanos(),
+                cm == null ? null : cmQpSource(cm, pd, s),
                 cm == null ? null : cm::closeData)) {
             Records r = exchangeRecords(side, conn, cm, s);
             connectQps(side, pd, cm, s, r);
@@ -226,13 +252,19 @@ public final class PerfRunner {
     /** {@code -R}: the data QPs come from rdma_cm, connected already (GID and MTU from the route). */
     private PerfSide.QpSource cmQpSource(PerftestCmConnection cm, ProtectionDomain pd, Setup s) {
         return (cq, init, count) -> {
-            RdmaConnection[] cs = cm.connectData(new ConnectionSetup().protectionDomain(pd)
-                    .completionQueues(cq, cq).maxSendWr(s.sendDepth()).maxRecvWr(Math.max(1, s.recvDepth()))
-                    .maxInlineData(o.inline)
-                    .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
-                    .responderResources(s.outReads()).initiatorDepth(s.outReads())
-                    // GID and MTU come from the route
-                    .connectOptions(perftestRetries(ConnectOptions.roce(0))), count,
+            RdmaConnection[] cs = cm.connectData(
+                    new ConnectionSetup()
+                            .protectionDomain(pd)
+                            .completionQueues(cq, cq)
+                            .maxSendWr(s.sendDepth())
+                            .maxRecvWr(Math.max(1, s.recvDepth()))
+                            .maxInlineData(o.inline)
+                            .remoteAccess(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC))
+                            .responderResources(s.outReads())
+                            .initiatorDepth(s.outReads())
+                            // GID and MTU come from the route
+                            .connectOptions(perftestRetries(ConnectOptions.roce(0))),
+                    count,
                     new KeyMessage(0, 0, 0, 0, 0, 0, null, 0));
             QueuePair[] qs = new QueuePair[cs.length];
             for (int i = 0; i < cs.length; i++) {
@@ -252,11 +284,20 @@ public final class PerfRunner {
         QueuePairEndpoint[] locals = new QueuePairEndpoint[nq];
         for (int i = 0; i < nq; i++) {
             int p = i == 0 ? psn : ThreadLocalRandom.current().nextInt(1 << 24);
-            locals[i] = s.ud() ? UdTransport.activate(side, o.ibPort, s.gid().index(), p) // UD: one QP (PerfModes)
-                    : cm == null ? side.init(i, o.ibPort, s.gid().index(), p, s.type() == QueuePairType.UC)
-                    : side.qps[i].localEndpoint(s.gid().index(), p); // rdma_cm's QP is connected already
-            mineAll[i] = new KeyMessage(locals[i].lid(), s.outReads(), side.qps[i].qpNumber(), locals[i].psn(),
-                    side.mr.rkey(), side.localVaddr(i), locals[i].gid() != null ? locals[i].gid().toBytes() : null, 0);
+            locals[i] = s.ud()
+                    ? UdTransport.activate(side, o.ibPort, s.gid().index(), p) // UD: one QP (PerfModes)
+                    : cm == null
+                            ? side.init(i, o.ibPort, s.gid().index(), p, s.type() == QueuePairType.UC)
+                            : side.qps[i].localEndpoint(s.gid().index(), p); // rdma_cm's QP is connected already
+            mineAll[i] = new KeyMessage(
+                    locals[i].lid(),
+                    s.outReads(),
+                    side.qps[i].qpNumber(),
+                    locals[i].psn(),
+                    side.mr.rkey(),
+                    side.localVaddr(i),
+                    locals[i].gid() != null ? locals[i].gid().toBytes() : null,
+                    0);
         }
         for (int i = 0; i < nq; i++) { // perftest: one record per QP
             peers[i] = conn.exchangeKeys(mineAll[i]);
@@ -276,21 +317,34 @@ public final class PerfRunner {
         byte[] gidBytes = local.gid() != null ? local.gid().toBytes() : null;
         KeyMessage peer = r.peer();
         if (cm == null && gidBytes != null && isV4Mapped(gidBytes) != isV4Mapped(peer.gid())) {
-            throw new IllegalStateException("the GID types differ (one IPv4-mapped, one not): use the same IP version "
-                    + "on both sides (-x)");
+            throw new IllegalStateException(
+                    "the GID types differ (one IPv4-mapped, one not): use the same IP version " + "on both sides (-x)");
         }
         boolean rd = test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC;
         ConnectOptions co = perftestRetries(gidIndex >= 0 ? ConnectOptions.roce(gidIndex) : ConnectOptions.infiniband())
-                .withMtu(s.mtu()).withMaxRdAtomic(rd ? Math.min(s.outReads(), Math.max(1, peer.outReads())) : 0);
+                .withMtu(s.mtu())
+                .withMaxRdAtomic(rd ? Math.min(s.outReads(), Math.max(1, peer.outReads())) : 0);
         if (s.ud()) { // every client sends, and both sides of send_lat and of -b
-            UdTransport.connect(side, pd, o.ibPort, gidIndex, peer, !o.server() || !test.bandwidth() || o.bidirectional,
+            UdTransport.connect(
+                    side,
+                    pd,
+                    o.ibPort,
+                    gidIndex,
+                    peer,
+                    !o.server() || !test.bandwidth() || o.bidirectional,
                     s.cacheLine());
         }
         for (int i = 0; i < o.qps && !s.ud(); i++) {
             KeyMessage pi = i == 0 ? peer : r.peers()[i];
             if (cm == null) {
-                side.connect(i, r.locals()[i], new QueuePairEndpoint(pi.qpn(), pi.psn(), pi.lid(),
-                        pi.gid() != null ? Gid.of(pi.gid()) : null, s.mtu()), pi.vaddr(), pi.rkey(), co);
+                side.connect(
+                        i,
+                        r.locals()[i],
+                        new QueuePairEndpoint(
+                                pi.qpn(), pi.psn(), pi.lid(), pi.gid() != null ? Gid.of(pi.gid()) : null, s.mtu()),
+                        pi.vaddr(),
+                        pi.rkey(),
+                        co);
             } else {
                 side.target(i, pi.vaddr(), pi.rkey());
             }
@@ -339,7 +393,8 @@ public final class PerfRunner {
         for (int size : o.sizes) {
             long[] tposted = new long[(int) o.iterations];
             LoopCpu cpu = loopCpuBefore();
-            PerfLoops.pingPong(side, false, o.server(), size, o.iterations, inlineSource(side, size), tposted, label(size));
+            PerfLoops.pingPong(
+                    side, false, o.server(), size, o.iterations, inlineSource(side, size), tposted, label(size));
             loopCpuAfter(cpu);
             rep.lat(LatReport.of(size, o.iterations, tposted, o.test.rttFactor()));
         }
@@ -371,15 +426,16 @@ public final class PerfRunner {
             }
             conn.sync(mine);
             LoopCpu cpu = loopCpuBefore();
-            PerfLoops.pingPong(side, true, !o.server(), size, o.iterations, inlineSource(side, size), tposted, label(size));
+            PerfLoops.pingPong(
+                    side, true, !o.server(), size, o.iterations, inlineSource(side, size), tposted, label(size));
             loopCpuAfter(cpu);
             rep.lat(LatReport.of(size, o.iterations, tposted, o.test.rttFactor()));
         }
         conn.finish(mine);
     }
 
-    private void oneSidedBandwidth(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle,
-                                   int cacheLine) {
+    private void oneSidedBandwidth(
+            PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle, int cacheLine) {
         rep.header(true, o.reportGbits);
         if (o.server() && !o.bidirectional) {
             conn.sync(mine);
@@ -398,21 +454,53 @@ public final class PerfRunner {
             MemorySegment inl = inlineSource(side, size);
             if (o.warmUp) {
                 int w = Math.max(o.tx, o.postList);
-                PerfLoops.bandwidth(side, o.test.verb(), cas(), size, w, o.tx, Math.min(o.cq, w), o.postList, inl, cycle,
-                        cacheLine, new long[w * o.qps], new long[w * o.qps], "warm-up", o.timeout().toNanos());
+                PerfLoops.bandwidth(
+                        side,
+                        o.test.verb(),
+                        cas(),
+                        size,
+                        w,
+                        o.tx,
+                        Math.min(o.cq, w),
+                        o.postList,
+                        inl,
+                        cycle,
+                        cacheLine,
+                        new long[w * o.qps],
+                        new long[w * o.qps],
+                        "warm-up",
+                        o.timeout().toNanos());
             }
             if (o.bidirectional) {
                 conn.sync(mine);
             }
             PerfDuration d = PerfModes.duration(o);
             LoopCpu cpu = loopCpuBefore();
-            PerfLoops.bandwidth(side, o.test.verb(), cas(), size, n, o.tx, o.cq, o.postList, inl, cycle, cacheLine,
-                    tposted, tcompleted, label(size), o.timeout().toNanos(), d, false, false);
+            PerfLoops.bandwidth(
+                    side,
+                    o.test.verb(),
+                    cas(),
+                    size,
+                    n,
+                    o.tx,
+                    o.cq,
+                    o.postList,
+                    inl,
+                    cycle,
+                    cacheLine,
+                    tposted,
+                    tcompleted,
+                    label(size),
+                    o.timeout().toNanos(),
+                    d,
+                    false,
+                    false);
             loopCpuAfter(cpu);
             if (o.bidirectional && o.all) {
                 conn.sync(mine); // perftest (version 4.6 and up): a barrier after each size of -a -b
             }
-            last = d != null ? d.report(size, o.reportGbits)
+            last = d != null
+                    ? d.report(size, o.reportGbits)
                     : BwCalc.client(size, total, tposted, tcompleted, o.cq, o.postList, o.reportGbits);
             rep.bw(o.bidirectional ? PerfModes.sum(last, conn.exchangeReport(last)) : last, o.reportGbits);
         }
@@ -433,13 +521,17 @@ public final class PerfRunner {
     }
 
     /** The JVM's uptime (ms) and its other threads' CPU time at the start of a timed loop. */
-    private record LoopCpu(long uptime, java.util.Map<String, Long> threads, long[] own) {
-    }
+    private record LoopCpu(long uptime, java.util.Map<String, Long> threads, long[] own) {}
 
     /** With {@code --jit_settle}: the other threads' CPU time before a timed loop (null otherwise). */
     private LoopCpu loopCpuBefore() {
-        return o.jitSettle > 0 ? new LoopCpu(java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime(),
-                JitSettle.otherThreadsMillis(), JitSettle.ownUserSystemMillis()) : null;
+        return o.jitSettle > 0
+                ? new LoopCpu(
+                        java.lang.management.ManagementFactory.getRuntimeMXBean()
+                                .getUptime(),
+                        JitSettle.otherThreadsMillis(),
+                        JitSettle.ownUserSystemMillis())
+                : null;
     }
 
     /**
@@ -449,8 +541,12 @@ public final class PerfRunner {
     private void loopCpuAfter(LoopCpu before) {
         if (before != null) {
             long[] own = JitSettle.ownUserSystemMillis();
-            System.err.printf(" the loop's thread: user %d ms, system %d ms; other JVM threads during the loop (JVM uptime "
-                    + "%.3f-%.3f s): %s%n", own[0] - before.own()[0], own[1] - before.own()[1], before.uptime() / 1e3,
+            System.err.printf(
+                    " the loop's thread: user %d ms, system %d ms; other JVM threads during the loop (JVM uptime "
+                            + "%.3f-%.3f s): %s%n",
+                    own[0] - before.own()[0],
+                    own[1] - before.own()[1],
+                    before.uptime() / 1e3,
                     java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime() / 1e3,
                     JitSettle.otherThreadsDelta(before.threads(), JitSettle.otherThreadsMillis()));
         }
@@ -474,8 +570,8 @@ public final class PerfRunner {
         }
     }
 
-    private void sendBandwidth(PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle,
-                               int cacheLine) {
+    private void sendBandwidth(
+            PerfSide side, PerfConnection conn, KeyMessage mine, PerfReporter rep, int cycle, int cacheLine) {
         rep.header(true, o.reportGbits);
         boolean duplex = o.bidirectional;
         boolean timed = o.duration != null;
@@ -486,10 +582,12 @@ public final class PerfRunner {
         long[] tcompleted = sender && !timed ? new long[total] : null;
         for (int size : o.sizes) {
             if (o.server() || duplex) {
-                side.startReceives(timed ? Long.MAX_VALUE : n, timed ? o.rxDepth : Math.min(o.rxDepth, n), size, !sender);
+                side.startReceives(
+                        timed ? Long.MAX_VALUE : n, timed ? o.rxDepth : Math.min(o.rxDepth, n), size, !sender);
             }
             if (o.server() && !duplex) {
-                settleJit(); // the receiver's loop is timed too: settle before the barrier, where the sender waits untimed
+                settleJit(); // the receiver's loop is timed too: settle before the barrier, where the sender waits
+                // untimed
             }
             conn.sync(mine);
             PerfDuration d = PerfModes.duration(o);
@@ -497,14 +595,32 @@ public final class PerfRunner {
             LoopCpu cpu = loopCpuBefore();
             if (sender) {
                 // -b: both send and receive (perftest's run_iter_bi); the server sends after its first receive
-                PerfLoops.bandwidth(side, PerfTest.Verb.SEND, false, size, n, o.tx, o.cq, o.postList,
-                        inlineSource(side, size), cycle, cacheLine, tposted, tcompleted, label(size), o.timeout().toNanos(),
-                        d, duplex, duplex && o.server());
-                r = d != null ? d.report(size, o.reportGbits)
+                PerfLoops.bandwidth(
+                        side,
+                        PerfTest.Verb.SEND,
+                        false,
+                        size,
+                        n,
+                        o.tx,
+                        o.cq,
+                        o.postList,
+                        inlineSource(side, size),
+                        cycle,
+                        cacheLine,
+                        tposted,
+                        tcompleted,
+                        label(size),
+                        o.timeout().toNanos(),
+                        d,
+                        duplex,
+                        duplex && o.server());
+                r = d != null
+                        ? d.report(size, o.reportGbits)
                         : BwCalc.client(size, total, tposted, tcompleted, o.cq, o.postList, o.reportGbits);
             } else {
                 PerfLoops.receiveAll(side, n, label(size), o.timeout().toNanos(), d);
-                r = d != null ? d.report(size, o.reportGbits)
+                r = d != null
+                        ? d.report(size, o.reportGbits)
                         : BwCalc.receiver(size, total, side.firstRecvNanos, side.lastRecvNanos, o.reportGbits);
             }
             loopCpuAfter(cpu);
@@ -581,10 +697,17 @@ public final class PerfRunner {
         }
         out.printf(" rdma_cm QPs\t : %s%n", o.rdmaCm ? "ON" : "OFF");
         out.printf(" Data ex. method : %s (%s)%n", o.rdmaCm ? "rdma_cm" : "Ethernet", conn.describe());
-        out.printf(" Warm-up         : %s%n", o.warmUp ? "--perform_warm_up (one untimed round of tx depth operations)"
-                : "none (as perftest without --perform_warm_up)");
-        out.printf(" verbs4j         : checked %s, critical downcalls %s, %s, JDK %s%n", Verbs.CHECKED ? "yes" : "no",
-                InlineVerbs.CRITICAL ? "yes" : "no", provider.describe(), Runtime.version());
+        out.printf(
+                " Warm-up         : %s%n",
+                o.warmUp
+                        ? "--perform_warm_up (one untimed round of tx depth operations)"
+                        : "none (as perftest without --perform_warm_up)");
+        out.printf(
+                " verbs4j         : checked %s, critical downcalls %s, %s, JDK %s%n",
+                Verbs.CHECKED ? "yes" : "no",
+                InlineVerbs.CRITICAL ? "yes" : "no",
+                provider.describe(),
+                Runtime.version());
         out.println(PerfReporter.RESULT_LINE);
     }
 

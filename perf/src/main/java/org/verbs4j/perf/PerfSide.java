@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
+import java.util.Arrays;
 import java.util.EnumSet;
 import org.verbs4j.Access;
 import org.verbs4j.AddressHandle;
@@ -19,7 +20,6 @@ import org.verbs4j.QueuePairType;
 import org.verbs4j.ReceiveWorkRequests;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.WorkCompletions;
-import java.util.Arrays;
 
 /**
  * One side of a verbs-perf test: a CQ, one or more ({@code -q}) RC, UC or UD QPs sharing it (UD: one), and ONE
@@ -38,11 +38,13 @@ final class PerfSide implements AutoCloseable {
 
     /** Bits of a work-request id below its QP index: the request's index on that QP. */
     static final int QP_SHIFT = 40;
+
     static final long INDEX_MASK = (1L << QP_SHIFT) - 1;
 
     final CompletionQueue cq;
     /** All QPs ({@code -q}); {@link #qp} is the first. */
     final QueuePair[] qps;
+
     final QueuePair qp;
     final BufferProvider.PerfBuffer buf;
     final MemorySegment buffer;
@@ -51,6 +53,7 @@ final class PerfSide implements AutoCloseable {
     final long slot;
     /** Where the buffer starts in {@link #mr}: every SGE offset adds it. */
     final long base;
+
     final SendWorkRequests swr;
     /**
      * Per QP, the requests the bandwidth loop builds before timing and posts again for every
@@ -58,6 +61,7 @@ final class PerfSide implements AutoCloseable {
      * made by {@link #unsignaled} as a run needs them and kept for the next runs.
      */
     private final SendWorkRequests[][] unsignaledSwr;
+
     private final int inline;
     final ReceiveWorkRequests rwr;
     final WorkCompletions wcs;
@@ -67,6 +71,7 @@ final class PerfSide implements AutoCloseable {
 
     /** The peer's buffer and key for QP 0 (the latency loops) and per QP. */
     long remoteAddr;
+
     int remoteKey;
     final long[] remoteAddrs;
     final int[] remoteKeys;
@@ -78,6 +83,7 @@ final class PerfSide implements AutoCloseable {
     long recvsDone;
     /** Receives posted, over all QPs and per QP (reset per size), and the total to post per QP. */
     long recvsPosted;
+
     final long[] qpRecvsPosted;
     long recvLimit;
     /** Per QP: send WRs posted (the bandwidth loop's). */
@@ -87,6 +93,7 @@ final class PerfSide implements AutoCloseable {
      * {@link #stampRecvs} is set (the send_bw receiver's report needs them; a latency loop does not).
      */
     long firstRecvNanos;
+
     long lastRecvNanos;
     boolean stampRecvs;
     /** Whether each send completion counts one (see {@link #resetSends}). */
@@ -99,6 +106,7 @@ final class PerfSide implements AutoCloseable {
     int udRemoteQpn;
     /** UD: where receives start in the receive half, and the bytes they add to the message (the GRH). */
     long udRecvShift;
+
     int udRecvExtra;
 
     /** Where QPs come from when not from the protection domain (rdma_cm's connected QPs). */
@@ -108,18 +116,51 @@ final class PerfSide implements AutoCloseable {
         QueuePair[] create(CompletionQueue cq, QueuePairInit init, int count);
     }
 
-    PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int maxMessage, int cycleBuffer,
-             int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos) {
-        this(pd, provider, type, 1, maxMessage, cycleBuffer, sendDepth, postList, recvDepth, inline, timeoutNanos, null, null);
+    PerfSide(
+            ProtectionDomain pd,
+            BufferProvider provider,
+            QueuePairType type,
+            int maxMessage,
+            int cycleBuffer,
+            int sendDepth,
+            int postList,
+            int recvDepth,
+            int inline,
+            long timeoutNanos) {
+        this(
+                pd,
+                provider,
+                type,
+                1,
+                maxMessage,
+                cycleBuffer,
+                sendDepth,
+                postList,
+                recvDepth,
+                inline,
+                timeoutNanos,
+                null,
+                null);
     }
 
     /**
      * {@code qpCount} QPs, each with {@code sendDepth} and {@code recvDepth}; they come from
      * {@code qpSource} when given (rdma_cm's connected QPs), and {@code releaseQp} closes them.
      */
-    PerfSide(ProtectionDomain pd, BufferProvider provider, QueuePairType type, int qpCount, int maxMessage, int cycleBuffer,
-             int sendDepth, int postList, int recvDepth, int inline, long timeoutNanos, QpSource qpSource,
-             Runnable releaseQp) {
+    PerfSide(
+            ProtectionDomain pd,
+            BufferProvider provider,
+            QueuePairType type,
+            int qpCount,
+            int maxMessage,
+            int cycleBuffer,
+            int sendDepth,
+            int postList,
+            int recvDepth,
+            int inline,
+            long timeoutNanos,
+            QpSource qpSource,
+            Runnable releaseQp) {
         if (qpCount < 1) {
             throw new IllegalArgumentException("at least one QP: " + qpCount);
         }
@@ -131,10 +172,13 @@ final class PerfSide implements AutoCloseable {
         QueuePair[] q = new QueuePair[qpCount];
         BufferProvider.PerfBuffer b = null;
         try {
-            c = pd.context().createConfinedCompletionQueue((int) Math.min(Integer.MAX_VALUE / 2,
-                    (long) qpCount * (sendDepth + recvDepth) + 16));
-            QueuePairInit init = QueuePairInit.of(type, c).maxSendWr(sendDepth)
-                    .maxRecvWr(Math.max(1, recvDepth)).maxSendSge(1).maxRecvSge(1);
+            c = pd.context().createConfinedCompletionQueue((int)
+                    Math.min(Integer.MAX_VALUE / 2, (long) qpCount * (sendDepth + recvDepth) + 16));
+            QueuePairInit init = QueuePairInit.of(type, c)
+                    .maxSendWr(sendDepth)
+                    .maxRecvWr(Math.max(1, recvDepth))
+                    .maxSendSge(1)
+                    .maxRecvSge(1);
             if (inline > 0) {
                 init = init.maxInlineData(inline);
             }
@@ -145,8 +189,10 @@ final class PerfSide implements AutoCloseable {
             } else {
                 q = qpSource.create(c, init, qpCount);
             }
-            b = provider.allocate(pd, 2 * slot * qpCount, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE,
-                    Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+            b = provider.allocate(
+                    pd,
+                    2 * slot * qpCount,
+                    EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
         } catch (RuntimeException e) {
             if (releaseQp != null) {
                 releaseQp.run();
@@ -235,8 +281,11 @@ final class PerfSide implements AutoCloseable {
 
     /** RESET→INIT of QP {@code i}; returns its endpoint (call before exchanging). */
     QueuePairEndpoint init(int i, int port, int gidIndex, int psn, boolean uc) {
-        qps[i].toInit(port, uc ? EnumSet.of(Access.REMOTE_WRITE)
-                : EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+        qps[i].toInit(
+                port,
+                uc
+                        ? EnumSet.of(Access.REMOTE_WRITE)
+                        : EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
         return qps[i].localEndpoint(gidIndex, psn);
     }
 
@@ -246,7 +295,8 @@ final class PerfSide implements AutoCloseable {
     }
 
     /** INIT→RTR→RTS of QP {@code i} against the peer's QP {@code i} (and remembers its buffer). */
-    void connect(int i, QueuePairEndpoint local, QueuePairEndpoint remote, long remoteVaddr, int rkey, ConnectOptions o) {
+    void connect(
+            int i, QueuePairEndpoint local, QueuePairEndpoint remote, long remoteVaddr, int rkey, ConnectOptions o) {
         qps[i].toRtr(remote, o);
         qps[i].toRts(local.psn(), o);
         target(i, remoteVaddr, rkey);
@@ -293,7 +343,8 @@ final class PerfSide implements AutoCloseable {
 
     private void postOneReceive(int q) {
         // UD: the GRH lands udRecvShift bytes in, so that the payload is cache-line aligned (UdTransport)
-        qps[q].postRecv(rwr.clear().add(wrId(q, qpRecvsPosted[q]))
+        qps[q].postRecv(rwr.clear()
+                .add(wrId(q, qpRecvsPosted[q]))
                 .sge(mr, base + recvOffset(q) + udRecvShift, recvLength + udRecvExtra));
         qpRecvsPosted[q]++;
         recvsPosted++;

@@ -15,7 +15,12 @@ public enum PerfTest {
     ATOMIC_LAT("atomic_lat", Verb.ATOMIC, false, "Atomic %s Latency Test", "ATOMIC");
 
     /** The operation a test measures. */
-    public enum Verb { WRITE, READ, SEND, ATOMIC }
+    public enum Verb {
+        WRITE,
+        READ,
+        SEND,
+        ATOMIC
+    }
 
     private final String cliName;
     private final Verb verb;

@@ -158,7 +158,8 @@ public final class PerftestCmConnection extends PerftestProtocol {
 
     private void send(byte[] mine, String what) {
         MemorySegment.copy(mine, 0, sendBuf, ValueLayout.JAVA_BYTE, 0, mine.length);
-        comm.queuePair().postSend(swr.clear().send(RECV_ID).sge(mr, 0, mine.length).signaled());
+        comm.queuePair()
+                .postSend(swr.clear().send(RECV_ID).sge(mr, 0, mine.length).signaled());
         await(comm.sendCompletionQueue(), false, what);
     }
 

@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 abstract class PerftestProtocol implements PerfConnection {
     /** The version this side announces: Debian's perftest 4.5-0.17 announces "6.06". */
     public static final String PERFTEST_VERSION = "6.06";
+
     static final int VERSION_BYTES = 16;
 
     protected double remoteVersion = Double.NaN;
@@ -29,18 +30,22 @@ abstract class PerftestProtocol implements PerfConnection {
         try {
             remoteVersion = Double.parseDouble(version.trim());
         } catch (NumberFormatException e) {
-            throw new IllegalStateException("the peer's version is not a number: '" + version + "' (is it perftest?)", e);
+            throw new IllegalStateException(
+                    "the peer's version is not a number: '" + version + "' (is it perftest?)", e);
         }
         if (remoteVersion < 5.70) {
-            throw new IllegalStateException("the peer runs perftest version " + version + "; perftest 4.5 (6.x) needs 5.70 or newer");
+            throw new IllegalStateException(
+                    "the peer runs perftest version " + version + "; perftest 4.5 (6.x) needs 5.70 or newer");
         }
         int cycle = local.cycleBuffer();
         int cacheLine = local.cacheLineSize();
         if (remoteVersion >= 5.32) {
-            cycle = ByteBuffer.wrap(exchange(ByteBuffer.allocate(4).putInt(local.cycleBuffer()).array(), 4,
-                    "cycle buffer size")).getInt();
-            cacheLine = ByteBuffer.wrap(exchange(ByteBuffer.allocate(4).putInt(local.cacheLineSize()).array(), 4,
-                    "cache line size")).getInt();
+            cycle = ByteBuffer.wrap(exchange(
+                            ByteBuffer.allocate(4).putInt(local.cycleBuffer()).array(), 4, "cycle buffer size"))
+                    .getInt();
+            cacheLine = ByteBuffer.wrap(exchange(
+                            ByteBuffer.allocate(4).putInt(local.cacheLineSize()).array(), 4, "cache line size"))
+                    .getInt();
         }
         int mtuBytes = remoteVersion >= 5.31 ? 2 : 4;
         byte[] m = new byte[mtuBytes];
@@ -58,14 +63,22 @@ abstract class PerftestProtocol implements PerfConnection {
 
     @Override
     public BwReport exchangeReport(BwReport mine) {
-        long size = ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putLong(mine.size()).array(), 8, "report size")).getLong();
+        long size = ByteBuffer.wrap(
+                        exchange(ByteBuffer.allocate(8).putLong(mine.size()).array(), 8, "report size"))
+                .getLong();
         long iters;
         if (remoteVersion >= 5.33) {
-            iters = ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putLong(mine.iterations()).array(), 8,
-                    "report iterations")).getLong();
+            iters = ByteBuffer.wrap(exchange(
+                            ByteBuffer.allocate(8).putLong(mine.iterations()).array(), 8, "report iterations"))
+                    .getLong();
         } else {
-            iters = ByteBuffer.wrap(exchange(ByteBuffer.allocate(4).putInt((int) mine.iterations()).array(), 4,
-                    "report iterations")).getInt();
+            iters = ByteBuffer.wrap(exchange(
+                            ByteBuffer.allocate(4)
+                                    .putInt((int) mine.iterations())
+                                    .array(),
+                            4,
+                            "report iterations"))
+                    .getInt();
         }
         double peak = exchangeDouble(mine.bwPeak(), "report peak");
         double avg = exchangeDouble(mine.bwAverage(), "report average");
@@ -74,7 +87,8 @@ abstract class PerftestProtocol implements PerfConnection {
     }
 
     private double exchangeDouble(double v, String what) {
-        return ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putDouble(v).array(), 8, what)).getDouble();
+        return ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putDouble(v).array(), 8, what))
+                .getDouble();
     }
 
     static String cString(byte[] b) {

@@ -9,7 +9,6 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
@@ -42,7 +41,8 @@ public final class PerftestTcpConnection extends PerftestProtocol {
     private final String description;
     private final int keySize;
 
-    private PerftestTcpConnection(Socket socket, boolean client, String description, boolean withGid) throws IOException {
+    private PerftestTcpConnection(Socket socket, boolean client, String description, boolean withGid)
+            throws IOException {
         this.socket = socket;
         this.client = client;
         this.description = description;
@@ -60,10 +60,13 @@ public final class PerftestTcpConnection extends PerftestProtocol {
             s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
             return new PerftestTcpConnection(s, false, "TCP from " + s.getRemoteSocketAddress(), withGid);
         } catch (SocketTimeoutException e) {
-            throw new IllegalStateException("no client connected to TCP port " + listener.getLocalPort() + " within "
-                    + timeout.toSeconds() + " s", e);
+            throw new IllegalStateException(
+                    "no client connected to TCP port " + listener.getLocalPort() + " within " + timeout.toSeconds()
+                            + " s",
+                    e);
         } catch (IOException e) {
-            throw new UncheckedIOException("accepting a client on TCP port " + listener.getLocalPort() + ": " + e.getMessage(), e);
+            throw new UncheckedIOException(
+                    "accepting a client on TCP port " + listener.getLocalPort() + ": " + e.getMessage(), e);
         }
     }
 
@@ -92,8 +95,10 @@ public final class PerftestTcpConnection extends PerftestProtocol {
                 }
             }
         }
-        throw new IllegalStateException("cannot connect to " + server + " within " + timeout.toSeconds() + " s: "
-                + (last == null ? "interrupted" : last.getMessage()), last);
+        throw new IllegalStateException(
+                "cannot connect to " + server + " within " + timeout.toSeconds() + " s: "
+                        + (last == null ? "interrupted" : last.getMessage()),
+                last);
     }
 
     @Override
@@ -115,11 +120,15 @@ public final class PerftestTcpConnection extends PerftestProtocol {
             out.flush();
             return theirs;
         } catch (SocketTimeoutException e) {
-            throw new IllegalStateException("the peer sent no " + what + " within the timeout"
-                    + " (is it the same test with the same options?)", e);
+            throw new IllegalStateException(
+                    "the peer sent no " + what + " within the timeout"
+                            + " (is it the same test with the same options?)",
+                    e);
         } catch (IOException e) {
-            throw new UncheckedIOException("exchanging " + what + " with the peer: " + e.getMessage()
-                    + " (is it the same test with the same options?)", e);
+            throw new UncheckedIOException(
+                    "exchanging " + what + " with the peer: " + e.getMessage()
+                            + " (is it the same test with the same options?)",
+                    e);
         }
     }
 
@@ -137,7 +146,8 @@ public final class PerftestTcpConnection extends PerftestProtocol {
     public KeyMessage exchangeKeys(KeyMessage mine) {
         byte[] raw = mine.encode();
         if (raw.length != keySize) {
-            throw new IllegalStateException("record of " + raw.length + " bytes on a connection of " + keySize + "-byte records");
+            throw new IllegalStateException(
+                    "record of " + raw.length + " bytes on a connection of " + keySize + "-byte records");
         }
         return KeyMessage.decode(exchange(raw, keySize, "connection record"));
     }

@@ -33,6 +33,7 @@ import org.verbs4j.QueuePairEndpoint;
 final class UdTransport {
     /** perftest's Q_Key ({@code DEF_QKEY}). */
     static final int QKEY = 0x11111111;
+
     static final String QKEY_HEX = "0x11111111";
     /** Bytes of the Global Route Header at the start of every UD receive buffer. */
     static final int GRH = 40;
@@ -47,19 +48,20 @@ final class UdTransport {
     /** perftest's hop limit in the address handle. */
     static final int HOP_LIMIT = 255;
 
-    private UdTransport() {
-    }
+    private UdTransport() {}
 
     /** The checks of {@code -c UD} that need no device; throws with perftest's reason. */
     static void check(PerfTest test, boolean rdmaCm) {
         if (test.verb() != PerfTest.Verb.SEND) {
             throw new IllegalArgumentException("-c UD: UD connection only possible in SEND verb (perftest refuses "
-                    + test.perftestBinary() + " -c UD too: an unreliable datagram carries no RDMA WRITE, READ or atomic); "
+                    + test.perftestBinary()
+                    + " -c UD too: an unreliable datagram carries no RDMA WRITE, READ or atomic); "
                     + "use send_bw or send_lat");
         }
         if (rdmaCm) {
-            throw new UnsupportedOperationException("-R with -c UD is not available in this build (perftest's rdma_cm UD "
-                    + "mode is not implemented); drop -R to use perftest's TCP exchange with UD");
+            throw new UnsupportedOperationException(
+                    "-R with -c UD is not available in this build (perftest's rdma_cm UD "
+                            + "mode is not implemented); drop -R to use perftest's TCP exchange with UD");
         }
     }
 
@@ -128,8 +130,8 @@ final class UdTransport {
      * client, both sides of send_lat), the peer's QP number, and the receive layout (the GRH
      * before a cache-line-aligned payload).
      */
-    static void connect(PerfSide side, ProtectionDomain pd, int port, int gidIndex, KeyMessage peer, boolean sends,
-                        int cacheLine) {
+    static void connect(
+            PerfSide side, ProtectionDomain pd, int port, int gidIndex, KeyMessage peer, boolean sends, int cacheLine) {
         side.udRecvShift = cacheLine - GRH;
         side.udRecvExtra = GRH;
         side.udRemoteQpn = peer.qpn();

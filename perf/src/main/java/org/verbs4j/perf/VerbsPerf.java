@@ -3,8 +3,8 @@ package org.verbs4j.perf;
 import java.io.BufferedReader;
 import java.io.FileInputStream;
 import java.io.FileOutputStream;
-import java.io.InputStreamReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -29,8 +29,7 @@ import picocli.CommandLine;
 public final class VerbsPerf {
     private static final PrintStream OUT = System.out;
 
-    private VerbsPerf() {
-    }
+    private VerbsPerf() {}
 
     public static void main(String[] args) {
         int rc = run(args);
@@ -62,7 +61,8 @@ public final class VerbsPerf {
                 case "--settle" -> settle = Integer.parseInt(args[i + 1]);
                 case "--done" -> done = Path.of(args[i + 1]);
                 default -> {
-                    System.err.println("verbs-perf: --batch FILE [--retries N] [--settle SEC] [--done FILE]: unknown " + args[i]);
+                    System.err.println(
+                            "verbs-perf: --batch FILE [--retries N] [--settle SEC] [--done FILE]: unknown " + args[i]);
                     return 2;
                 }
             }
@@ -82,12 +82,15 @@ public final class VerbsPerf {
     static int batch(Path file, int retries, int settle, Path done) {
         // read line by line, not all at once: FILE may be a named pipe that a driver feeds one run
         // at a time (benchmarks/perftest-compare.sh --interleave), waiting for each "done"
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(new FileInputStream(file.toFile()), StandardCharsets.UTF_8));
-             PrintStream doneOut = done == null ? null
-                     : new PrintStream(new FileOutputStream(done.toFile(), true), true, StandardCharsets.UTF_8)) {
+        try (BufferedReader in = new BufferedReader(
+                        new InputStreamReader(new FileInputStream(file.toFile()), StandardCharsets.UTF_8));
+                PrintStream doneOut = done == null
+                        ? null
+                        : new PrintStream(new FileOutputStream(done.toFile(), true), true, StandardCharsets.UTF_8)) {
             return batch(in, retries, settle, doneOut);
         } catch (IOException e) {
-            System.err.println("verbs-perf: cannot read " + file + (done == null ? "" : " or write " + done) + ": " + e.getMessage());
+            System.err.println("verbs-perf: cannot read " + file + (done == null ? "" : " or write " + done) + ": "
+                    + e.getMessage());
             return 2;
         }
     }
@@ -140,11 +143,12 @@ public final class VerbsPerf {
                 if (!awaitJitIdle("", settle)) {
                     return -1;
                 }
-                System.err.println("=== verbs-perf " + l + (attempt > 0 ? "   (again: attempt " + (attempt + 1) + ")" : ""));
+                System.err.println(
+                        "=== verbs-perf " + l + (attempt > 0 ? "   (again: attempt " + (attempt + 1) + ")" : ""));
                 long jit = JitSettle.compilerMillis();
                 rc = runOne(words.toArray(String[]::new), to);
-                System.err.println("=== exit " + rc + " (the JIT compiler threads ran " + (JitSettle.compilerMillis() - jit)
-                        + " ms of CPU during the run)");
+                System.err.println("=== exit " + rc + " (the JIT compiler threads ran "
+                        + (JitSettle.compilerMillis() - jit) + " ms of CPU during the run)");
             }
             return rc;
         } finally {

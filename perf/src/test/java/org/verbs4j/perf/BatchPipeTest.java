@@ -39,7 +39,8 @@ class BatchPipeTest {
             try (PrintStream w = new PrintStream(new FileOutputStream(fifo.toFile()), true, StandardCharsets.UTF_8)) {
                 w.println("--help >> " + first);
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-                while (!(Files.exists(done) && Files.readString(done).contains("done 0")) && System.nanoTime() < deadline) {
+                while (!(Files.exists(done) && Files.readString(done).contains("done 0"))
+                        && System.nanoTime() < deadline) {
                     Thread.sleep(20);
                 }
                 // the pipe is still open: a reader that waited for the end of the file would not be here yet

@@ -66,8 +66,9 @@ class GpuToolsTest {
         int rc;
         try {
             System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            rc = VerbsPerf.runOne(new String[] {"write_bw", "--use_cuda=0", "10.0.0.1"}, new PrintStream(
-                    new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+            rc = VerbsPerf.runOne(
+                    new String[] {"write_bw", "--use_cuda=0", "10.0.0.1"},
+                    new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
         } finally {
             System.setErr(saved);
         }

@@ -48,7 +48,8 @@ class JitSettleTest {
         task(tasks, 104, "GC Thread#1", 5, 1);
         task(tasks, 105, "busy-other#7", 8, 0);
         Map<String, Long> all = JitSettle.threadMillis(tasks, "100");
-        assertEquals(Map.of("C2 CompilerThre", 310L, "C1 CompilerThre", 120L, "GC Thread", 100L, "busy-other", 80L), all);
+        assertEquals(
+                Map.of("C2 CompilerThre", 310L, "C1 CompilerThre", 120L, "GC Thread", 100L, "busy-other", 80L), all);
         assertFalse(all.containsKey("main"), "the skipped task (the caller) is not counted");
         assertEquals(430, JitSettle.compilerMillis(all), "only the C1 and C2 compiler threads");
         assertEquals(5200, JitSettle.threadMillis(tasks, null).get("main"));
@@ -58,7 +59,8 @@ class JitSettleTest {
     void theDeltaNamesWhatGrewAndSaysNoneWhenNothingDid() {
         Map<String, Long> before = Map.of("C2 CompilerThre", 100L, "GC Thread", 40L);
         Map<String, Long> after = Map.of("C2 CompilerThre", 130L, "GC Thread", 40L, "VM Periodic Tas", 10L);
-        assertEquals("40 ms (C2 CompilerThre 30 ms, VM Periodic Tas 10 ms)",
+        assertEquals(
+                "40 ms (C2 CompilerThre 30 ms, VM Periodic Tas 10 ms)",
                 JitSettle.otherThreadsDelta(new java.util.TreeMap<>(before), new java.util.TreeMap<>(after)));
         assertEquals("none", JitSettle.otherThreadsDelta(after, after));
     }
@@ -107,7 +109,8 @@ class JitSettleTest {
             return;
         }
         Map<String, Long> all = JitSettle.threadMillis(tasks, null);
-        assertTrue(all.containsKey("C1 CompilerThre") || all.containsKey("C2 CompilerThre"),
+        assertTrue(
+                all.containsKey("C1 CompilerThre") || all.containsKey("C2 CompilerThre"),
                 "a JVM with the JIT on has C1/C2 compiler threads under /proc/self/task: " + all.keySet());
         assertTrue(JitSettle.compilerMillis() >= 0);
     }

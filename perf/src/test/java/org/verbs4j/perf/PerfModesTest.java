@@ -18,7 +18,8 @@ class PerfModesTest {
     }
 
     private static String refused(String... args) {
-        return assertThrows(IllegalArgumentException.class, () -> parse(args).resolve("rxe0")).getMessage();
+        return assertThrows(IllegalArgumentException.class, () -> parse(args).resolve("rxe0"))
+                .getMessage();
     }
 
     @Test
@@ -30,7 +31,9 @@ class PerfModesTest {
         assertTrue(refused("write_lat", "-q", "2").contains("bw tests"), "perftest: multiple QPs only on bw tests");
         assertTrue(refused("write_bw", "-q", "0").contains("-q must be"));
         assertTrue(refused("write_bw", "-q", "16385").contains("16384"));
-        assertTrue(refused("write_bw", "-q", "1000", "-n", "1000000").contains("10^8"), "timestamps of n x QPs are bounded");
+        assertTrue(
+                refused("write_bw", "-q", "1000", "-n", "1000000").contains("10^8"),
+                "timestamps of n x QPs are bounded");
     }
 
     @Test
@@ -49,7 +52,8 @@ class PerfModesTest {
         assertEquals(64, o.tx, "the tx depth is not bounded by an iteration count");
         assertEquals(1, PerfModes.margin(o), "perftest's margin: a quarter of the duration");
         assertEquals(0, PerfModes.margin(parse("write_bw", "-D", "3").resolve("rxe0")));
-        assertEquals(2, PerfModes.margin(parse("write_bw", "-D", "10", "-f", "2").resolve("rxe0")));
+        assertEquals(
+                2, PerfModes.margin(parse("write_bw", "-D", "10", "-f", "2").resolve("rxe0")));
         assertTrue(refused("write_bw", "-D", "2", "-n", "100").contains("-n"));
         assertTrue(refused("write_bw", "-D", "2", "-a").contains("all sizes"));
         assertTrue(refused("write_lat", "-D", "2").contains("bandwidth tests"));
@@ -105,9 +109,11 @@ class PerfModesTest {
     void bidirectionalReportIsTheSumWithOwnIterations() {
         BwReport sum = PerfModes.sum(new BwReport(4096, 200, 10, 8, 0.5), new BwReport(4096, 300, 1, 2, 0.25));
         assertEquals(new BwReport(4096, 200, 11, 10, 0.75), sum);
-        assertEquals("RDMA_Write Bidirectional BW Test", PerfModes.title(PerfTest.WRITE_BW.title("FETCH_AND_ADD"), true));
+        assertEquals(
+                "RDMA_Write Bidirectional BW Test", PerfModes.title(PerfTest.WRITE_BW.title("FETCH_AND_ADD"), true));
         assertEquals("Send BW Test", PerfModes.title(PerfTest.SEND_BW.title("FETCH_AND_ADD"), false));
-        assertEquals("ATOMIC_FETCH_AND_ADD_Bidirectional_BW_Test",
+        assertEquals(
+                "ATOMIC_FETCH_AND_ADD_Bidirectional_BW_Test",
                 PerfModes.jsonTitle(PerfTest.ATOMIC_BW.jsonName("FETCH_AND_ADD"), true));
     }
 }

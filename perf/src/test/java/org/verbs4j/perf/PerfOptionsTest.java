@@ -42,9 +42,42 @@ class PerfOptionsTest {
 
     @Test
     void perftestsOptionNames() {
-        PerfOptions o = parse("read_bw", "-d", "rxe0", "-i", "1", "-x", "1", "-s", "4096", "-n", "100", "-t", "64", "-Q", "8",
-                "-l", "1", "-I", "0", "-q", "1", "-c", "RC", "-m", "1024", "-p", "18516", "-F", "--report_gbits",
-                "--out_json", "--out_json_file=x.json", "-o", "4", "10.0.0.1").resolve("rxe0");
+        PerfOptions o = parse(
+                        "read_bw",
+                        "-d",
+                        "rxe0",
+                        "-i",
+                        "1",
+                        "-x",
+                        "1",
+                        "-s",
+                        "4096",
+                        "-n",
+                        "100",
+                        "-t",
+                        "64",
+                        "-Q",
+                        "8",
+                        "-l",
+                        "1",
+                        "-I",
+                        "0",
+                        "-q",
+                        "1",
+                        "-c",
+                        "RC",
+                        "-m",
+                        "1024",
+                        "-p",
+                        "18516",
+                        "-F",
+                        "--report_gbits",
+                        "--out_json",
+                        "--out_json_file=x.json",
+                        "-o",
+                        "4",
+                        "10.0.0.1")
+                .resolve("rxe0");
         assertEquals(64, o.tx);
         assertEquals(8, o.cq);
         assertEquals(18516, o.tcpPort);
@@ -57,9 +90,14 @@ class PerfOptionsTest {
         assertEquals(14, all.qpTimeout, "perftest's default ACK timeout (67 ms)");
         assertEquals(18, parse("send_bw", "-u", "18").resolve("rxe0").qpTimeout);
         assertEquals(20, parse("send_bw", "--qp-timeout=20").resolve("rxe0").qpTimeout);
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> parse("send_bw", "-u", "0").resolve("rxe0"))
-                .getMessage().contains("-u must be 1..31"));
-        assertThrows(IllegalArgumentException.class, () -> parse("send_bw", "-u", "32").resolve("rxe0"));
+        assertTrue(assertThrows(
+                        IllegalArgumentException.class,
+                        () -> parse("send_bw", "-u", "0").resolve("rxe0"))
+                .getMessage()
+                .contains("-u must be 1..31"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> parse("send_bw", "-u", "32").resolve("rxe0"));
     }
 
     @Test
@@ -84,28 +122,49 @@ class PerfOptionsTest {
 
     @Test
     void notYetAvailableOptionsSayWhy() {
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> parse("write_bw", "-R", "-c", "UC", "host")
-                .resolve("rxe0")).getMessage().contains("librdmacm"));
+        assertTrue(assertThrows(
+                        IllegalArgumentException.class,
+                        () -> parse("write_bw", "-R", "-c", "UC", "host").resolve("rxe0"))
+                .getMessage()
+                .contains("librdmacm"));
         assertTrue(parse("write_bw", "-R", "host").resolve("rxe0").rdmaCm, "-R is accepted for RC");
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> parse("write_lat", "--use_cuda", "0")
-                .resolve("rxe0")).getMessage().contains("CPU"), "latency tests poll the buffer with the CPU");
-        assertThrows(IllegalArgumentException.class, () -> parse("atomic_bw", "--use_cuda", "0").resolve("rxe0"));
-        assertThrows(IllegalArgumentException.class, () -> parse("send_bw", "--use_cuda", "0", "-I", "64").resolve("rxe0"));
-        assertThrows(IllegalArgumentException.class, () -> parse("write_bw", "--use_cuda_dmabuf").resolve("rxe0"));
+        assertTrue(
+                assertThrows(
+                                IllegalArgumentException.class,
+                                () -> parse("write_lat", "--use_cuda", "0").resolve("rxe0"))
+                        .getMessage()
+                        .contains("CPU"),
+                "latency tests poll the buffer with the CPU");
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> parse("atomic_bw", "--use_cuda", "0").resolve("rxe0"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> parse("send_bw", "--use_cuda", "0", "-I", "64").resolve("rxe0"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> parse("write_bw", "--use_cuda_dmabuf").resolve("rxe0"));
         assertEquals(0, parse("send_bw", "--use_cuda=1", "--use_cuda_dmabuf").resolve("rxe0").inline);
-        assertThrows(IllegalArgumentException.class, () -> parse("read_bw", "-c", "UC").resolve("rxe0"));
-        assertThrows(IllegalArgumentException.class, () -> parse("atomic_bw", "-s", "16").resolve("rxe0"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> parse("read_bw", "-c", "UC").resolve("rxe0"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> parse("atomic_bw", "-s", "16").resolve("rxe0"));
         assertThrows(IllegalArgumentException.class, () -> parse("nonsense").resolve("rxe0"));
     }
 
     @Test
     void udIsForSendTestsOnlyWithPerftestsReason() {
         for (String t : new String[] {"write_bw", "write_lat", "read_bw", "read_lat", "atomic_bw", "atomic_lat"}) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse(t, "-c", "UD")
-                    .resolve("rxe0"), t);
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class, () -> parse(t, "-c", "UD").resolve("rxe0"), t);
             assertTrue(e.getMessage().contains("UD connection only possible in SEND verb"), e.getMessage());
             // with -R the verb is refused first too (before any rdma_cm connection is tried)
-            assertThrows(IllegalArgumentException.class, () -> parse(t, "-R", "-c", "UD", "host").resolveRdmaCm(), t);
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> parse(t, "-R", "-c", "UD", "host").resolveRdmaCm(),
+                    t);
         }
         PerfOptions bw = parse("send_bw", "-c", "ud").resolve("rxe0");
         assertEquals("UD", bw.connection);
@@ -116,16 +175,25 @@ class PerfOptionsTest {
         assertEquals(512, parse("send_bw").resolve("rxe0").rxDepth, "RC keeps 512");
         assertEquals(188, parse("send_lat", "-c", "UD").resolve("mlx5_0").inline, "perftest's UD inline default");
         assertEquals(0, parse("send_lat", "-c", "UD").resolve("rxe0").inline);
-        assertEquals(884, parse("send_lat", "-c", "UD", "-I", "1000").resolve("rxe0").inline, "cut to perftest's UD maximum");
+        assertEquals(
+                884,
+                parse("send_lat", "-c", "UD", "-I", "1000").resolve("rxe0").inline,
+                "cut to perftest's UD maximum");
         assertEquals(1000, parse("send_lat", "-I", "1000").resolve("rxe0").inline, "RC is not cut");
-        UnsupportedOperationException cm = assertThrows(UnsupportedOperationException.class,
+        UnsupportedOperationException cm = assertThrows(
+                UnsupportedOperationException.class,
                 () -> parse("send_bw", "-R", "-c", "UD", "host").resolveRdmaCm());
         assertTrue(cm.getMessage().contains("drop -R"), cm.getMessage());
-        assertThrows(UnsupportedOperationException.class, () -> parse("send_lat", "-R", "-c", "UD", "host").resolve("rxe0"));
-        UnsupportedOperationException q = assertThrows(UnsupportedOperationException.class,
+        assertThrows(
+                UnsupportedOperationException.class,
+                () -> parse("send_lat", "-R", "-c", "UD", "host").resolve("rxe0"));
+        UnsupportedOperationException q = assertThrows(
+                UnsupportedOperationException.class,
                 () -> parse("send_bw", "-c", "UD", "-q", "2").resolve("rxe0"));
         assertTrue(q.getMessage().contains("-q 2 with -c UD"), q.getMessage());
-        assertEquals(512, parse("send_bw", "-c", "UD", "-D", "2").resolve("rxe0").rxDepth,
+        assertEquals(
+                512,
+                parse("send_bw", "-c", "UD", "-D", "2").resolve("rxe0").rxDepth,
                 "duration mode: perftest keeps the default rx depth (no iteration count to post)");
         assertEquals(512, parse("send_bw", "-c", "UC", "-D", "2").resolve("rxe0").rxDepth);
         assertEquals(200, parse("send_bw", "-c", "UD", "-b", "-n", "200").resolve("rxe0").rxDepth, "-b: all posted");
@@ -142,12 +210,13 @@ class PerfOptionsTest {
         assertArrayEquals(new int[] {1024}, UdTransport.fitToMtu(new int[] {65536}, false, false, 1024, err));
         assertTrue(buf.toString(java.nio.charset.StandardCharsets.UTF_8).contains("Max msg size in UD is MTU 1024"));
         // an explicit -s above it is refused, as perftest refuses it
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> UdTransport.fitToMtu(new int[] {2048}, false, true, 1024, err));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> UdTransport.fitToMtu(new int[] {2048}, false, true, 1024, err));
         assertTrue(e.getMessage().contains("cannot be greater than MTU"), e.getMessage());
         // -a: 2 .. MTU
         int[] all = parse("send_bw", "-c", "UD", "-a").resolve("rxe0").sizes;
-        assertArrayEquals(new int[] {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096},
+        assertArrayEquals(
+                new int[] {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096},
                 UdTransport.fitToMtu(all, true, false, 4096, err));
         assertArrayEquals(new int[] {2, 4, 8, 16, 32, 64, 128, 256}, UdTransport.fitToMtu(all, true, false, 256, err));
     }
@@ -169,7 +238,8 @@ class PerfOptionsTest {
         assertEquals(0x12, l.dlid());
         assertEquals(2, l.port());
         assertTrue(!l.isGlobal());
-        assertThrows(IllegalStateException.class,
+        assertThrows(
+                IllegalStateException.class,
                 () -> UdTransport.route(1, 3, new KeyMessage(0x12, 0, 0x123, 7, 0, 0, null, 0)));
     }
 
@@ -178,9 +248,29 @@ class PerfOptionsTest {
         StringWriter sw = new StringWriter();
         new CommandLine(new PerfOptions()).usage(new PrintWriter(sw));
         String help = sw.toString();
-        for (String opt : new String[] {"--ib-dev", "--gid-index", "--size", "--all", "--iters", "--duration", "--tx-depth",
-            "--cq-mod", "--post_list", "--inline_size", "--qp", "--connection", "--mtu", "--port", "--CPU-freq",
-            "--rdma_cm", "--report_gbits", "--out_json", "--out_json_file", "--bidirectional", "--use_cuda"}) {
+        for (String opt : new String[] {
+            "--ib-dev",
+            "--gid-index",
+            "--size",
+            "--all",
+            "--iters",
+            "--duration",
+            "--tx-depth",
+            "--cq-mod",
+            "--post_list",
+            "--inline_size",
+            "--qp",
+            "--connection",
+            "--mtu",
+            "--port",
+            "--CPU-freq",
+            "--rdma_cm",
+            "--report_gbits",
+            "--out_json",
+            "--out_json_file",
+            "--bidirectional",
+            "--use_cuda"
+        }) {
             assertTrue(help.contains(opt), opt + " in --help");
         }
     }

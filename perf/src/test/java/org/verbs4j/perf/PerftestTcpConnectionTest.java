@@ -44,8 +44,8 @@ class PerftestTcpConnectionTest {
                 return new Object[] {n, k, r};
             }
         });
-        try (PerftestTcpConnection c = PerftestTcpConnection.connect(
-                new InetSocketAddress(InetAddress.getLoopbackAddress(), port), T, true)) {
+        try (PerftestTcpConnection c =
+                PerftestTcpConnection.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), T, true)) {
             PerfConnection.Negotiation n = c.negotiate(new PerfConnection.Negotiation("6.06", 8192, 128, 5));
             assertEquals(new PerfConnection.Negotiation("6.06", 4096, 64, 3), n);
             assertEquals(sk, c.exchangeKeys(ck));
@@ -120,7 +120,8 @@ class PerftestTcpConnectionTest {
             }
         });
         try (PerftestTcpConnection c = PerftestTcpConnection.accept(l, T, true)) {
-            IllegalStateException e = assertThrows(IllegalStateException.class,
+            IllegalStateException e = assertThrows(
+                    IllegalStateException.class,
                     () -> c.negotiate(new PerfConnection.Negotiation("6.06", 4096, 64, 3)));
             assertTrue(e.getMessage().contains("5.60"), e.getMessage());
         }

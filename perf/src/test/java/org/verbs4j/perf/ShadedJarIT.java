@@ -20,8 +20,15 @@ import org.junit.jupiter.api.Test;
  * dependencies, verbs-testkit, JMH) and nothing of the benchmarks; and it runs ({@code --help}).
  */
 class ShadedJarIT {
-    private static final List<String> FORBIDDEN = List.of("org/junit/", "org/opentest4j/", "org/apiguardian/",
-            "org/verbs4j/testing/", "org/openjdk/jmh/", "net/jqwik/", "org/verbs4j/bench/", "c/standin_provider.c");
+    private static final List<String> FORBIDDEN = List.of(
+            "org/junit/",
+            "org/opentest4j/",
+            "org/apiguardian/",
+            "org/verbs4j/testing/",
+            "org/openjdk/jmh/",
+            "net/jqwik/",
+            "org/verbs4j/bench/",
+            "c/standin_provider.c");
 
     private static Path jar() {
         String p = System.getProperty("verbs4j.it.perfJar");
@@ -38,11 +45,16 @@ class ShadedJarIT {
             assertEquals(VerbsPerf.class.getName(), m.getMainAttributes().getValue("Main-Class"));
             assertEquals("ALL-UNNAMED", m.getMainAttributes().getValue("Enable-Native-Access"));
             List<String> names = jar.stream().map(e -> e.getName()).toList();
-            for (String own : List.of("org/verbs4j/perf/VerbsPerf.class", "org/verbs4j/Verbs.class",
-                    "org/verbs4j/natives/InlineVerbs.class", "picocli/CommandLine.class")) {
+            for (String own : List.of(
+                    "org/verbs4j/perf/VerbsPerf.class",
+                    "org/verbs4j/Verbs.class",
+                    "org/verbs4j/natives/InlineVerbs.class",
+                    "picocli/CommandLine.class")) {
                 assertTrue(names.contains(own), "the jar holds " + own);
             }
-            List<String> bad = names.stream().filter(n -> FORBIDDEN.stream().anyMatch(n::startsWith)).toList();
+            List<String> bad = names.stream()
+                    .filter(n -> FORBIDDEN.stream().anyMatch(n::startsWith))
+                    .toList();
             assertTrue(bad.isEmpty(), "no test library or benchmark in the tool's jar: " + bad);
         }
     }
@@ -51,7 +63,8 @@ class ShadedJarIT {
     void runsWithJavaDashJar() throws Exception {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
         Process p = new ProcessBuilder(java.toString(), "-jar", jar().toString(), "write_bw", "--help")
-                .redirectErrorStream(true).start();
+                .redirectErrorStream(true)
+                .start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(120, TimeUnit.SECONDS), "java -jar verbs-perf.jar --help ended");
         assertEquals(0, p.exitValue(), out);

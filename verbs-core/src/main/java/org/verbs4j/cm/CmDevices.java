@@ -16,19 +16,18 @@ import org.verbs4j.natives.LibIbverbs;
  * contexts). A device-removal event drops the device's entry. Thread-safe.
  */
 final class CmDevices {
-    record Device(Context context, ProtectionDomain pd) {
-    }
+    record Device(Context context, ProtectionDomain pd) {}
 
     private static final Map<Long, Device> BY_CONTEXT = new ConcurrentHashMap<>();
 
-    private CmDevices() {
-    }
+    private CmDevices() {}
 
     /** The device of {@code verbs} (an {@code ibv_context *} from a cm id). */
     static Device of(MemorySegment verbs) {
         return BY_CONTEXT.computeIfAbsent(verbs.address(), a -> {
             MemorySegment ctx = verbs.reinterpret(ContextLayout.SIZE);
-            String name = LibIbverbs.getDeviceName(ctx.get(java.lang.foreign.ValueLayout.ADDRESS, ContextLayout.DEVICE));
+            String name =
+                    LibIbverbs.getDeviceName(ctx.get(java.lang.foreign.ValueLayout.ADDRESS, ContextLayout.DEVICE));
             Context c = CoreAccess.get().borrowContext(ctx, name);
             return new Device(c, c.allocateProtectionDomain());
         });

@@ -5,8 +5,8 @@ import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.function.Supplier;
 import org.verbs4j.VerbsException;
-import org.verbs4j.natives.Errno;
 import org.verbs4j.internal.CoreAccess;
+import org.verbs4j.natives.Errno;
 
 /**
  * What listeners, pending requests and connections share: one {@code struct rdma_cm_id} on one
@@ -19,10 +19,12 @@ abstract class CmEndpoint {
      * object's monitor: code that synchronizes on a connection or listener cannot block the library.
      */
     final Object lock = new Object();
+
     final CmEventChannel channel;
     final MemorySegment id;
     /** The id and whether it was destroyed; shared with the leak cleaner (and a request's connection). */
     final CmEventChannel.IdState idState;
+
     private volatile Runnable leakClosed;
 
     CmEndpoint(CmEventChannel channel, CmEventChannel.IdState idState) {
@@ -95,7 +97,8 @@ abstract class CmEndpoint {
                         lock.wait(Math.max(1, Math.min(left / 1_000_000L, 1000)));
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
-                        throw new VerbsException("rdma_get_cm_event", Errno.EINTR, "interrupted while waiting", null, e);
+                        throw new VerbsException(
+                                "rdma_get_cm_event", Errno.EINTR, "interrupted while waiting", null, e);
                     }
                     continue;
                 }

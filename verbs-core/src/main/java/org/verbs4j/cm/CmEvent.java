@@ -14,8 +14,8 @@ package org.verbs4j.cm;
  * @param responderResources the responder resources the event carries
  * @param initiatorDepth     the initiator depth the event carries
  */
-public record CmEvent(CmEventType type, String name, int status, byte[] privateData, int responderResources,
-                      int initiatorDepth) {
+public record CmEvent(
+        CmEventType type, String name, int status, byte[] privateData, int responderResources, int initiatorDepth) {
     /** Copies the private data, so the event is immutable. */
     public CmEvent {
         privateData = privateData.clone();
@@ -29,7 +29,7 @@ public record CmEvent(CmEventType type, String name, int status, byte[] privateD
 
     @Override
     public String toString() {
-        return name + " (status " + status + (privateData.length > 0 ? ", " + privateData.length + " bytes of private data" : "")
-                + ")";
+        return name + " (status " + status
+                + (privateData.length > 0 ? ", " + privateData.length + " bytes of private data" : "") + ")";
     }
 }

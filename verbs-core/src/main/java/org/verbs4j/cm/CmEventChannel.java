@@ -2,14 +2,19 @@ package org.verbs4j.cm;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.ref.WeakReference;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
-import java.lang.ref.WeakReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.verbs4j.Context;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.ResourceBusyException;
 import org.verbs4j.ResourceClosedException;
@@ -19,11 +24,6 @@ import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibRdmacm;
 import org.verbs4j.natives.NativeLibraries;
-import java.lang.foreign.ValueLayout;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.util.concurrent.atomic.AtomicInteger;
-import org.verbs4j.Context;
 
 /**
  * A librdmacm event channel ({@code struct rdma_event_channel}): the queue on which the kernel
@@ -60,6 +60,7 @@ public final class CmEventChannel implements AutoCloseable {
     private final Core core;
     /** Serialises the librdmacm calls on this channel's ids, and the reading of its events. */
     final ReentrantLock lock;
+
     final MemorySegment channel;
     private final Runnable leakClosed;
 
@@ -114,8 +115,7 @@ public final class CmEventChannel implements AutoCloseable {
     }
 
     /** An endpoint in the routing table: weakly, with its id's state (to destroy it if the endpoint was dropped). */
-    record Entry(WeakReference<CmEndpoint> ref, IdState state) {
-    }
+    record Entry(WeakReference<CmEndpoint> ref, IdState state) {}
 
     /**
      * The native side of a channel: what the event thread and the leak cleaner need, never the
@@ -130,6 +130,7 @@ public final class CmEventChannel implements AutoCloseable {
         final ReentrantLock reader = new ReentrantLock();
         /** The listeners, connections and pending requests of this channel, by {@code struct rdma_cm_id} address. */
         final Map<Long, Entry> endpoints = new ConcurrentHashMap<>();
+
         final AtomicInteger liveIds = new AtomicInteger();
         private final MemorySegment eventSlot = Arena.ofAuto().allocate(ValueLayout.ADDRESS);
         volatile Thread thread;
@@ -224,7 +225,8 @@ public final class CmEventChannel implements AutoCloseable {
                     } finally {
                         LibRdmacm.ackCmEvent(ev);
                     }
-                    target = CmEventType.of(c.event()) == CmEventType.CONNECT_REQUEST ? endpoint(c.listenId())
+                    target = CmEventType.of(c.event()) == CmEventType.CONNECT_REQUEST
+                            ? endpoint(c.listenId())
                             : endpoint(c.id());
                 } finally {
                     lock.unlock();
@@ -242,8 +244,13 @@ public final class CmEventChannel implements AutoCloseable {
         /** Hands {@code c} to {@code target}, the endpoint its id had when the event was read (null: none). */
         private void route(CmStructs.Copied c, CmEndpoint target) {
             CmEventType type = CmEventType.of(c.event());
-            CmEvent event = new CmEvent(type, LibRdmacm.eventStr(c.event()), c.status(), c.privateData(),
-                    c.responderResources(), c.initiatorDepth());
+            CmEvent event = new CmEvent(
+                    type,
+                    LibRdmacm.eventStr(c.event()),
+                    c.status(),
+                    c.privateData(),
+                    c.responderResources(),
+                    c.initiatorDepth());
             LOG.debug("cm event {} on id 0x{}", event, Long.toHexString(c.id()));
             if (target == null) {
                 if (type == CmEventType.CONNECT_REQUEST) {
@@ -335,8 +342,12 @@ public final class CmEventChannel implements AutoCloseable {
     }
 
     private CmEventChannel(boolean threaded) {
-        NativeLibraries.rdmacm().orElseThrow(() -> new org.verbs4j.DeviceUnavailableException("rdma_create_event_channel",
-                Errno.ENOENT, NativeLibraries.rdmacmUnavailabilityCause().orElse("librdmacm is not available"), null));
+        NativeLibraries.rdmacm()
+                .orElseThrow(() -> new org.verbs4j.DeviceUnavailableException(
+                        "rdma_create_event_channel",
+                        Errno.ENOENT,
+                        NativeLibraries.rdmacmUnavailabilityCause().orElse("librdmacm is not available"),
+                        null));
         this.channel = LibRdmacm.createEventChannel().reinterpret(16);
         int fd = channel.get(ValueLayout.JAVA_INT, 0);
         int w;
@@ -350,9 +361,11 @@ public final class CmEventChannel implements AutoCloseable {
         this.core = new Core(channel, fd, w);
         this.lock = core.lock;
         Core c = core;
-        this.leakClosed = CoreAccess.get().reportLeaks(this, "connection-manager event channel (fd " + fd + ")", c::abandon);
+        this.leakClosed =
+                CoreAccess.get().reportLeaks(this, "connection-manager event channel (fd " + fd + ")", c::abandon);
         if (threaded) {
-            Thread t = Thread.ofPlatform().daemon().name("verbs4j-cm-events-" + fd).unstarted(core);
+            Thread t =
+                    Thread.ofPlatform().daemon().name("verbs4j-cm-events-" + fd).unstarted(core);
             core.thread = t;
             t.start();
         }
@@ -405,7 +418,9 @@ public final class CmEventChannel implements AutoCloseable {
      */
     public int processEvents(Duration timeout) {
         if (core.thread != null) {
-            throw new InvalidRequestException("rdma_get_cm_event", "the channel has its own event thread",
+            throw new InvalidRequestException(
+                    "rdma_get_cm_event",
+                    "the channel has its own event thread",
                     "use CmEventChannel.openPolled() to read the events from your own loop");
         }
         ensureOpen("rdma_get_cm_event");
@@ -451,7 +466,10 @@ public final class CmEventChannel implements AutoCloseable {
             LibRdmacm.bindAddr(id, CmStructs.sockaddr(a, new InetSocketAddress(address, 0)));
             MemorySegment verbs = CmStructs.verbs(id);
             if (verbs.address() == 0) {
-                throw VerbsException.create("rdma_bind_addr", Errno.ENODEV, address + " belongs to no RDMA device",
+                throw VerbsException.create(
+                        "rdma_bind_addr",
+                        Errno.ENODEV,
+                        address + " belongs to no RDMA device",
                         "give the address of an interface that has an RDMA device (rdma link show)");
             }
             return CmDevices.of(verbs).context();
@@ -488,8 +506,10 @@ public final class CmEventChannel implements AutoCloseable {
                 core.destroyOrphans();
                 int live = core.liveIds.get();
                 if (live != 0) {
-                    throw new ResourceBusyException("rdma_destroy_event_channel", "the channel still has " + live
-                            + " open listener(s), connection(s) or pending request(s)", "close them first");
+                    throw new ResourceBusyException(
+                            "rdma_destroy_event_channel",
+                            "the channel still has " + live + " open listener(s), connection(s) or pending request(s)",
+                            "close them first");
                 }
                 core.closing = true;
                 LibC.signalEventFd("rdma_destroy_event_channel", core.wakeFd);
@@ -506,8 +526,12 @@ public final class CmEventChannel implements AutoCloseable {
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new VerbsException("rdma_destroy_event_channel", Errno.EINTR, "interrupted while waiting for the "
-                        + "event thread", "close again", e);
+                throw new VerbsException(
+                        "rdma_destroy_event_channel",
+                        Errno.EINTR,
+                        "interrupted while waiting for the " + "event thread",
+                        "close again",
+                        e);
             }
         }
         boolean locked;
@@ -515,8 +539,12 @@ public final class CmEventChannel implements AutoCloseable {
             locked = core.reader.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new VerbsException("rdma_destroy_event_channel", Errno.EINTR, "interrupted while waiting for a "
-                    + "polling thread", "close again", e);
+            throw new VerbsException(
+                    "rdma_destroy_event_channel",
+                    Errno.EINTR,
+                    "interrupted while waiting for a " + "polling thread",
+                    "close again",
+                    e);
         }
         if (!locked) {
             throw busy(bound, "a thread reading the channel (processEvents or a wait of a polled channel)");
@@ -530,8 +558,10 @@ public final class CmEventChannel implements AutoCloseable {
     }
 
     private ResourceBusyException busy(Duration bound, String who) {
-        return new ResourceBusyException("rdma_destroy_event_channel", "a callback of this channel has not returned within "
-                + bound + " (" + who + " is still in it); the channel stops dispatching events but is not destroyed yet",
+        return new ResourceBusyException(
+                "rdma_destroy_event_channel",
+                "a callback of this channel has not returned within " + bound + " (" + who
+                        + " is still in it); the channel stops dispatching events but is not destroyed yet",
                 "return from the callbacks (onRequest, onEvent, beforeConnect) and close again");
     }
 

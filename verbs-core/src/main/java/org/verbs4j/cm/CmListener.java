@@ -109,8 +109,8 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
             }
             return;
         }
-        ConnectionRequest r = new ConnectionRequest(channel,
-                new CmEventChannel.IdState(channel.core(), MemorySegment.ofAddress(raw.id())), event, ud);
+        ConnectionRequest r = new ConnectionRequest(
+                channel, new CmEventChannel.IdState(channel.core(), MemorySegment.ofAddress(raw.id())), event, ud);
         r.register();
         Consumer<ConnectionRequest> h = onRequest;
         boolean reject;
@@ -136,13 +136,16 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
 
     /** The next incoming request, waiting up to {@code timeout}; {@link VerbsTimeoutException} when none came. */
     public ConnectionRequest accept(Duration timeout) {
-        return await(timeout, () -> {
-            if (closed) {
-                throw VerbsExceptions.closed("rdma_get_cm_event", "the listener is closed");
-            }
-            return pending.poll();
-        }, () -> new VerbsTimeoutException("rdma_get_cm_event", "no connection request on " + local + " within "
-                + timeout, null));
+        return await(
+                timeout,
+                () -> {
+                    if (closed) {
+                        throw VerbsExceptions.closed("rdma_get_cm_event", "the listener is closed");
+                    }
+                    return pending.poll();
+                },
+                () -> new VerbsTimeoutException(
+                        "rdma_get_cm_event", "no connection request on " + local + " within " + timeout, null));
     }
 
     /** Rejects the requests nobody took, then destroys the listening id. A second call does nothing. */

@@ -29,17 +29,19 @@ import org.verbs4j.natives.generated.rdmacm.sockaddr_storage;
  * parameters of {@code rdma_connect}/{@code rdma_accept}, the copy of an event. Stateless.
  */
 final class CmStructs {
-    private static final java.lang.foreign.ValueLayout.OfShort BE_SHORT = JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final java.lang.foreign.ValueLayout.OfShort BE_SHORT =
+            JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
-    private CmStructs() {
-    }
+    private CmStructs() {}
 
     /** A {@code struct sockaddr_storage} holding {@code a} (IPv4 or IPv6), in {@code arena}. */
     static MemorySegment sockaddr(Arena arena, InetSocketAddress a) {
         MemorySegment s = arena.allocate(sockaddr_storage.layout());
         InetAddress ip = a.getAddress();
         if (ip == null) {
-            throw new org.verbs4j.InvalidRequestException("rdma_resolve_addr", "the address " + a + " is unresolved",
+            throw new org.verbs4j.InvalidRequestException(
+                    "rdma_resolve_addr",
+                    "the address " + a + " is unresolved",
                     "resolve it first (RdmaAddresses.resolve, or InetAddress.getByName)");
         }
         byte[] raw = ip.getAddress();
@@ -118,8 +120,14 @@ final class CmStructs {
     // ---- struct rdma_conn_param ----------------------------------------------------------------
 
     /** A filled {@code struct rdma_conn_param} in {@code arena}. */
-    static MemorySegment connParam(Arena arena, byte[] privateData, int responderResources, int initiatorDepth,
-                                   int retryCount, int rnrRetry, int qpNum) {
+    static MemorySegment connParam(
+            Arena arena,
+            byte[] privateData,
+            int responderResources,
+            int initiatorDepth,
+            int retryCount,
+            int rnrRetry,
+            int qpNum) {
         MemorySegment p = arena.allocate(rdma_conn_param.layout());
         if (privateData != null && privateData.length > 0) {
             MemorySegment data = arena.allocate(privateData.length);
@@ -139,13 +147,18 @@ final class CmStructs {
     // ---- struct rdma_cm_event ----------------------------------------------------------------
 
     /** A Java copy of everything an event says, taken before it is acknowledged. */
-    record Copied(long id, long listenId, int event, int status, byte[] privateData, int responderResources,
-                  int initiatorDepth, UdParams ud) {
-    }
+    record Copied(
+            long id,
+            long listenId,
+            int event,
+            int status,
+            byte[] privateData,
+            int responderResources,
+            int initiatorDepth,
+            UdParams ud) {}
 
     /** The UD parameters of an event ({@code struct rdma_ud_param}: meaningful only for a UD id's ESTABLISHED). */
-    record UdParams(org.verbs4j.AddressVector vector, int qpNumber, int qkey) {
-    }
+    record UdParams(org.verbs4j.AddressVector vector, int qpNumber, int qkey) {}
 
     private static UdParams udParams(MemorySegment ud) {
         MemorySegment ah = rdma_ud_param.ah_attr(ud);
@@ -158,9 +171,17 @@ final class CmStructs {
             hop = Byte.toUnsignedInt(ibv_global_route.hop_limit(grh));
             tclass = Byte.toUnsignedInt(ibv_global_route.traffic_class(grh));
         }
-        return new UdParams(new org.verbs4j.AddressVector(Byte.toUnsignedInt(ibv_ah_attr.port_num(ah)),
-                Short.toUnsignedInt(ibv_ah_attr.dlid(ah)), dgid, sgidIndex, hop, tclass,
-                Byte.toUnsignedInt(ibv_ah_attr.sl(ah))), rdma_ud_param.qp_num(ud), rdma_ud_param.qkey(ud));
+        return new UdParams(
+                new org.verbs4j.AddressVector(
+                        Byte.toUnsignedInt(ibv_ah_attr.port_num(ah)),
+                        Short.toUnsignedInt(ibv_ah_attr.dlid(ah)),
+                        dgid,
+                        sgidIndex,
+                        hop,
+                        tclass,
+                        Byte.toUnsignedInt(ibv_ah_attr.sl(ah))),
+                rdma_ud_param.qp_num(ud),
+                rdma_ud_param.qkey(ud));
     }
 
     /** The Q_Key librdmacm (the kernel's CM) gives a UD id's queue pair: {@code rdma_init_qp_attr} for INIT. */
@@ -184,16 +205,26 @@ final class CmStructs {
         if (pd.address() != 0 && len > 0) {
             data = pd.reinterpret(len).toArray(JAVA_BYTE);
         }
-        return new Copied(rdma_cm_event.id(e).address(), rdma_cm_event.listen_id(e).address(), type,
-                rdma_cm_event.status(e), data, Byte.toUnsignedInt(rdma_conn_param.responder_resources(conn)),
+        return new Copied(
+                rdma_cm_event.id(e).address(),
+                rdma_cm_event.listen_id(e).address(),
+                type,
+                rdma_cm_event.status(e),
+                data,
+                Byte.toUnsignedInt(rdma_conn_param.responder_resources(conn)),
                 Byte.toUnsignedInt(rdma_conn_param.initiator_depth(conn)),
-                type == rdmacm_h.RDMA_CM_EVENT_ESTABLISHED() ? udParams(rdma_cm_event.param.ud(rdma_cm_event.param(e))) : null);
+                type == rdmacm_h.RDMA_CM_EVENT_ESTABLISHED()
+                        ? udParams(rdma_cm_event.param.ud(rdma_cm_event.param(e)))
+                        : null);
     }
 
     // ---- struct ibv_qp_attr from rdma_init_qp_attr ----------------------------------------------
 
-    private static final int MASK_TIMEOUT = 1 << 9, MASK_RETRY_CNT = 1 << 10, MASK_RNR_RETRY = 1 << 11,
-            MASK_MAX_QP_RD_ATOMIC = 1 << 13, MASK_MAX_DEST_RD_ATOMIC = 1 << 17;
+    private static final int MASK_TIMEOUT = 1 << 9,
+            MASK_RETRY_CNT = 1 << 10,
+            MASK_RNR_RETRY = 1 << 11,
+            MASK_MAX_QP_RD_ATOMIC = 1 << 13,
+            MASK_MAX_DEST_RD_ATOMIC = 1 << 17;
 
     /**
      * The attributes of the transition to RTR ({@code rts == false}) or RTS that librdmacm computes
@@ -202,8 +233,8 @@ final class CmStructs {
      * retry counts (librdmacm would take the peer's request, 7 = forever from rping). Returns the
      * attribute mask; {@code attr} is filled.
      */
-    static int transitionAttributes(Arena arena, MemorySegment id, MemorySegment attr, boolean rts, int depth,
-                                    org.verbs4j.ConnectOptions o) {
+    static int transitionAttributes(
+            Arena arena, MemorySegment id, MemorySegment attr, boolean rts, int depth, org.verbs4j.ConnectOptions o) {
         MemorySegment mask = arena.allocate(java.lang.foreign.ValueLayout.JAVA_INT);
         org.verbs4j.natives.generated.ibverbs.ibv_qp_attr.qp_state(attr, rts ? 3 : 2);
         org.verbs4j.natives.LibRdmacm.initQpAttr(id, attr, mask);

@@ -33,6 +33,7 @@ public class ConnectionFailedException extends VerbsException {
 
     /** What failed. */
     private final Reason reason;
+
     private final transient CmEvent event;
     /** What the peer sent with a reject (empty when nothing). */
     private final byte[] peerPrivateData;

@@ -26,6 +26,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
     private final int responderResources, initiatorDepth;
     /** Under lock: accepted, rejected or closed. */
     private boolean handled;
+
     private volatile CmEvent abandoned;
 
     /** A request to a UD listener (RDMA_PS_UDP, a SIDR request): accepting makes a UD connection. */
@@ -114,8 +115,13 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
             }
             c.locked("rdma_accept", () -> {
                 if (abandoned != null) {
-                    throw new ConnectionFailedException(ConnectionFailedException.Reason.PEER_DISCONNECTED, "rdma_accept",
-                            Errno.ECONNRESET, "the peer gave up before the accept: " + abandoned, null, abandoned);
+                    throw new ConnectionFailedException(
+                            ConnectionFailedException.Reason.PEER_DISCONNECTED,
+                            "rdma_accept",
+                            Errno.ECONNRESET,
+                            "the peer gave up before the accept: " + abandoned,
+                            null,
+                            abandoned);
                 }
                 c.acceptNow(privateData, responderResources, initiatorDepth);
             });
@@ -136,7 +142,8 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
             MemorySegment data = MemorySegment.NULL;
             if (privateData != null && privateData.length > 0) {
                 data = a.allocate(privateData.length);
-                MemorySegment.copy(privateData, 0, data, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, privateData.length);
+                MemorySegment.copy(
+                        privateData, 0, data, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, privateData.length);
             }
             LibRdmacm.reject(id, data, privateData == null ? 0 : privateData.length);
         } finally {

@@ -31,8 +31,7 @@ public final class ConnectionSetup {
     Consumer<RdmaConnection> beforeConnect;
 
     /** The defaults above. */
-    public ConnectionSetup() {
-    }
+    public ConnectionSetup() {}
 
     /**
      * Use this protection domain (it must be of the connection's device: see
@@ -118,8 +117,9 @@ public final class ConnectionSetup {
     public ConnectionSetup remoteAccess(Set<Access> access) {
         for (Access a : access) {
             if (a != Access.REMOTE_WRITE && a != Access.REMOTE_READ && a != Access.REMOTE_ATOMIC) {
-                throw new InvalidRequestException("ibv_modify_qp", "a queue pair grants only REMOTE_WRITE, REMOTE_READ, "
-                        + "REMOTE_ATOMIC, not " + a);
+                throw new InvalidRequestException(
+                        "ibv_modify_qp",
+                        "a queue pair grants only REMOTE_WRITE, REMOTE_READ, " + "REMOTE_ATOMIC, not " + a);
             }
         }
         this.remoteAccess = access.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(access);
@@ -182,7 +182,8 @@ public final class ConnectionSetup {
 
     private static Duration timeout(String what, Duration d) {
         if (d.isNegative() || d.isZero() || d.toMillis() > Integer.MAX_VALUE) {
-            throw new InvalidRequestException("rdma_resolve_addr", what + " must be positive and fit in an int of ms: " + d);
+            throw new InvalidRequestException(
+                    "rdma_resolve_addr", what + " must be positive and fit in an int of ms: " + d);
         }
         return d;
     }

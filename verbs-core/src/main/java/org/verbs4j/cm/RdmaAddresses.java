@@ -16,8 +16,7 @@ import org.verbs4j.natives.NativeLibraries;
  * The name service may take its own time: these calls are bounded by the resolver's timeouts.
  */
 public final class RdmaAddresses {
-    private RdmaAddresses() {
-    }
+    private RdmaAddresses() {}
 
     /** The addresses to connect to {@code host} (a name or a numeric address) on {@code port}. */
     public static List<InetSocketAddress> resolve(String host, int port) {
@@ -36,20 +35,28 @@ public final class RdmaAddresses {
         if (!passive && (host == null || host.isEmpty())) {
             throw new InvalidRequestException("rdma_getaddrinfo", "a host to connect to is needed");
         }
-        NativeLibraries.rdmacm().orElseThrow(() -> new DeviceUnavailableException("rdma_getaddrinfo", Errno.ENOENT,
-                NativeLibraries.rdmacmUnavailabilityCause().orElse("librdmacm is not available"), null));
+        NativeLibraries.rdmacm()
+                .orElseThrow(() -> new DeviceUnavailableException(
+                        "rdma_getaddrinfo",
+                        Errno.ENOENT,
+                        NativeLibraries.rdmacmUnavailabilityCause().orElse("librdmacm is not available"),
+                        null));
         try (Arena a = Arena.ofConfined()) {
             MemorySegment node = host == null ? MemorySegment.NULL : a.allocateFrom(host);
             MemorySegment service = a.allocateFrom(Integer.toString(port));
             MemorySegment res = a.allocate(java.lang.foreign.ValueLayout.ADDRESS);
-            LibRdmacm.getAddrInfo(node, service, CmStructs.hints(a, passive, false, LibRdmacm.RDMA_PS_TCP), res,
+            LibRdmacm.getAddrInfo(
+                    node,
+                    service,
+                    CmStructs.hints(a, passive, false, LibRdmacm.RDMA_PS_TCP),
+                    res,
                     (host == null ? "*" : host) + ":" + port);
             MemorySegment list = res.get(java.lang.foreign.ValueLayout.ADDRESS, 0);
             try {
                 List<InetSocketAddress> out = CmStructs.addresses(list, passive);
                 if (out.isEmpty()) {
-                    throw new org.verbs4j.VerbsException("rdma_getaddrinfo", Errno.ENOENT, host + ":" + port
-                            + " resolved to no IP address", null);
+                    throw new org.verbs4j.VerbsException(
+                            "rdma_getaddrinfo", Errno.ENOENT, host + ":" + port + " resolved to no IP address", null);
                 }
                 return List.copyOf(out);
             } finally {

@@ -82,17 +82,24 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private final ConnectionSetup setup;
     /** A UD "connection" over RDMA_PS_UDP (SIDR): a UD queue pair, the peer's QPN/Q_Key and an address handle. */
     private final boolean ud;
+
     private volatile AddressHandle addressHandle;
     private volatile int remoteQpn = -1, remoteQkey, qkey;
 
-    RdmaConnection(CmEventChannel channel, CmEventChannel.IdState id, boolean active, boolean ud, ConnectionSetup setup,
-                   ConnectionState initial) {
+    RdmaConnection(
+            CmEventChannel channel,
+            CmEventChannel.IdState id,
+            boolean active,
+            boolean ud,
+            ConnectionSetup setup,
+            ConnectionState initial) {
         super(channel, id);
         this.ud = ud;
         this.active = active;
         this.setup = setup;
         this.options = setup.options;
-        this.remoteAccess = setup.remoteAccess.isEmpty() ? EnumSet.noneOf(org.verbs4j.Access.class)
+        this.remoteAccess = setup.remoteAccess.isEmpty()
+                ? EnumSet.noneOf(org.verbs4j.Access.class)
                 : EnumSet.copyOf(setup.remoteAccess);
         this.wantResponderResources = setup.responderResources;
         this.wantInitiatorDepth = setup.initiatorDepth;
@@ -103,8 +110,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     // ---- the active side -------------------------------------------------------------------
 
     /** {@link #connect(CmEventChannel, InetSocketAddress, ConnectionSetup, byte[], Duration)} to {@code host:port} ({@code rdma_getaddrinfo}). */
-    public static RdmaConnection connect(CmEventChannel channel, String host, int port, ConnectionSetup setup,
-                                         byte[] privateData, Duration timeout) {
+    public static RdmaConnection connect(
+            CmEventChannel channel,
+            String host,
+            int port,
+            ConnectionSetup setup,
+            byte[] privateData,
+            Duration timeout) {
         return connect(channel, RdmaAddresses.resolve(host, port).get(0), setup, privateData, timeout);
     }
 
@@ -113,14 +125,23 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * InetSocketAddress, byte[], Duration)}; on any failure the connection is closed (nothing
      * stays behind) and the exception thrown.
      */
-    public static RdmaConnection connect(CmEventChannel channel, InetSocketAddress remote, ConnectionSetup setup,
-                                         byte[] privateData, Duration timeout) {
+    public static RdmaConnection connect(
+            CmEventChannel channel,
+            InetSocketAddress remote,
+            ConnectionSetup setup,
+            byte[] privateData,
+            Duration timeout) {
         return createAndConnect(channel, remote, setup, privateData, timeout, false);
     }
 
     /** Creates an active connection (RC or UD) and connects it; on any failure it is closed and the exception thrown. */
-    private static RdmaConnection createAndConnect(CmEventChannel channel, InetSocketAddress remote, ConnectionSetup setup,
-                                                   byte[] privateData, Duration timeout, boolean ud) {
+    private static RdmaConnection createAndConnect(
+            CmEventChannel channel,
+            InetSocketAddress remote,
+            ConnectionSetup setup,
+            byte[] privateData,
+            Duration timeout,
+            boolean ud) {
         RdmaConnection c = create(channel, setup, ud);
         try {
             c.connect(remote, privateData, timeout);
@@ -162,8 +183,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      *
      * @param privateData sent with the request (at most 180 bytes; the peer sees them padded with zeros), or null
      */
-    public static RdmaConnection connectUd(CmEventChannel channel, InetSocketAddress remote, ConnectionSetup setup,
-                                           byte[] privateData, Duration timeout) {
+    public static RdmaConnection connectUd(
+            CmEventChannel channel,
+            InetSocketAddress remote,
+            ConnectionSetup setup,
+            byte[] privateData,
+            Duration timeout) {
         checkPrivateData("rdma_connect", privateData, 180);
         return createAndConnect(channel, remote, setup, privateData, timeout, true);
     }
@@ -190,7 +215,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 throw VerbsExceptions.closed("rdma_connect", "the connection is closed");
             }
             if (state != ConnectionState.IDLE) {
-                throw new InvalidRequestException("rdma_connect", "the connection is " + state + ", not IDLE",
+                throw new InvalidRequestException(
+                        "rdma_connect",
+                        "the connection is " + state + ", not IDLE",
                         "connect a connection once; create another for another attempt");
             }
             state = ConnectionState.RESOLVING_ADDRESS;
@@ -215,8 +242,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         int routeMs = (int) Math.min(setup.routeTimeout.toMillis(), Math.max(1, left(deadline) / 1_000_000L));
         locked("rdma_resolve_route", () -> {
             if (CmStructs.verbs(id).address() == 0) { // librdmacm dereferences the id's device unchecked
-                VerbsException e = VerbsException.create("rdma_resolve_route", Errno.ENODEV,
-                        "the cm id is bound to no RDMA device after its address resolved", null);
+                VerbsException e = VerbsException.create(
+                        "rdma_resolve_route",
+                        Errno.ENODEV,
+                        "the cm id is bound to no RDMA device after its address resolved",
+                        null);
                 failSync(ConnectionFailedException.Reason.ADDRESS_ERROR, e);
                 throw failureException("resolving the route to " + remote + " (" + e.getMessage() + ")");
             }
@@ -247,8 +277,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 int rr = Math.min(wantResponderResources, d.maxQpRdAtom());
                 int depth = Math.min(wantInitiatorDepth, d.maxQpInitRdAtom());
                 state = ConnectionState.CONNECTING;
-                LibRdmacm.connect(id, CmStructs.connParam(a, privateData, rr, depth, options.retryCount(),
-                        options.rnrRetry(), qp.qpNumber()));
+                LibRdmacm.connect(
+                        id,
+                        CmStructs.connParam(
+                                a, privateData, rr, depth, options.retryCount(), options.rnrRetry(), qp.qpNumber()));
             }
         });
         awaitProgress(ConnectionState.CONNECTED, deadline, "connecting to " + remote);
@@ -276,8 +308,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         context = dev.context();
         pd = s.pd != null ? s.pd : dev.pd();
         if (pd.context() != context) {
-            throw new InvalidRequestException("rdma_create_qp", "the protection domain is of another device context than "
-                    + "the connection's (" + context.deviceName() + " as librdmacm opened it)",
+            throw new InvalidRequestException(
+                    "rdma_create_qp",
+                    "the protection domain is of another device context than " + "the connection's ("
+                            + context.deviceName() + " as librdmacm opened it)",
                     "allocate it on CmEventChannel.deviceContext(address), or pass none");
         }
         if (s.sendCq != null) {
@@ -293,19 +327,28 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             ownsCqs = true;
         }
-        QueuePairInit init = QueuePairInit.of(ud ? QueuePairType.UD : QueuePairType.RC, sendCq, recvCq).maxSendWr(s.maxSendWr)
-                .maxRecvWr(s.maxRecvWr).maxSendSge(s.maxSendSge).maxRecvSge(s.maxRecvSge)
-                .maxInlineData(s.maxInlineData).signalAll(s.signalAll);
+        QueuePairInit init = QueuePairInit.of(ud ? QueuePairType.UD : QueuePairType.RC, sendCq, recvCq)
+                .maxSendWr(s.maxSendWr)
+                .maxRecvWr(s.maxRecvWr)
+                .maxSendSge(s.maxSendSge)
+                .maxRecvSge(s.maxRecvSge)
+                .maxInlineData(s.maxInlineData)
+                .signalAll(s.signalAll);
         MemorySegment cmId = id;
         try {
-            qp = CoreAccess.get().createQueuePair(pd, init, (pdHandle, attr) -> {
-                LibRdmacm.createQp(cmId, pdHandle, attr);
-                MemorySegment q = CmStructs.qp(cmId);
-                // the library makes every transition itself: librdmacm must not touch the QP (it
-                // would re-grant its own access flags and take the peer's retry count, 7 from rping)
-                CmStructs.setQp(cmId, MemorySegment.NULL);
-                return q;
-            }, LibIbverbs::destroyQp);
+            qp = CoreAccess.get()
+                    .createQueuePair(
+                            pd,
+                            init,
+                            (pdHandle, attr) -> {
+                                LibRdmacm.createQp(cmId, pdHandle, attr);
+                                MemorySegment q = CmStructs.qp(cmId);
+                                // the library makes every transition itself: librdmacm must not touch the QP (it
+                                // would re-grant its own access flags and take the peer's retry count, 7 from rping)
+                                CmStructs.setQp(cmId, MemorySegment.NULL);
+                                return q;
+                            },
+                            LibIbverbs::destroyQp);
         } catch (RuntimeException e) {
             closeQueues();
             throw e;
@@ -318,7 +361,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             qp.activateUd(CmStructs.portNum(id), qkey, 0);
             return;
         }
-        qp.toInit(CmStructs.portNum(id), remoteAccess); // INIT -> INIT: least privilege, whatever rdma_create_qp granted
+        qp.toInit(
+                CmStructs.portNum(id), remoteAccess); // INIT -> INIT: least privilege, whatever rdma_create_qp granted
     }
 
     /** Under channel.lock: INIT -> RTR -> RTS with librdmacm's path and this library's limits. */
@@ -356,8 +400,16 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
         toReadyToSend(peerResponderResources, peerInitiatorDepth);
         try (Arena a = Arena.ofConfined()) {
-            LibRdmacm.accept(id, CmStructs.connParam(a, privateData, responderResources, initiatorDepth,
-                    options.retryCount(), options.rnrRetry(), qp.qpNumber()));
+            LibRdmacm.accept(
+                    id,
+                    CmStructs.connParam(
+                            a,
+                            privateData,
+                            responderResources,
+                            initiatorDepth,
+                            options.retryCount(),
+                            options.rnrRetry(),
+                            qp.qpNumber()));
         }
     }
 
@@ -372,8 +424,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             case ADDR_ERROR -> fail(ConnectionFailedException.Reason.ADDRESS_ERROR, e);
             case ROUTE_ERROR -> fail(ConnectionFailedException.Reason.ROUTE_ERROR, e);
             case UNREACHABLE -> fail(ConnectionFailedException.Reason.UNREACHABLE, e);
-            case REJECTED -> fail(e.status() == REJ_INVALID_SERVICE_ID
-                    ? ConnectionFailedException.Reason.NO_LISTENER : ConnectionFailedException.Reason.REJECTED, e);
+            case REJECTED ->
+                fail(
+                        e.status() == REJ_INVALID_SERVICE_ID
+                                ? ConnectionFailedException.Reason.NO_LISTENER
+                                : ConnectionFailedException.Reason.REJECTED,
+                        e);
             case CONNECT_ERROR -> fail(ConnectionFailedException.Reason.CONNECT_ERROR, e);
             case CONNECT_RESPONSE -> completeActive(e);
             case ESTABLISHED -> {
@@ -386,8 +442,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             case DISCONNECTED -> peerDisconnected(e);
             case TIMEWAIT_EXIT -> advance(ConnectionState.DISCONNECTED, ConnectionState.TIMEWAIT_EXITED);
             case DEVICE_REMOVAL -> deviceRemoved(e);
-            case null, default -> {
-            }
+            case null, default -> {}
         }
         BiConsumer<RdmaConnection, CmEvent> cb = callback;
         if (cb != null) {
@@ -429,8 +484,17 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /** A call that failed at once: FAILED with {@code reason}, the errno as the status of a made-up event. */
     private void failSync(ConnectionFailedException.Reason reason, VerbsException e) {
-        fail(reason, new CmEvent(reason == ConnectionFailedException.Reason.ADDRESS_ERROR ? CmEventType.ADDR_ERROR
-                : CmEventType.ROUTE_ERROR, e.verb() + " refused at once", -e.errno(), new byte[0], 0, 0));
+        fail(
+                reason,
+                new CmEvent(
+                        reason == ConnectionFailedException.Reason.ADDRESS_ERROR
+                                ? CmEventType.ADDR_ERROR
+                                : CmEventType.ROUTE_ERROR,
+                        e.verb() + " refused at once",
+                        -e.errno(),
+                        new byte[0],
+                        0,
+                        0));
     }
 
     private void completeActive(CmEvent e) {
@@ -449,8 +513,15 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 } catch (RuntimeException ignored) {
                     // the failure below is what counts
                 }
-                fail(ConnectionFailedException.Reason.CONNECT_ERROR, new CmEvent(CmEventType.CONNECT_ERROR,
-                        e.name() + " (then " + x.getMessage() + ")", e.status(), e.privateData(), 0, 0));
+                fail(
+                        ConnectionFailedException.Reason.CONNECT_ERROR,
+                        new CmEvent(
+                                CmEventType.CONNECT_ERROR,
+                                e.name() + " (then " + x.getMessage() + ")",
+                                e.status(),
+                                e.privateData(),
+                                0,
+                                0));
                 return;
             }
         } finally {
@@ -475,8 +546,15 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             try {
                 addressHandle = pd.createAddressHandle(p.vector());
             } catch (RuntimeException x) {
-                fail(ConnectionFailedException.Reason.CONNECT_ERROR, new CmEvent(CmEventType.CONNECT_ERROR,
-                        e.name() + " (then ibv_create_ah: " + x.getMessage() + ")", e.status(), e.privateData(), 0, 0));
+                fail(
+                        ConnectionFailedException.Reason.CONNECT_ERROR,
+                        new CmEvent(
+                                CmEventType.CONNECT_ERROR,
+                                e.name() + " (then ibv_create_ah: " + x.getMessage() + ")",
+                                e.status(),
+                                e.privateData(),
+                                0,
+                                0));
                 return;
             }
             remoteQpn = p.qpNumber();
@@ -569,12 +647,17 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /** Waits for {@code target} (or a failure) until the deadline; throws what stopped it. */
     void awaitProgress(ConnectionState target, long deadline, String doing) {
-        ConnectionState s = await(Duration.ofNanos(Math.max(0, left(deadline))), () -> {
-            ConnectionState now = state;
-            return now.ordinal() >= target.ordinal() || now == ConnectionState.FAILED ? now : null;
-        }, () -> new VerbsTimeoutException(verbFor(target), "no answer within the timeout while " + doing
-                + " (state " + state + (lastEvent != null ? ", last event " + lastEvent : "") + ")",
-                "check that the peer is up and listening, or allow more time (TCG guests are slow)"));
+        ConnectionState s = await(
+                Duration.ofNanos(Math.max(0, left(deadline))),
+                () -> {
+                    ConnectionState now = state;
+                    return now.ordinal() >= target.ordinal() || now == ConnectionState.FAILED ? now : null;
+                },
+                () -> new VerbsTimeoutException(
+                        verbFor(target),
+                        "no answer within the timeout while " + doing + " (state " + state
+                                + (lastEvent != null ? ", last event " + lastEvent : "") + ")",
+                        "check that the peer is up and listening, or allow more time (TCG guests are slow)"));
         if (s == target) {
             return;
         }
@@ -594,7 +677,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     RuntimeException failureException(String doing) {
         ConnectionState s = state;
         if (s == ConnectionState.CLOSED) {
-            return new ResourceClosedException("rdma_connect", "the connection was closed while " + doing,
+            return new ResourceClosedException(
+                    "rdma_connect",
+                    "the connection was closed while " + doing,
                     "do not close a connection another thread is still setting up, or expect this");
         }
         ConnectionFailedException.Reason r = failure;
@@ -603,15 +688,18 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             return new ResourceClosedException("rdma_connect", "the connection ended (" + s + ") while " + doing, null);
         }
         int errno = switch (r) {
-            case ADDRESS_ERROR, ROUTE_ERROR, UNREACHABLE, CONNECT_ERROR -> e != null && e.status() < 0 ? -e.status()
-                    : r == ConnectionFailedException.Reason.UNREACHABLE ? Errno.EHOSTUNREACH : Errno.EIO;
+            case ADDRESS_ERROR, ROUTE_ERROR, UNREACHABLE, CONNECT_ERROR ->
+                e != null && e.status() < 0
+                        ? -e.status()
+                        : r == ConnectionFailedException.Reason.UNREACHABLE ? Errno.EHOSTUNREACH : Errno.EIO;
             case NO_LISTENER, REJECTED -> Errno.ECONNREFUSED;
             case PEER_DISCONNECTED -> Errno.ECONNRESET;
             case DEVICE_REMOVAL -> Errno.ENODEV;
         };
         String hint = switch (r) {
-            case ADDRESS_ERROR -> "the address is not reachable through an RDMA device (check the address, the route, "
-                    + "and that the peer's interface has an RDMA device)";
+            case ADDRESS_ERROR ->
+                "the address is not reachable through an RDMA device (check the address, the route, "
+                        + "and that the peer's interface has an RDMA device)";
             case ROUTE_ERROR -> "no path to the peer: check the subnet and the RDMA link";
             case UNREACHABLE -> "the peer did not answer: is it up, and does its RDMA device work?";
             case NO_LISTENER -> "nobody listens on that port at the peer";
@@ -620,8 +708,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             case PEER_DISCONNECTED -> "the peer disconnected before the connection was established";
             case DEVICE_REMOVAL -> "the RDMA device was removed";
         };
-        return new ConnectionFailedException(r, verbFor(ConnectionState.CONNECTED), errno, r + " while " + doing
-                + (e != null ? ": " + e : ""), hint, e);
+        return new ConnectionFailedException(
+                r,
+                verbFor(ConnectionState.CONNECTED),
+                errno,
+                r + " while " + doing + (e != null ? ": " + e : ""),
+                hint,
+                e);
     }
 
     /**
@@ -630,12 +723,21 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * {@link VerbsTimeoutException}.
      */
     public ConnectionState awaitState(Set<ConnectionState> states, Duration timeout) {
-        return await(timeout, () -> {
-            ConnectionState s = state;
-            return states.contains(s) || s == ConnectionState.FAILED || s == ConnectionState.DEVICE_REMOVED
-                    || s == ConnectionState.CLOSED ? s : null;
-        }, () -> new VerbsTimeoutException("rdma_get_cm_event", "the connection stayed " + state + " for " + timeout
-                + " (waited for " + states + ")", null));
+        return await(
+                timeout,
+                () -> {
+                    ConnectionState s = state;
+                    return states.contains(s)
+                                    || s == ConnectionState.FAILED
+                                    || s == ConnectionState.DEVICE_REMOVED
+                                    || s == ConnectionState.CLOSED
+                            ? s
+                            : null;
+                },
+                () -> new VerbsTimeoutException(
+                        "rdma_get_cm_event",
+                        "the connection stayed " + state + " for " + timeout + " (waited for " + states + ")",
+                        null));
     }
 
     /** Waits up to {@code timeout} for the connection to go down (disconnected by either side, failed, removed, closed); false on timeout. */
@@ -837,7 +939,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 try {
                     qp.close();
                 } catch (VerbsException x) {
-                    LOG.warn("verbs4j: closing a connection's queue pair failed ({}); it stays open until closed",
+                    LOG.warn(
+                            "verbs4j: closing a connection's queue pair failed ({}); it stays open until closed",
                             x.getMessage());
                 }
             }
@@ -880,8 +983,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     static void checkPrivateData(String verb, byte[] data, int max) {
         if (data != null && data.length > max) {
-            throw new InvalidRequestException(verb, "private data of " + data.length + " bytes; at most " + max
-                    + " fit in this message", "send less, or send the rest once connected");
+            throw new InvalidRequestException(
+                    verb,
+                    "private data of " + data.length + " bytes; at most " + max + " fit in this message",
+                    "send less, or send the rest once connected");
         }
     }
 

@@ -4,8 +4,7 @@ import org.verbs4j.ResourceClosedException;
 
 /** The exceptions the connection manager makes more than once. Stateless. */
 final class VerbsExceptions {
-    private VerbsExceptions() {
-    }
+    private VerbsExceptions() {}
 
     static ResourceClosedException closed(String verb, String detail) {
         return new ResourceClosedException(verb, detail, null);

@@ -20,8 +20,7 @@ public abstract class CoreAccess {
     private static volatile CoreAccess instance;
 
     /** For the one implementation in org.verbs4j. */
-    protected CoreAccess() {
-    }
+    protected CoreAccess() {}
 
     /** Called once by the implementation's class initialiser. */
     public static void install(CoreAccess access) {
@@ -56,9 +55,11 @@ public abstract class CoreAccess {
      * A queue pair of {@code pd} created by {@code create(pdHandle, initAttr)} and destroyed by
      * {@code destroy(qpHandle)} (also by the leak cleaner: it must capture nothing that holds the QP).
      */
-    public abstract QueuePair createQueuePair(ProtectionDomain pd, QueuePairInit init,
-                                              BiFunction<MemorySegment, MemorySegment, MemorySegment> create,
-                                              Consumer<MemorySegment> destroy);
+    public abstract QueuePair createQueuePair(
+            ProtectionDomain pd,
+            QueuePairInit init,
+            BiFunction<MemorySegment, MemorySegment, MemorySegment> create,
+            Consumer<MemorySegment> destroy);
 
     /** One {@code ibv_modify_qp} of {@code qp} to {@code to} with {@code attr}/{@code mask} (the state bit is added). */
     public abstract void modify(QueuePair qp, MemorySegment attr, int mask, QueuePairState to);

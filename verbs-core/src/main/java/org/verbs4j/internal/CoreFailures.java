@@ -11,8 +11,7 @@ import org.verbs4j.natives.VerbsFailure;
  */
 public final class CoreFailures implements FailureFactory {
     /** For {@link java.util.ServiceLoader}. */
-    public CoreFailures() {
-    }
+    public CoreFailures() {}
 
     @Override
     public RuntimeException create(String verb, int errno, String detail, String hint) {
@@ -25,6 +24,5 @@ public final class CoreFailures implements FailureFactory {
     }
 
     /** A {@link VerbsException} as the native layer sees it. */
-    private record Described(String verb, int errno, String hint) implements VerbsFailure {
-    }
+    private record Described(String verb, int errno, String hint) implements VerbsFailure {}
 }

@@ -22,11 +22,11 @@ import org.slf4j.LoggerFactory;
 import org.verbs4j.Access;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.MemoryRegion;
+import org.verbs4j.ProtectionDomain;
 import org.verbs4j.ResourceBusyException;
 import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsException;
 import org.verbs4j.natives.Errno;
-import org.verbs4j.ProtectionDomain;
 
 /**
  * A pool of registered buffers: its memory is allocated and registered ONCE, in one protection
@@ -124,9 +124,11 @@ public final class BufferPool implements AutoCloseable {
      * is one CAS on the whole word, so a release succeeds only for the generation it names.
      */
     static final long FREE = 0, LEASED = 1, LEAKED = 2, STATE_BITS = 3;
+
     private static final long LEASE_STEP = 4 + LEASED;
     /** The longest a waiting lease parks before it looks again (a release wakes it sooner). */
     private static final long MAX_PARK_NANOS = 1_000_000L;
+
     static final VarHandle STATES = MethodHandles.arrayElementVarHandle(long[].class);
 
     final String name;
@@ -136,14 +138,17 @@ public final class BufferPool implements AutoCloseable {
     final long[] states;
     /** Tokens: {@code generation << slotBits | slot}; {@code 2^slotBits > capacity}, so -1 is never one. */
     final int slotBits;
+
     final long slotMask;
     /** Each lease gets its own PooledBuffer (allocates; stale references are caught). */
     private final boolean strict;
+
     private final ExhaustionPolicy exhaustion;
     /** Null when thread caches are off. */
     private final ThreadCaches caches;
     /** Null without leak tracking. */
     private final LeakTracker leaks;
+
     private final List<MemoryRegion> regions;
     final PoolResources resources;
     private final Cleaner.Cleanable cleanable;
@@ -181,19 +186,31 @@ public final class BufferPool implements AutoCloseable {
         }
         this.leaks = tracking ? new LeakTracker(name, classes, states, slotBits, total, b.leakSites) : null;
 
-        PoolMemory memory = PoolMemory.allocate(b.allocator, registrar, b.pd, b.access, b.singleRegion, classes,
-                this::makeSlots);
+        PoolMemory memory =
+                PoolMemory.allocate(b.allocator, registrar, b.pd, b.access, b.singleRegion, classes, this::makeSlots);
         this.regions = memory.regions;
         this.registrations = regions.size();
-        this.resources = new PoolResources(name, memory.views, regions, memory.allocations, states, STATE_SHIFT,
-                new Throwable("pool '" + name + "' built here"), b.releaseObserver);
+        this.resources = new PoolResources(
+                name,
+                memory.views,
+                regions,
+                memory.allocations,
+                states,
+                STATE_SHIFT,
+                new Throwable("pool '" + name + "' built here"),
+                b.releaseObserver);
         this.cleanable = CLEANER.register(this, resources);
         for (RegionAllocator.Allocation a : memory.allocations) {
             a.revoke = resources::arenaClosed;
         }
         this.caches = b.threadCacheSize == 0 ? null : new ThreadCaches(classes, b.threadCacheSize);
-        LOG.debug("verbs4j pool '{}': {} buffers in {} size class(es), {} registration(s), memory: {}", name, total, n,
-                registrations, allocatorDescription);
+        LOG.debug(
+                "verbs4j pool '{}': {} buffers in {} size class(es), {} registration(s), memory: {}",
+                name,
+                total,
+                n,
+                registrations,
+                allocatorDescription);
     }
 
     private void makeSlots(SizeClass k, MemoryRegion mr, MemorySegment view, long offset) {
@@ -290,8 +307,10 @@ public final class BufferPool implements AutoCloseable {
                 return classes[i];
             }
         }
-        throw new InvalidRequestException("BufferPool", "no size class of pool '" + name + "' holds " + size
-                + " bytes (the largest is " + s[s.length - 1] + "): add a larger sizeClass to the builder");
+        throw new InvalidRequestException(
+                "BufferPool",
+                "no size class of pool '" + name + "' holds " + size + " bytes (the largest is " + s[s.length - 1]
+                        + "): add a larger sizeClass to the builder");
     }
 
     private ThreadCache cache(SizeClass k) {
@@ -329,8 +348,12 @@ public final class BufferPool implements AutoCloseable {
         // word (stale releases and leak detection only CAS from LEASED), so one atomic add leases it
         long s = (long) STATES.getAndAdd(states, at, LEASE_STEP);
         if ((s & STATE_BITS) != FREE) {
-            throw new VerbsException("BufferPool.lease", Errno.EIO, "verbs4j pool '" + name + "' is corrupt: free slot " + slot
-                    + " was not free (state " + (s & STATE_BITS) + ")", "report it: this is a verbs4j bug");
+            throw new VerbsException(
+                    "BufferPool.lease",
+                    Errno.EIO,
+                    "verbs4j pool '" + name + "' is corrupt: free slot " + slot + " was not free (state "
+                            + (s & STATE_BITS) + ")",
+                    "report it: this is a verbs4j bug");
         }
         if (!resources.isOpen()) {
             STATES.setVolatile(states, at, s);
@@ -386,8 +409,10 @@ public final class BufferPool implements AutoCloseable {
                 }
                 if (Thread.interrupted()) {
                     me.interrupt();
-                    throw new PoolExhaustedException("interrupted while waiting for a " + k.size
-                            + "-byte buffer of pool '" + name + "'", k.size, k.count);
+                    throw new PoolExhaustedException(
+                            "interrupted while waiting for a " + k.size + "-byte buffer of pool '" + name + "'",
+                            k.size,
+                            k.count);
                 }
                 LockSupport.parkNanos(this, Math.min(left, MAX_PARK_NANOS));
             }
@@ -397,11 +422,14 @@ public final class BufferPool implements AutoCloseable {
     }
 
     private PoolExhaustedException exhausted(SizeClass k, int size, long waitedNanos) {
-        return new PoolExhaustedException("pool '" + name + "' has no free buffer for " + size + " bytes: all "
-                + k.count + " buffers of the " + k.size + "-byte class are leased"
-                + (waitedNanos > 0 ? " and none was released within " + Duration.ofNanos(waitedNanos) : "")
-                + "; release buffers sooner, give the class more buffers (sizeClass(" + k.size + ", n)), "
-                + "or wait longer (ExhaustionPolicy.await)", k.size, k.count);
+        return new PoolExhaustedException(
+                "pool '" + name + "' has no free buffer for " + size + " bytes: all "
+                        + k.count + " buffers of the " + k.size + "-byte class are leased"
+                        + (waitedNanos > 0 ? " and none was released within " + Duration.ofNanos(waitedNanos) : "")
+                        + "; release buffers sooner, give the class more buffers (sizeClass(" + k.size + ", n)), "
+                        + "or wait longer (ExhaustionPolicy.await)",
+                k.size,
+                k.count);
     }
 
     // ---- tokens --------------------------------------------------------------------------------
@@ -465,8 +493,10 @@ public final class BufferPool implements AutoCloseable {
      */
     public void release(PooledBuffer buffer) {
         if (buffer.pool != this) {
-            throw new InvalidRequestException("BufferPool", buffer + " belongs to pool '" + buffer.pool.name
-                    + "', not to pool '" + name + "': release it to the pool that leased it (buffer.release())");
+            throw new InvalidRequestException(
+                    "BufferPool",
+                    buffer + " belongs to pool '" + buffer.pool.name + "', not to pool '" + name
+                            + "': release it to the pool that leased it (buffer.release())");
         }
         if (buffer.leaseToken != NO_TOKEN) {
             release(buffer.leaseToken);
@@ -597,9 +627,15 @@ public final class BufferPool implements AutoCloseable {
             }
             per.add(new PoolMetrics.SizeClassMetrics(k.size, k.count, leased, lost));
         }
-        return new PoolMetrics(hits + counters.sharedLeases.sum(), counters.cacheMisses.sum(),
-                counters.exhaustions.sum(), counters.bytesInUse(), counters.highWater(), registrations,
-                leaked(), List.copyOf(per));
+        return new PoolMetrics(
+                hits + counters.sharedLeases.sum(),
+                counters.cacheMisses.sum(),
+                counters.exhaustions.sum(),
+                counters.bytesInUse(),
+                counters.highWater(),
+                registrations,
+                leaked(),
+                List.copyOf(per));
     }
 
     /** The memory registrations this pool performed (all while it was built). */
@@ -661,7 +697,8 @@ public final class BufferPool implements AutoCloseable {
     public void close() {
         int was = resources.beginClose();
         if (was == PoolResources.CLOSING) {
-            throw new ResourceBusyException("BufferPool.close", "pool '" + name + "' is being closed by another thread", "close it once");
+            throw new ResourceBusyException(
+                    "BufferPool.close", "pool '" + name + "' is being closed by another thread", "close it once");
         }
         if (was == PoolResources.CLOSED) {
             throw closedException("close");
@@ -680,10 +717,15 @@ public final class BufferPool implements AutoCloseable {
         }
         if (!open.isEmpty()) {
             resources.abortClose();
-            VerbsException e = new ResourceBusyException("BufferPool.close", "pool '" + name + "' still has " + open.size()
-                    + " leased buffer(s) (ids " + ids(open) + "): release them (after their work requests completed) "
-                    + "before closing the pool" + (leaks != null && leaks.sites() ? "; the first one's lease site is the cause"
-                    : "; run with -D" + LEAK_SITES_PROPERTY + "=true to see where they were leased"));
+            VerbsException e = new ResourceBusyException(
+                    "BufferPool.close",
+                    "pool '" + name + "' still has " + open.size()
+                            + " leased buffer(s) (ids " + ids(open)
+                            + "): release them (after their work requests completed) "
+                            + "before closing the pool"
+                            + (leaks != null && leaks.sites()
+                                    ? "; the first one's lease site is the cause"
+                                    : "; run with -D" + LEAK_SITES_PROPERTY + "=true to see where they were leased"));
             if (open.getFirst().site() != null) {
                 e.initCause(open.getFirst().site());
             }
@@ -715,12 +757,15 @@ public final class BufferPool implements AutoCloseable {
 
     VerbsException closedException(String what) {
         if (resources.state == PoolResources.CLOSING) {
-            return new ResourceClosedException("BufferPool." + what, "pool '" + name + "' is being closed: a lease racing "
-                    + "with close() fails; lease after the close was refused, or from a new pool");
+            return new ResourceClosedException(
+                    "BufferPool." + what,
+                    "pool '" + name + "' is being closed: a lease racing "
+                            + "with close() fails; lease after the close was refused, or from a new pool");
         }
         String by = resources.closedBy;
-        return new ResourceClosedException("BufferPool." + what, "pool '" + name + "' is closed" + (by == null ? "" : ": " + by)
-                + "; create a new pool");
+        return new ResourceClosedException(
+                "BufferPool." + what,
+                "pool '" + name + "' is closed" + (by == null ? "" : ": " + by) + "; create a new pool");
     }
 
     @Override
@@ -755,8 +800,8 @@ public final class BufferPool implements AutoCloseable {
         /** Adds a size class of {@code buffers} buffers of {@code bufferSize} bytes each. */
         public Builder sizeClass(int bufferSize, int buffers) {
             if (bufferSize <= 0 || buffers <= 0) {
-                throw new InvalidRequestException("BufferPool", "a size class needs a positive size and count: " + bufferSize
-                        + " x " + buffers);
+                throw new InvalidRequestException(
+                        "BufferPool", "a size class needs a positive size and count: " + bufferSize + " x " + buffers);
             }
             if (classes.containsKey(bufferSize)) {
                 throw new InvalidRequestException("BufferPool", "size class " + bufferSize + " given twice");
@@ -849,11 +894,13 @@ public final class BufferPool implements AutoCloseable {
         /** Allocates and registers the regions (the pool's only registrations) and makes the buffers. */
         public BufferPool build() {
             if (classes.isEmpty()) {
-                throw new InvalidRequestException("BufferPool.build", "no size class", "add at least one sizeClass(bufferSize, buffers)");
+                throw new InvalidRequestException(
+                        "BufferPool.build", "no size class", "add at least one sizeClass(bufferSize, buffers)");
             }
             if ((access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_ATOMIC))
                     && !access.contains(Access.LOCAL_WRITE)) {
-                throw new InvalidRequestException("BufferPool", "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE: add Access.LOCAL_WRITE");
+                throw new InvalidRequestException(
+                        "BufferPool", "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE: add Access.LOCAL_WRITE");
             }
             long total = 0;
             for (Map.Entry<Integer, Integer> e : classes.entrySet()) {

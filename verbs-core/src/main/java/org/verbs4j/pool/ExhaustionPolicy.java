@@ -25,7 +25,8 @@ public final class ExhaustionPolicy {
     public static ExhaustionPolicy await(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
         if (timeout.isNegative()) {
-            throw new org.verbs4j.InvalidRequestException("ExhaustionPolicy", "the timeout must not be negative: " + timeout);
+            throw new org.verbs4j.InvalidRequestException(
+                    "ExhaustionPolicy", "the timeout must not be negative: " + timeout);
         }
         long n = timeout.compareTo(Duration.ofNanos(Long.MAX_VALUE / 2)) > 0 ? Long.MAX_VALUE / 2 : timeout.toNanos();
         return n == 0 ? FAIL_FAST : new ExhaustionPolicy(n);

@@ -28,6 +28,7 @@ final class FreeStack {
     }
 
     private final int[] next;
+
     @SuppressWarnings("unused") // through HEAD
     private volatile long head;
 

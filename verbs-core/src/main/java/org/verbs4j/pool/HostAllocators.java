@@ -5,8 +5,7 @@ import java.lang.foreign.MemorySegment;
 
 /** The plain host allocators of {@link RegionAllocator}. Stateless; any thread. */
 final class HostAllocators {
-    private HostAllocators() {
-    }
+    private HostAllocators() {}
 
     static final RegionAllocator SHARED = new RegionAllocator() {
         @Override
@@ -47,13 +46,17 @@ final class HostAllocators {
         @Override
         public Allocation allocate(long byteSize, long alignment) {
             if (!arena.scope().isAlive()) {
-                throw new org.verbs4j.ResourceClosedException("BufferPool.build", "the arena for the pool's memory is already closed",
+                throw new org.verbs4j.ResourceClosedException(
+                        "BufferPool.build",
+                        "the arena for the pool's memory is already closed",
                         "pass an open arena to RegionAllocator.of(arena)");
             }
             Arena own = Arena.ofShared();
             Allocation a;
             try {
-                a = new Allocation(own.allocate(byteSize, alignment), "host (pool-owned, bounded by the caller's arena)",
+                a = new Allocation(
+                        own.allocate(byteSize, alignment),
+                        "host (pool-owned, bounded by the caller's arena)",
                         own::close);
             } catch (RuntimeException | OutOfMemoryError e) {
                 own.close();

@@ -23,8 +23,12 @@ final class HugePageAllocator implements RegionAllocator {
     static final long HUGE_PAGE = 2L << 20;
 
     private static final Logger LOG = LoggerFactory.getLogger(HugePageAllocator.class);
-    private static final int PROT_READ = 1, PROT_WRITE = 2, MAP_PRIVATE = 2, MAP_ANONYMOUS = 0x20,
-            MAP_HUGETLB = 0x40000, MADV_HUGEPAGE = 14;
+    private static final int PROT_READ = 1,
+            PROT_WRITE = 2,
+            MAP_PRIVATE = 2,
+            MAP_ANONYMOUS = 0x20,
+            MAP_HUGETLB = 0x40000,
+            MADV_HUGEPAGE = 14;
     private static final long MAP_FAILED = -1L;
     private static final AtomicBoolean FALLBACK_LOGGED = new AtomicBoolean();
 
@@ -34,7 +38,8 @@ final class HugePageAllocator implements RegionAllocator {
     /** {@code int munmap(void *, size_t)}; the pointer travels as a {@code long}. */
     static final FunctionDescriptor MUNMAP_DESCRIPTOR = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG);
     /** {@code int madvise(void *, size_t, int)}; the pointer travels as a {@code long}. */
-    static final FunctionDescriptor MADVISE_DESCRIPTOR = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT);
+    static final FunctionDescriptor MADVISE_DESCRIPTOR =
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT);
 
     private static final class Calls {
         static final MethodHandle MMAP, MUNMAP, MADVISE;
@@ -42,15 +47,14 @@ final class HugePageAllocator implements RegionAllocator {
         static {
             org.verbs4j.natives.NativeAccess.grantedAtStart(); // sampled before this class's restricted calls
             Linker linker = Linker.nativeLinker();
-            MMAP = linker.downcallHandle(linker.defaultLookup().findOrThrow("mmap"), MMAP_DESCRIPTOR,
-                    Errno.CAPTURE_OPTION);
+            MMAP = linker.downcallHandle(
+                    linker.defaultLookup().findOrThrow("mmap"), MMAP_DESCRIPTOR, Errno.CAPTURE_OPTION);
             MUNMAP = linker.downcallHandle(linker.defaultLookup().findOrThrow("munmap"), MUNMAP_DESCRIPTOR);
             MADVISE = linker.downcallHandle(linker.defaultLookup().findOrThrow("madvise"), MADVISE_DESCRIPTOR);
         }
     }
 
-    private HugePageAllocator() {
-    }
+    private HugePageAllocator() {}
 
     @Override
     public Allocation allocate(long byteSize, long alignment) {
@@ -61,8 +65,8 @@ final class HugePageAllocator implements RegionAllocator {
         } else {
             try {
                 MemorySegment cap = Errno.captureSegment();
-                long addr = (long) Calls.MMAP.invokeExact(cap, 0L, len, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0L);
+                long addr = (long) Calls.MMAP.invokeExact(
+                        cap, 0L, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0L);
                 if (addr != MAP_FAILED) {
                     Arena arena = Arena.ofShared();
                     MemorySegment seg = MemorySegment.ofAddress(addr).reinterpret(len, arena, s -> munmap(addr, len));
@@ -70,8 +74,9 @@ final class HugePageAllocator implements RegionAllocator {
                 }
                 int e = Errno.captured(cap);
                 why = "mmap(MAP_HUGETLB) of " + len + " bytes failed: " + Errno.name(e)
-                        + (e == Errno.ENOMEM ? " (no free huge pages: reserve some with "
-                        + "'echo N > /proc/sys/vm/nr_hugepages')" : "");
+                        + (e == Errno.ENOMEM
+                                ? " (no free huge pages: reserve some with " + "'echo N > /proc/sys/vm/nr_hugepages')"
+                                : "");
             } catch (Throwable t) {
                 why = "mmap is not callable: " + t;
             }

@@ -102,19 +102,31 @@ final class LeakTracker {
         for (Reference<? extends PooledBuffer> r; (r = queue.poll()) != null; ) {
             LeaseRef lr = (LeaseRef) r;
             int slot = lr.slot;
-            if (BufferPool.STATES.compareAndSet(states, slot << BufferPool.STATE_SHIFT, lr.leasedState,
+            if (BufferPool.STATES.compareAndSet(
+                    states,
+                    slot << BufferPool.STATE_SHIFT,
+                    lr.leasedState,
                     lr.leasedState - BufferPool.LEASED + BufferPool.LEAKED)) {
                 found++;
                 leaked.incrementAndGet();
                 Throwable site = sites ? leaseSites[slot] : null;
                 int size = sizeOfSlot(slot);
                 if (site != null) {
-                    LOG.warn("verbs4j pool leak: buffer #{} ({} B) of pool '{}' was never released and is unreachable; "
-                            + "its slot is quarantined", slot, size, name, site);
+                    LOG.warn(
+                            "verbs4j pool leak: buffer #{} ({} B) of pool '{}' was never released and is unreachable; "
+                                    + "its slot is quarantined",
+                            slot,
+                            size,
+                            name,
+                            site);
                 } else {
-                    LOG.warn("verbs4j pool leak: buffer #{} ({} B) of pool '{}' was never released and is unreachable; "
-                            + "its slot is quarantined (run with -D{}=true to see where it was leased)", slot, size,
-                            name, BufferPool.LEAK_SITES_PROPERTY);
+                    LOG.warn(
+                            "verbs4j pool leak: buffer #{} ({} B) of pool '{}' was never released and is unreachable; "
+                                    + "its slot is quarantined (run with -D{}=true to see where it was leased)",
+                            slot,
+                            size,
+                            name,
+                            BufferPool.LEAK_SITES_PROPERTY);
                 }
             }
         }

@@ -10,5 +10,4 @@ package org.verbs4j.pool;
  *                   tracking on); its slot is quarantined and never leased again
  * @param site       where it was leased, when {@code -Dverbs4j.pool.leakSites=true} (else null)
  */
-public record LeaseInfo(int bufferSize, int slot, boolean leaked, Throwable site) {
-}
+public record LeaseInfo(int bufferSize, int slot, boolean leaked, Throwable site) {}

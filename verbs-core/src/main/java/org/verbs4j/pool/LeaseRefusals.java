@@ -21,15 +21,16 @@ final class LeaseRefusals {
     /** How far behind a token's generation may be to be called stale rather than foreign. */
     private static final long STALE_WINDOW = 1L << 40;
 
-    private LeaseRefusals() {
-    }
+    private LeaseRefusals() {}
 
     /** The exception for a token that names no current lease of {@code pool}. */
     static RuntimeException refused(BufferPool pool, long token, String what) {
         String name = pool.name;
         if (token == NO_TOKEN) {
-            return new InvalidRequestException("BufferPool", what + ": NO_TOKEN is not a lease (tryLeaseToken found the class "
-                    + "empty): check for it before using the token");
+            return new InvalidRequestException(
+                    "BufferPool",
+                    what + ": NO_TOKEN is not a lease (tryLeaseToken found the class "
+                            + "empty): check for it before using the token");
         }
         if (pool.resources.state == PoolResources.CLOSED) {
             return pool.closedException(what + " of lease token 0x" + Long.toHexString(token)
@@ -46,26 +47,34 @@ final class LeaseRefusals {
         String closed = pool.resources.isOpen() ? "" : " (pool '" + name + "' is being closed)";
         if (ahead == 0) {
             if ((s & STATE_BITS) == LEAKED) {
-                return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' was found leaked and its "
-                        + "slot quarantined" + closed, slot);
+                return new StaleLeaseException(
+                        what + ": " + lease + " of pool '" + name + "' was found leaked and its " + "slot quarantined"
+                                + closed,
+                        slot);
             }
-            return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' was released twice "
-                    + "(it had already ended)" + closed + ": release each lease exactly once and drop the token afterwards",
+            return new StaleLeaseException(
+                    what + ": " + lease + " of pool '" + name + "' was released twice " + "(it had already ended)"
+                            + closed + ": release each lease exactly once and drop the token afterwards",
                     slot);
         }
         if (ahead < STALE_WINDOW) {
-            return new StaleLeaseException(what + ": " + lease + " of pool '" + name + "' is stale: it was released "
-                    + "and the buffer was leased " + ahead + " more time(s) since (it is " + stateName(s) + " now)"
-                    + closed + "; using it would act on someone else's lease. Release each lease exactly once, "
-                    + "after its last use, and drop the token afterwards", slot);
+            return new StaleLeaseException(
+                    what + ": " + lease + " of pool '" + name + "' is stale: it was released "
+                            + "and the buffer was leased " + ahead + " more time(s) since (it is " + stateName(s)
+                            + " now)"
+                            + closed + "; using it would act on someone else's lease. Release each lease exactly once, "
+                            + "after its last use, and drop the token afterwards",
+                    slot);
         }
         return foreign(name, token, what);
     }
 
     private static VerbsException foreign(String name, long token, String what) {
-        return new InvalidRequestException("BufferPool", what + ": lease token 0x" + Long.toHexString(token)
-                + " was not issued by pool '" + name + "' (another pool's, or not a token): "
-                + "release it to the pool that leased it");
+        return new InvalidRequestException(
+                "BufferPool",
+                what + ": lease token 0x" + Long.toHexString(token)
+                        + " was not issued by pool '" + name + "' (another pool's, or not a token): "
+                        + "release it to the pool that leased it");
     }
 
     /** The exception for a use of the shared flyweight of a slot that is not leased ({@code s}: its state word). */
@@ -74,12 +83,15 @@ final class LeaseRefusals {
             return pool.closedException(what + " of " + b + " (no buffer is leased once a pool is closed)");
         }
         if ((s & STATE_BITS) == LEAKED) {
-            return new StaleLeaseException(what + ": " + b + " of pool '" + pool.name + "' was found leaked and its slot "
-                    + "quarantined", b.slot);
+            return new StaleLeaseException(
+                    what + ": " + b + " of pool '" + pool.name + "' was found leaked and its slot " + "quarantined",
+                    b.slot);
         }
-        return new StaleLeaseException(what + ": " + b + " of pool '" + pool.name + "' is not leased: it was released "
-                + "twice (or is used after its release); release each lease exactly once and drop the reference "
-                + "afterwards", b.slot);
+        return new StaleLeaseException(
+                what + ": " + b + " of pool '" + pool.name + "' is not leased: it was released "
+                        + "twice (or is used after its release); release each lease exactly once and drop the reference "
+                        + "afterwards",
+                b.slot);
     }
 
     private static String stateName(long s) {

@@ -25,8 +25,10 @@ final class PoolCounters {
     final LongAdder cacheMisses = new LongAdder();
     final LongAdder sharedLeases = new LongAdder();
     final LongAdder exhaustions = new LongAdder();
+
     @SuppressWarnings("unused") // through BYTES_IN_USE
     private volatile long bytesInUse;
+
     @SuppressWarnings("unused") // through HIGH_WATER
     private volatile long highWater;
 

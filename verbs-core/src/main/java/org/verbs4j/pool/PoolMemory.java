@@ -38,8 +38,14 @@ final class PoolMemory {
         this.allocations = List.copyOf(allocations);
     }
 
-    static PoolMemory allocate(RegionAllocator allocator, Registrar registrar, ProtectionDomain pd, Set<Access> access,
-                               boolean singleRegion, SizeClass[] classes, Slots slots) {
+    static PoolMemory allocate(
+            RegionAllocator allocator,
+            Registrar registrar,
+            ProtectionDomain pd,
+            Set<Access> access,
+            boolean singleRegion,
+            SizeClass[] classes,
+            Slots slots) {
         // regs.get(i) registers allocs.get(i)
         List<MemoryRegion> regs = new ArrayList<>();
         List<RegionAllocator.Allocation> allocs = new ArrayList<>();
@@ -97,15 +103,20 @@ final class PoolMemory {
         return MemorySegment.ofAddress(a.address()).reinterpret(a.byteSize(), views, null);
     }
 
-    private static MemoryRegion register(Registrar registrar, ProtectionDomain pd, RegionAllocator.Allocation a,
-                                         Set<Access> access) {
-        MemoryRegion mr = a.hostAccessible() ? registrar.register(pd, a.segment(), access)
+    private static MemoryRegion register(
+            Registrar registrar, ProtectionDomain pd, RegionAllocator.Allocation a, Set<Access> access) {
+        MemoryRegion mr = a.hostAccessible()
+                ? registrar.register(pd, a.segment(), access)
                 : registrar.registerDevice(pd, a.address(), a.byteSize(), access);
-        if (mr == null || mr.address() != a.address() || mr.length() < a.byteSize()
+        if (mr == null
+                || mr.address() != a.address()
+                || mr.length() < a.byteSize()
                 || mr.isHostAccessible() != a.hostAccessible()) {
-            VerbsException e = new InvalidRequestException("Registrar.register", "the registrar returned " + mr
-                    + ", which does not cover the allocated " + (a.hostAccessible() ? "host" : "device")
-                    + " region of " + a.byteSize() + " bytes at 0x" + Long.toHexString(a.address()));
+            VerbsException e = new InvalidRequestException(
+                    "Registrar.register",
+                    "the registrar returned " + mr
+                            + ", which does not cover the allocated " + (a.hostAccessible() ? "host" : "device")
+                            + " region of " + a.byteSize() + " bytes at 0x" + Long.toHexString(a.address()));
             if (mr != null) {
                 mr.close();
             }

@@ -18,8 +18,15 @@ import java.util.List;
  * @param leaked             buffers found unreachable without a release (leak tracking on)
  * @param sizeClasses        per size class: size, buffers, leased now, leaked
  */
-public record PoolMetrics(long leases, long cacheMisses, long exhaustions, long bytesInUse, long highWaterMarkBytes,
-                          long registrations, long leaked, List<SizeClassMetrics> sizeClasses) {
+public record PoolMetrics(
+        long leases,
+        long cacheMisses,
+        long exhaustions,
+        long bytesInUse,
+        long highWaterMarkBytes,
+        long registrations,
+        long leaked,
+        List<SizeClassMetrics> sizeClasses) {
 
     /** Thread-cache misses plus exhaustions. */
     public long misses() {
@@ -27,6 +34,5 @@ public record PoolMetrics(long leases, long cacheMisses, long exhaustions, long 
     }
 
     /** One size class of the snapshot. */
-    public record SizeClassMetrics(int bufferSize, int buffers, int leased, int leaked) {
-    }
+    public record SizeClassMetrics(int bufferSize, int buffers, int leased, int leaked) {}
 }

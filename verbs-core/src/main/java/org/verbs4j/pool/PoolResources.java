@@ -44,9 +44,11 @@ final class PoolResources implements Runnable {
     final Arena views;
     /** regions.get(i) registers allocations.get(i). */
     private final List<MemoryRegion> regions;
+
     private final List<RegionAllocator.Allocation> allocations;
     /** The pool's slot state words (to count leases in a leak report); not the pool. */
     private final long[] states;
+
     private final int stateShift;
     private final Throwable buildSite;
     private final Consumer<String> observer;
@@ -55,8 +57,15 @@ final class PoolResources implements Runnable {
     /** Why the pool is closed, for messages. */
     volatile String closedBy;
 
-    PoolResources(String name, Arena views, List<MemoryRegion> regions, List<RegionAllocator.Allocation> allocations,
-                  long[] states, int stateShift, Throwable buildSite, Consumer<String> observer) {
+    PoolResources(
+            String name,
+            Arena views,
+            List<MemoryRegion> regions,
+            List<RegionAllocator.Allocation> allocations,
+            long[] states,
+            int stateShift,
+            Throwable buildSite,
+            Consumer<String> observer) {
         this.name = name;
         this.views = views;
         this.regions = regions;
@@ -88,10 +97,14 @@ final class PoolResources implements Runnable {
             return;
         }
         int leased = countLeased();
-        LOG.warn("verbs4j pool leak: pool '{}' was never closed{}; deregistering its {} region(s) and then freeing "
-                + "their memory from the cleaner (close pools explicitly, with try-with-resources, after their "
-                + "work completed)", name, leased == 0 ? "" : " (with " + leased + " buffer(s) still leased)",
-                regions.size(), buildSite);
+        LOG.warn(
+                "verbs4j pool leak: pool '{}' was never closed{}; deregistering its {} region(s) and then freeing "
+                        + "their memory from the cleaner (close pools explicitly, with try-with-resources, after their "
+                        + "work completed)",
+                name,
+                leased == 0 ? "" : " (with " + leased + " buffer(s) still leased)",
+                regions.size(),
+                buildSite);
         endLeases();
         release("it was dropped without close() and reclaimed by the cleaner", false);
     }
@@ -103,9 +116,12 @@ final class PoolResources implements Runnable {
         }
         int leased = countLeased();
         if (leased > 0) {
-            LOG.warn("verbs4j pool '{}': the arena its memory is bounded by was closed with {} buffer(s) still "
-                    + "leased; deregistering and freeing it now: those leases are dead (close the pool before "
-                    + "its arena)", name, leased);
+            LOG.warn(
+                    "verbs4j pool '{}': the arena its memory is bounded by was closed with {} buffer(s) still "
+                            + "leased; deregistering and freeing it now: those leases are dead (close the pool before "
+                            + "its arena)",
+                    name,
+                    leased);
         } else {
             LOG.debug("verbs4j pool '{}': its arena was closed; deregistering and freeing its memory", name);
         }
@@ -172,12 +188,19 @@ final class PoolResources implements Runnable {
         } catch (IllegalStateException e) {
             if (mayRefuse) {
                 abortClose();
-                throw new org.verbs4j.VerbsException("BufferPool.close", org.verbs4j.natives.Errno.EBUSY, "pool '" + name + "' cannot close: a native call is using a buffer's "
-                        + "memory (" + e.getMessage() + ")", "close it after that call returned", e);
+                throw new org.verbs4j.VerbsException(
+                        "BufferPool.close",
+                        org.verbs4j.natives.Errno.EBUSY,
+                        "pool '" + name + "' cannot close: a native call is using a buffer's " + "memory ("
+                                + e.getMessage() + ")",
+                        "close it after that call returned",
+                        e);
             }
             viewsClosed = false;
-            LOG.warn("verbs4j pool '{}': a native call is using a buffer's memory; deregistering it but not "
-                    + "freeing it (leaked)", name);
+            LOG.warn(
+                    "verbs4j pool '{}': a native call is using a buffer's memory; deregistering it but not "
+                            + "freeing it (leaked)",
+                    name);
         }
         closedBy = why;
         RuntimeException failure = null;
@@ -187,8 +210,11 @@ final class PoolResources implements Runnable {
             if (!region.isOpen()) { // someone closed it through pool.regions(): deregistered already
                 deregistered[r] = true;
                 observe("region " + r + " was already deregistered");
-                LOG.warn("verbs4j pool '{}': region {} was closed by someone else (pool.regions() are the pool's: "
-                        + "do not close them)", name, r);
+                LOG.warn(
+                        "verbs4j pool '{}': region {} was closed by someone else (pool.regions() are the pool's: "
+                                + "do not close them)",
+                        name,
+                        r);
                 continue;
             }
             try {
@@ -216,8 +242,11 @@ final class PoolResources implements Runnable {
                 }
             } else {
                 observe("kept allocation " + a);
-                LOG.warn("verbs4j pool '{}': region {} is not freed (it may still be registered or in use): "
-                        + "its memory is leaked rather than freed under the device", name, a);
+                LOG.warn(
+                        "verbs4j pool '{}': region {} is not freed (it may still be registered or in use): "
+                                + "its memory is leaked rather than freed under the device",
+                        name,
+                        a);
             }
         }
         STATE.setVolatile(this, CLOSED);

@@ -3,8 +3,8 @@ package org.verbs4j.pool;
 import org.verbs4j.ReceiveWorkRequests;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.Verbs;
-import org.verbs4j.natives.Errno;
 import org.verbs4j.VerbsException;
+import org.verbs4j.natives.Errno;
 
 /**
  * One-call SGEs and RDMA targets from {@link PooledBuffer}s, on top of
@@ -16,8 +16,7 @@ import org.verbs4j.VerbsException;
  * request chain calls them.
  */
 public final class PoolWorkRequests {
-    private PoolWorkRequests() {
-    }
+    private PoolWorkRequests() {}
 
     /** Adds {@code [0, length)} of {@code buffer} as an SGE of the current send work request. */
     public static SendWorkRequests sge(SendWorkRequests wrs, PooledBuffer buffer, int length) {
@@ -62,7 +61,10 @@ public final class PoolWorkRequests {
     private static PooledBuffer checkToken(String verb, BufferPool pool, long token) {
         if (Verbs.CHECKED && !pool.isCurrent(token)) {
             RuntimeException why = pool.refused(token, verb);
-            throw VerbsException.create(verb, Errno.EINVAL, why.getMessage(),
+            throw VerbsException.create(
+                    verb,
+                    Errno.EINVAL,
+                    why.getMessage(),
                     "post only buffers you hold a lease on, and release them after their completion");
         }
         return pool.slotBuffer(token);
@@ -79,16 +81,22 @@ public final class PoolWorkRequests {
     }
 
     private static VerbsException notLeased(String verb, PooledBuffer buffer) {
-        return VerbsException.create(verb, Errno.EINVAL, buffer + " is not leased (it was released, or never leased): "
-                + buffer.useRefused(verb).getMessage(),
+        return VerbsException.create(
+                verb,
+                Errno.EINVAL,
+                buffer + " is not leased (it was released, or never leased): "
+                        + buffer.useRefused(verb).getMessage(),
                 "post only buffers you hold a lease on, and release them after their completion");
     }
 
     private static void check(String verb, PooledBuffer buffer, int length) {
         if (Verbs.CHECKED) {
             if (length < 0 || length > buffer.capacity()) {
-                throw VerbsException.create(verb, Errno.EINVAL, "SGE length " + Integer.toUnsignedString(length)
-                        + " exceeds the pooled buffer's " + buffer.capacity() + " bytes (it would run into the next buffer)",
+                throw VerbsException.create(
+                        verb,
+                        Errno.EINVAL,
+                        "SGE length " + Integer.toUnsignedString(length) + " exceeds the pooled buffer's "
+                                + buffer.capacity() + " bytes (it would run into the next buffer)",
                         "lease a buffer of at least the length you post");
             }
             if (!buffer.isLeased()) {

@@ -35,6 +35,7 @@ public final class PooledBuffer implements AutoCloseable {
     final int local;
     /** The lease this object is of (strict leases), or {@link BufferPool#NO_TOKEN} for the shared flyweight. */
     final long leaseToken;
+
     private final MemorySegment segment;
     private final MemoryRegion region;
     private final long offset;
@@ -44,8 +45,14 @@ public final class PooledBuffer implements AutoCloseable {
     private final int lkey;
     private final int rkey;
 
-    PooledBuffer(BufferPool pool, SizeClass sizeClass, int slot, int local, MemoryRegion region,
-                 MemorySegment view, long offset) {
+    PooledBuffer(
+            BufferPool pool,
+            SizeClass sizeClass,
+            int slot,
+            int local,
+            MemoryRegion region,
+            MemorySegment view,
+            long offset) {
         this.pool = pool;
         this.sizeClass = sizeClass;
         this.slot = slot;
@@ -93,9 +100,10 @@ public final class PooledBuffer implements AutoCloseable {
             throw useRefused("segment()");
         }
         if (!region.isHostAccessible()) {
-            throw new org.verbs4j.InvalidRequestException("PooledBuffer.segment", "the pool's buffers are device (GPU) "
-                    + "memory, which the CPU cannot read or write", "copy through the device's API at address() "
-                    + "(e.g. GpuMemory.copyFromHost in verbs-gpudirect)");
+            throw new org.verbs4j.InvalidRequestException(
+                    "PooledBuffer.segment",
+                    "the pool's buffers are device (GPU) " + "memory, which the CPU cannot read or write",
+                    "copy through the device's API at address() " + "(e.g. GpuMemory.copyFromHost in verbs-gpudirect)");
         }
         return segment;
     }

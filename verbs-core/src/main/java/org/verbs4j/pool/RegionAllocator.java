@@ -84,7 +84,7 @@ public interface RegionAllocator {
      * later calls do nothing). Owned by the pool that asked for it.
      */
     final class Allocation implements AutoCloseable {
-        private final MemorySegment segment;   // null for device memory
+        private final MemorySegment segment; // null for device memory
         private final long address;
         private final long byteSize;
         private final String description;
@@ -143,8 +143,8 @@ public interface RegionAllocator {
          */
         public MemorySegment segment() {
             if (segment == null) {
-                throw new IllegalStateException("device memory at 0x" + Long.toHexString(address)
-                        + " has no host view (" + description + ")");
+                throw new IllegalStateException(
+                        "device memory at 0x" + Long.toHexString(address) + " has no host view (" + description + ")");
             }
             return segment;
         }

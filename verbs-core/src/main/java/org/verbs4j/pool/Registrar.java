@@ -33,8 +33,10 @@ public interface Registrar {
      * @return an open region without a host view whose {@link MemoryRegion#address()} is {@code address}
      */
     default MemoryRegion registerDevice(ProtectionDomain pd, long address, long byteSize, Set<Access> access) {
-        throw new org.verbs4j.InvalidRequestException("Registrar.registerDevice", "this registrar registers host memory "
-                + "only, and the allocator gave device memory at 0x" + Long.toHexString(address),
+        throw new org.verbs4j.InvalidRequestException(
+                "Registrar.registerDevice",
+                "this registrar registers host memory " + "only, and the allocator gave device memory at 0x"
+                        + Long.toHexString(address),
                 "use the device allocator's own registrar (RegionAllocator.registrar())");
     }
 
@@ -44,8 +46,8 @@ public interface Registrar {
      * deregistered the region, which is what the registration of closeable arena memory requires.
      */
     static Registrar ibvRegMr() {
-        return (pd, memory, access) -> pd.register(MemorySegment.ofAddress(memory.address()).reinterpret(memory.byteSize()),
-                access);
+        return (pd, memory, access) ->
+                pd.register(MemorySegment.ofAddress(memory.address()).reinterpret(memory.byteSize()), access);
     }
 
     /** How a device-memory module registers {@code byteSize} bytes of device memory at {@code address}. */
@@ -72,8 +74,10 @@ public interface Registrar {
         return new Registrar() {
             @Override
             public MemoryRegion register(ProtectionDomain pd, MemorySegment memory, Set<Access> access) {
-                throw new org.verbs4j.InvalidRequestException("Registrar.register", "this registrar registers device "
-                        + "memory only, and the allocator gave host memory", "use Registrar.ibvRegMr() for host memory");
+                throw new org.verbs4j.InvalidRequestException(
+                        "Registrar.register",
+                        "this registrar registers device " + "memory only, and the allocator gave host memory",
+                        "use Registrar.ibvRegMr() for host memory");
             }
 
             @Override

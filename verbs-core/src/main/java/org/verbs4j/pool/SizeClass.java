@@ -28,8 +28,10 @@ final class SizeClass {
     final FreeStack shared;
     /** Every live thread's cache of this class (replaced under the pool's {@link ThreadCaches} lock). */
     volatile ThreadCache[] caches = NO_CACHES;
+
     @SuppressWarnings("unused") // through WAITING
     private volatile int waiting;
+
     private final ConcurrentLinkedQueue<Thread> waiters = new ConcurrentLinkedQueue<>();
 
     SizeClass(int index, int size, int count, int base) {

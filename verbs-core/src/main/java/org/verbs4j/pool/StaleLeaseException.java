@@ -17,8 +17,11 @@ public final class StaleLeaseException extends org.verbs4j.ResourceClosedExcepti
     private final int bufferId;
 
     StaleLeaseException(String message, int bufferId) {
-        super("BufferPool.release", message, "release each lease exactly once, after its last use; carry its token to catch "
-                + "stale use everywhere");
+        super(
+                "BufferPool.release",
+                message,
+                "release each lease exactly once, after its last use; carry its token to catch "
+                        + "stale use everywhere");
         this.bufferId = bufferId;
     }
 

@@ -28,9 +28,11 @@ final class ThreadCache {
     }
 
     private final int[] slots;
-    private int top;               // owner only
-    @SuppressWarnings("unused")   // through HITS: written by the owner, read by metrics
+    private int top; // owner only
+
+    @SuppressWarnings("unused") // through HITS: written by the owner, read by metrics
     private long hits;
+
     final WeakReference<Thread> owner;
 
     ThreadCache(int capacity, Thread owner) {

@@ -39,7 +39,8 @@ class CloseGuestTest {
             int port = CmTestSupport.port();
             try (CmListener silent = CmListener.bind(ch, address(port), 4)) {
                 // closed by another thread while resolving / connecting: the connect throws at once
-                for (ConnectionState at : new ConnectionState[] {ConnectionState.RESOLVING_ADDRESS, ConnectionState.CONNECTING}) {
+                for (ConnectionState at :
+                        new ConnectionState[] {ConnectionState.RESOLVING_ADDRESS, ConnectionState.CONNECTING}) {
                     RdmaConnection c = RdmaConnection.create(ch, new ConnectionSetup());
                     CompletableFuture<Throwable> f = CompletableFuture.supplyAsync(() -> {
                         try {
@@ -58,7 +59,8 @@ class CloseGuestTest {
                     c.close();
                     c.close();
                     Throwable t = f.get(10, TimeUnit.SECONDS);
-                    System.out.printf("CloseGuestTest: closed in %s (aiming at %s); the connect returned after %.1f ms: %s%n",
+                    System.out.printf(
+                            "CloseGuestTest: closed in %s (aiming at %s); the connect returned after %.1f ms: %s%n",
                             seen, at, (System.nanoTime() - t0) / 1e6, t);
                     assertTrue(t instanceof ResourceClosedException, "the connect ended with " + t);
                     assertEquals(ConnectionState.CLOSED, c.state());
@@ -69,12 +71,12 @@ class CloseGuestTest {
             // connected, then disconnected, each closed twice; the QP closed by the user first
             int port2 = CmTestSupport.port();
             try (CmListener l = CmListener.bind(ch, address(port2), 4)) {
-                CompletableFuture<RdmaConnection> s = CompletableFuture.supplyAsync(() ->
-                        l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
+                CompletableFuture<RdmaConnection> s =
+                        CompletableFuture.supplyAsync(() -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
                 RdmaConnection a = RdmaConnection.connect(ch, address(port2), new ConnectionSetup(), null, WAIT);
                 RdmaConnection b = s.get(30, TimeUnit.SECONDS);
-                CompletableFuture<RdmaConnection> s2 = CompletableFuture.supplyAsync(() ->
-                        l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
+                CompletableFuture<RdmaConnection> s2 =
+                        CompletableFuture.supplyAsync(() -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
                 RdmaConnection a2 = RdmaConnection.connect(ch, address(port2), new ConnectionSetup(), null, WAIT);
                 RdmaConnection b2 = s2.get(30, TimeUnit.SECONDS);
                 assertEquals(ConnectionState.CONNECTED, a.state());
@@ -123,14 +125,16 @@ class CloseGuestTest {
     @Test
     void aPolledChannelIsDrivenByItsWaiters() throws Exception {
         Map<String, Integer> before = CmTestSupport.leakCounts();
-        try (CmEventChannel server = CmEventChannel.open(); CmEventChannel client = CmEventChannel.openPolled()) {
+        try (CmEventChannel server = CmEventChannel.open();
+                CmEventChannel client = CmEventChannel.openPolled()) {
             assertTrue(client.fd() >= 0);
             int port = CmTestSupport.port();
             try (CmListener l = CmListener.bind(server, address(port), 4)) {
-                CompletableFuture<RdmaConnection> s = CompletableFuture.supplyAsync(() ->
-                        l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
-                try (RdmaConnection c = RdmaConnection.connect(client, address(port), new ConnectionSetup(), null, WAIT);
-                     RdmaConnection p = s.get(30, TimeUnit.SECONDS)) {
+                CompletableFuture<RdmaConnection> s =
+                        CompletableFuture.supplyAsync(() -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
+                try (RdmaConnection c =
+                                RdmaConnection.connect(client, address(port), new ConnectionSetup(), null, WAIT);
+                        RdmaConnection p = s.get(30, TimeUnit.SECONDS)) {
                     assertEquals(ConnectionState.CONNECTED, c.state());
                     p.disconnect();
                     // the client learns of it only by processing its channel
@@ -139,7 +143,8 @@ class CloseGuestTest {
                         client.processEvents(Duration.ofMillis(100));
                     }
                     assertEquals(ConnectionState.DISCONNECTED, c.state());
-                    assertTrue(EnumSet.of(ConnectionState.DISCONNECTED, ConnectionState.TIMEWAIT_EXITED).contains(p.state()));
+                    assertTrue(EnumSet.of(ConnectionState.DISCONNECTED, ConnectionState.TIMEWAIT_EXITED)
+                            .contains(p.state()));
                 }
             }
         }

@@ -17,31 +17,32 @@ import org.verbs4j.WorkCompletions;
  * process, {@code client} in another.
  */
 final class CmExample {
-    private CmExample() {
-    }
+    private CmExample() {}
 
     static void server() {
         try (CmEventChannel ch = CmEventChannel.open();
-             CmListener listener = CmListener.bind(ch, new InetSocketAddress("10.0.0.1", 7471), 8);
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
+                CmListener listener = CmListener.bind(ch, new InetSocketAddress("10.0.0.1", 7471), 8);
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             ConnectionRequest request = listener.accept(Duration.ofSeconds(60));
             AtomicReference<MemoryRegion> region = new AtomicReference<>();
-            byte[] advert = new byte[12];                                  // filled once the region exists
+            byte[] advert = new byte[12]; // filled once the region exists
             ConnectionSetup setup = new ConnectionSetup()
-                    .remoteAccess(EnumSet.of(Access.REMOTE_READ))          // least privilege: only what is needed
-                    .beforeConnect(c -> {                                  // the QP exists; the accept has not gone out
-                        MemoryRegion mr = c.protectionDomain().allocateMemoryRegion(4096, Access.LOCAL_WRITE,
-                                Access.REMOTE_READ);
-                        region.set(mr);
-                        mr.segment().setString(2048, "the server's memory");
-                        c.queuePair().postRecv(recvs.clear().add(1).sge(mr, 0, 256));   // before the client can send
-                        ByteBuffer.wrap(advert).putLong(mr.address()).putInt(mr.rkey());
-                    });
+                    .remoteAccess(EnumSet.of(Access.REMOTE_READ)) // least privilege: only what is needed
+                    .beforeConnect(
+                            c -> { // the QP exists; the accept has not gone out
+                                MemoryRegion mr = c.protectionDomain()
+                                        .allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_READ);
+                                region.set(mr);
+                                mr.segment().setString(2048, "the server's memory");
+                                c.queuePair()
+                                        .postRecv(recvs.clear().add(1).sge(mr, 0, 256)); // before the client can send
+                                ByteBuffer.wrap(advert).putLong(mr.address()).putInt(mr.rkey());
+                            });
             try (RdmaConnection c = request.accept(setup, advert, Duration.ofSeconds(20))) {
-                c.receiveCompletionQueue().poll(wcs, 1, Duration.ofSeconds(20));          // the client's message
+                c.receiveCompletionQueue().poll(wcs, 1, Duration.ofSeconds(20)); // the client's message
                 System.out.println(region.get().segment().getString(0));
-                c.awaitDisconnect(Duration.ofSeconds(60));                                // the client is done
+                c.awaitDisconnect(Duration.ofSeconds(60)); // the client is done
             } finally {
                 region.get().close();
             }
@@ -50,20 +51,24 @@ final class CmExample {
 
     static void client() {
         try (CmEventChannel ch = CmEventChannel.open();
-             SendWorkRequests wrs = new SendWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(4);
-             RdmaConnection c = RdmaConnection.connect(ch, "10.0.0.1", 7471, new ConnectionSetup(), null,
-                     Duration.ofSeconds(20));
-             MemoryRegion mr = c.protectionDomain().allocateMemoryRegion(4096, Access.LOCAL_WRITE)) {
+                SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(4);
+                RdmaConnection c = RdmaConnection.connect(
+                        ch, "10.0.0.1", 7471, new ConnectionSetup(), null, Duration.ofSeconds(20));
+                MemoryRegion mr = c.protectionDomain().allocateMemoryRegion(4096, Access.LOCAL_WRITE)) {
             ByteBuffer advert = ByteBuffer.wrap(c.peerPrivateData());
             long remote = advert.getLong();
             int rkey = advert.getInt();
             mr.segment().setString(0, "hello over RDMA");
-            c.queuePair().postSend(wrs.clear().send(1).sge(mr, 0, 16).signaled());         // a message
+            c.queuePair().postSend(wrs.clear().send(1).sge(mr, 0, 16).signaled()); // a message
             c.sendCompletionQueue().poll(wcs, 1, Duration.ofSeconds(20));
-            c.queuePair().postSend(wrs.clear().read(2, remote + 2048, rkey).sge(mr, 1024, 20).signaled()); // a remote read
+            c.queuePair()
+                    .postSend(wrs.clear()
+                            .read(2, remote + 2048, rkey)
+                            .sge(mr, 1024, 20)
+                            .signaled()); // a remote read
             c.sendCompletionQueue().poll(wcs, 1, Duration.ofSeconds(20));
-            System.out.println(mr.segment().getString(1024));                              // "the server's memory"
+            System.out.println(mr.segment().getString(1024)); // "the server's memory"
             c.disconnect();
         }
     }

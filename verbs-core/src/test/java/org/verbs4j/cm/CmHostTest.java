@@ -64,8 +64,12 @@ class CmHostTest {
         assertNull(CmEventType.of(99));
         assertFalse(ConnectionState.CONNECTED.isDown());
         assertFalse(ConnectionState.IDLE.isDown());
-        for (ConnectionState s : EnumSet.of(ConnectionState.DISCONNECTED, ConnectionState.TIMEWAIT_EXITED,
-                ConnectionState.FAILED, ConnectionState.DEVICE_REMOVED, ConnectionState.CLOSED)) {
+        for (ConnectionState s : EnumSet.of(
+                ConnectionState.DISCONNECTED,
+                ConnectionState.TIMEWAIT_EXITED,
+                ConnectionState.FAILED,
+                ConnectionState.DEVICE_REMOVED,
+                ConnectionState.CLOSED)) {
             assertTrue(s.isDown(), s.toString());
         }
     }
@@ -78,13 +82,17 @@ class CmHostTest {
         assertArrayEquals(new byte[] {1, 2, 3}, e.privateData());
         e.privateData()[1] = 9;
         assertArrayEquals(new byte[] {1, 2, 3}, e.privateData());
-        ConnectionFailedException f = new ConnectionFailedException(ConnectionFailedException.Reason.REJECTED, "rdma_connect",
-                111, "rejected", null, e);
+        ConnectionFailedException f = new ConnectionFailedException(
+                ConnectionFailedException.Reason.REJECTED, "rdma_connect", 111, "rejected", null, e);
         assertEquals(28, f.status());
         assertArrayEquals(new byte[] {1, 2, 3}, f.peerPrivateData());
         assertEquals("rdma_connect", f.verb());
-        assertEquals(0, new ConnectionFailedException(ConnectionFailedException.Reason.UNREACHABLE, "rdma_connect", 113,
-                null, null, null).peerPrivateData().length);
+        assertEquals(
+                0,
+                new ConnectionFailedException(
+                                ConnectionFailedException.Reason.UNREACHABLE, "rdma_connect", 113, null, null, null)
+                        .peerPrivateData()
+                        .length);
     }
 
     @Test
@@ -96,7 +104,8 @@ class CmHostTest {
 
     private static void assumeNoRdmaCm() {
         assumeTrue(NativeLibraries.rdmacm().isPresent(), "librdmacm is not installed here");
-        assumeTrue(!Files.exists(Path.of("/dev/infiniband/rdma_cm")), "this machine has RDMA: the guest tier covers it");
+        assumeTrue(
+                !Files.exists(Path.of("/dev/infiniband/rdma_cm")), "this machine has RDMA: the guest tier covers it");
     }
 
     @Test
@@ -110,7 +119,8 @@ class CmHostTest {
     @Test
     void withoutRdmaGetaddrinfoOfABadNameIsRefusedNamingTheFunction() {
         assumeNoRdmaCm();
-        VerbsException e = assertThrows(VerbsException.class, () -> RdmaAddresses.resolve("no-such-host.invalid", 7471));
+        VerbsException e =
+                assertThrows(VerbsException.class, () -> RdmaAddresses.resolve("no-such-host.invalid", 7471));
         assertEquals("rdma_getaddrinfo", e.verb());
         assertTrue(e.getMessage().contains("no-such-host.invalid"), e.getMessage());
     }

@@ -20,10 +20,10 @@ import org.verbs4j.testing.RdmaTestSupport;
 /** Helpers of the connection-manager guest tests: the guest's address, fresh ports, {@code rdma res show}, bounded polls. */
 final class CmTestSupport {
     static final Duration WAIT = Duration.ofSeconds(20);
-    private static final AtomicInteger PORT = new AtomicInteger(20_000 + (int) (ProcessHandle.current().pid() % 20_000));
+    private static final AtomicInteger PORT =
+            new AtomicInteger(20_000 + (int) (ProcessHandle.current().pid() % 20_000));
 
-    private CmTestSupport() {
-    }
+    private CmTestSupport() {}
 
     static InetAddress ip() {
         try {
@@ -53,8 +53,9 @@ final class CmTestSupport {
      * librdmacm's header, an accept 196, a reject 148): the receiver sees what was sent, then zeros.
      */
     static void assertPrivateData(byte[] sent, byte[] received) {
-        org.junit.jupiter.api.Assertions.assertTrue(received.length >= sent.length, "received " + received.length
-                + " bytes of private data, sent " + sent.length);
+        org.junit.jupiter.api.Assertions.assertTrue(
+                received.length >= sent.length,
+                "received " + received.length + " bytes of private data, sent " + sent.length);
         org.junit.jupiter.api.Assertions.assertArrayEquals(sent, java.util.Arrays.copyOf(received, sent.length));
         for (int i = sent.length; i < received.length; i++) {
             assertEquals(0, received[i], "padding byte " + i);

@@ -48,15 +48,18 @@ class ConnectionGuestTest {
         final WorkCompletions wcs = new WorkCompletions(16);
 
         ConnectionSetup setup(long firstWrId, int receives) {
-            return new ConnectionSetup().remoteAccess(EnumSet.of(Access.REMOTE_WRITE)).beforeConnect(c -> {
-                MemoryRegion m = c.protectionDomain().allocateMemoryRegion(SIZE, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
-                mr.set(m);
-                recvs.clear();
-                for (int i = 0; i < receives; i++) {
-                    recvs.add(firstWrId + i).sge(m, 256L * i, 256);
-                }
-                c.queuePair().postRecv(recvs);
-            });
+            return new ConnectionSetup()
+                    .remoteAccess(EnumSet.of(Access.REMOTE_WRITE))
+                    .beforeConnect(c -> {
+                        MemoryRegion m = c.protectionDomain()
+                                .allocateMemoryRegion(SIZE, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+                        mr.set(m);
+                        recvs.clear();
+                        for (int i = 0; i < receives; i++) {
+                            recvs.add(firstWrId + i).sge(m, 256L * i, 256);
+                        }
+                        c.queuePair().postRecv(recvs);
+                    });
         }
 
         void close() {
@@ -89,7 +92,8 @@ class ConnectionGuestTest {
             long t0 = System.nanoTime();
             client = RdmaConnection.connect(ch, address(port), cs.setup(200, 3), bytes("hello from the client"), WAIT);
             srv = accepted.get(60, TimeUnit.SECONDS);
-            System.out.printf("ConnectionGuestTest: connect+accept in one JVM %.1f ms%n", (System.nanoTime() - t0) / 1e6);
+            System.out.printf(
+                    "ConnectionGuestTest: connect+accept in one JVM %.1f ms%n", (System.nanoTime() - t0) / 1e6);
             assertEquals(ConnectionState.CONNECTED, client.state());
             assertEquals(ConnectionState.CONNECTED, srv.state());
             CmTestSupport.assertPrivateData(bytes("welcome"), client.peerPrivateData());
@@ -124,14 +128,19 @@ class ConnectionGuestTest {
             client.onEvent((c, e) -> events.add(e.name()));
             long d0 = System.nanoTime();
             client.disconnect();
-            assertTrue(srv.awaitDisconnect(Duration.ofSeconds(10)), "the server saw no disconnect within 10 s: " + srv.state());
-            System.out.printf("ConnectionGuestTest: the peer saw the disconnect after %.1f ms%n", (System.nanoTime() - d0) / 1e6);
+            assertTrue(
+                    srv.awaitDisconnect(Duration.ofSeconds(10)),
+                    "the server saw no disconnect within 10 s: " + srv.state());
+            System.out.printf(
+                    "ConnectionGuestTest: the peer saw the disconnect after %.1f ms%n", (System.nanoTime() - d0) / 1e6);
             assertFlushed(srv, ss, Set.of(101L, 102L, 103L));
             assertFlushed(client, cs, Set.of(201L, 202L));
             // the transport's time-wait ends: a state change to wait for, and a callback
-            assertEquals(ConnectionState.TIMEWAIT_EXITED, client.awaitState(EnumSet.of(ConnectionState.TIMEWAIT_EXITED),
-                    Duration.ofSeconds(20)));
-            System.out.printf("ConnectionGuestTest: time-wait exit %.1f ms after the disconnect; callbacks: %s%n",
+            assertEquals(
+                    ConnectionState.TIMEWAIT_EXITED,
+                    client.awaitState(EnumSet.of(ConnectionState.TIMEWAIT_EXITED), Duration.ofSeconds(20)));
+            System.out.printf(
+                    "ConnectionGuestTest: time-wait exit %.1f ms after the disconnect; callbacks: %s%n",
                     (System.nanoTime() - d0) / 1e6, events);
             // the state changes before the callback runs on the event thread: give the callback its turn
             long until = System.nanoTime() + 5_000_000_000L;
@@ -174,14 +183,18 @@ class ConnectionGuestTest {
         assertEquals(CompletionStatus.SUCCESS, s.wcs.status(0), s.wcs.statusText(0));
         assertEquals(wrId, s.wcs.wrId(0));
         assertEquals(text.length(), s.wcs.byteLength(0));
-        byte[] got = s.mr.get().segment().asSlice(256L * (wrId % 100), text.length()).toArray(ValueLayout.JAVA_BYTE);
+        byte[] got =
+                s.mr.get().segment().asSlice(256L * (wrId % 100), text.length()).toArray(ValueLayout.JAVA_BYTE);
         assertEquals(text, new String(got, java.nio.charset.StandardCharsets.UTF_8));
     }
 
     /** Writes 1 KiB of {@code value} from [SIZE-2048, SIZE-1024) of this side into [SIZE-1024, SIZE) of the other's. */
     private static void write(RdmaConnection c, Side s, MemoryRegion remote, byte value, long wrId) {
         s.mr.get().segment().asSlice(SIZE - 2048, 1024).fill(value);
-        s.sends.clear().write(wrId, remote.address() + SIZE - 1024, remote.rkey()).sge(s.mr.get(), SIZE - 2048, 1024)
+        s.sends
+                .clear()
+                .write(wrId, remote.address() + SIZE - 1024, remote.rkey())
+                .sge(s.mr.get(), SIZE - 2048, 1024)
                 .signaled();
         c.queuePair().postSend(s.sends);
         poll(c.sendCompletionQueue(), s.wcs, 1);
@@ -199,7 +212,10 @@ class ConnectionGuestTest {
         poll(c.receiveCompletionQueue(), s.wcs, wrIds.size());
         Set<Long> seen = new HashSet<>();
         for (int i = 0; i < wrIds.size(); i++) {
-            assertEquals(CompletionStatus.WR_FLUSH_ERR, s.wcs.status(i), "receive " + s.wcs.wrId(i) + ": " + s.wcs.statusText(i));
+            assertEquals(
+                    CompletionStatus.WR_FLUSH_ERR,
+                    s.wcs.status(i),
+                    "receive " + s.wcs.wrId(i) + ": " + s.wcs.statusText(i));
             assertTrue(seen.add(s.wcs.wrId(i)), "wr_id " + s.wcs.wrId(i) + " completed twice");
         }
         assertEquals(wrIds, seen);

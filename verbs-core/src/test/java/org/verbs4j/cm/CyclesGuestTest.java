@@ -46,20 +46,34 @@ class CyclesGuestTest {
                     cycle(ch, l, port);
                 }
                 double seconds = (System.nanoTime() - t0) / 1e9;
-                System.out.printf("CyclesGuestTest: per cycle: connect+accept %.1f ms, disconnect until the peer saw it %.1f ms, "
-                        + "close both %.1f ms%n", phases[0] / 1e6 / CYCLES, phases[1] / 1e6 / CYCLES, phases[2] / 1e6 / CYCLES);
+                System.out.printf(
+                        "CyclesGuestTest: per cycle: connect+accept %.1f ms, disconnect until the peer saw it %.1f ms, "
+                                + "close both %.1f ms%n",
+                        phases[0] / 1e6 / CYCLES, phases[1] / 1e6 / CYCLES, phases[2] / 1e6 / CYCLES);
                 settle();
                 long rss1 = rssKb(), heap1 = heapKb();
                 long[] nmt1 = MEASURE_NMT ? nmtKb() : new long[] {-1, -1, -1};
                 Map<String, Integer> after = CmTestSupport.leakCounts();
-                System.out.printf("CyclesGuestTest: NMT committed: total %d -> %d KiB, Other (malloc of the arenas) %d -> %d KiB, "
-                        + "Internal %d -> %d KiB%n", nmt0[0], nmt1[0], nmt0[1], nmt1[1], nmt0[2], nmt1[2]);
+                System.out.printf(
+                        "CyclesGuestTest: NMT committed: total %d -> %d KiB, Other (malloc of the arenas) %d -> %d KiB, "
+                                + "Internal %d -> %d KiB%n",
+                        nmt0[0], nmt1[0], nmt0[1], nmt1[1], nmt0[2], nmt1[2]);
                 if (nmt0[1] >= 0 && nmt1[1] >= 0) {
                     assertTrue(nmt1[1] - nmt0[1] < 1024, "NMT Other grew by " + (nmt1[1] - nmt0[1]) + " KiB");
                 }
-                System.out.printf("CyclesGuestTest: %d connect/accept/disconnect/close cycles in %.1f s: %.1f connects/s "
-                        + "(%.1f ms per cycle); rdma res %s -> %s; RSS %d -> %d KiB, Java heap committed %d -> %d KiB%n",
-                        CYCLES, seconds, CYCLES / seconds, seconds * 1000 / CYCLES, before, after, rss0, rss1, heap0, heap1);
+                System.out.printf(
+                        "CyclesGuestTest: %d connect/accept/disconnect/close cycles in %.1f s: %.1f connects/s "
+                                + "(%.1f ms per cycle); rdma res %s -> %s; RSS %d -> %d KiB, Java heap committed %d -> %d KiB%n",
+                        CYCLES,
+                        seconds,
+                        CYCLES / seconds,
+                        seconds * 1000 / CYCLES,
+                        before,
+                        after,
+                        rss0,
+                        rss1,
+                        heap0,
+                        heap1);
                 assertEquals(before, after, "kernel cm ids, QPs, CQs, MRs back at the baseline");
                 long nonHeap = (rss1 - rss0) - (heap1 - heap0);
                 assertTrue(nonHeap < 16 * 1024, "resident memory outside the Java heap grew by " + nonHeap + " KiB");
@@ -73,10 +87,10 @@ class CyclesGuestTest {
 
     private static void cycle(CmEventChannel ch, CmListener l, int port) throws Exception {
         long t0 = System.nanoTime();
-        CompletableFuture<RdmaConnection> s = CompletableFuture.supplyAsync(() ->
-                l.accept(WAIT).accept(new ConnectionSetup().maxSendWr(16).maxRecvWr(16), null, WAIT));
-        RdmaConnection c = RdmaConnection.connect(ch, address(port), new ConnectionSetup().maxSendWr(16).maxRecvWr(16),
-                null, WAIT);
+        CompletableFuture<RdmaConnection> s = CompletableFuture.supplyAsync(
+                () -> l.accept(WAIT).accept(new ConnectionSetup().maxSendWr(16).maxRecvWr(16), null, WAIT));
+        RdmaConnection c = RdmaConnection.connect(
+                ch, address(port), new ConnectionSetup().maxSendWr(16).maxRecvWr(16), null, WAIT);
         RdmaConnection p = s.get(30, TimeUnit.SECONDS);
         long t1 = System.nanoTime();
         c.disconnect();
@@ -99,12 +113,14 @@ class CyclesGuestTest {
         String ip = CmTestSupport.ip().getHostAddress();
         String port = Integer.toString(CmTestSupport.port());
         Path serverLog = Files.createTempFile("cmtime-server", ".log");
-        Process server = new ProcessBuilder("cmtime", "-b", ip, "-p", port, "-c", "100").redirectErrorStream(true)
-                .redirectOutput(serverLog.toFile()).start();
+        Process server = new ProcessBuilder("cmtime", "-b", ip, "-p", port, "-c", "100")
+                .redirectErrorStream(true)
+                .redirectOutput(serverLog.toFile())
+                .start();
         try {
             Thread.sleep(2000);
-            String client = CmTestSupport.run(List.of("sh", "-c", "cmtime -s " + ip + " -p " + port + " -c 100 2>&1; echo \"exit $?\""),
-                    120);
+            String client = CmTestSupport.run(
+                    List.of("sh", "-c", "cmtime -s " + ip + " -p " + port + " -c 100 2>&1; echo \"exit $?\""), 120);
             System.out.println("CyclesGuestTest: cmtime -s " + ip + " -c 100 (same guest boot):\n" + client);
         } finally {
             server.destroy();
@@ -130,12 +146,17 @@ class CyclesGuestTest {
         if (!Files.isExecutable(jcmd)) {
             return r;
         }
-        String out = CmTestSupport.run(List.of(jcmd.toString(), Long.toString(ProcessHandle.current().pid()),
-                "VM.native_memory", "summary"), 120);
-        String[] names = {"Total: reserved=\\d+KB, committed=(\\d+)KB", "Other \\(reserved=\\d+KB, committed=(\\d+)KB\\)",
-                "Internal \\(reserved=\\d+KB, committed=(\\d+)KB\\)"};
+        String out = CmTestSupport.run(
+                List.of(jcmd.toString(), Long.toString(ProcessHandle.current().pid()), "VM.native_memory", "summary"),
+                120);
+        String[] names = {
+            "Total: reserved=\\d+KB, committed=(\\d+)KB",
+            "Other \\(reserved=\\d+KB, committed=(\\d+)KB\\)",
+            "Internal \\(reserved=\\d+KB, committed=(\\d+)KB\\)"
+        };
         for (int i = 0; i < names.length; i++) {
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile(names[i]).matcher(out);
+            java.util.regex.Matcher m =
+                    java.util.regex.Pattern.compile(names[i]).matcher(out);
             if (m.find()) {
                 r[i] = Long.parseLong(m.group(1));
             }

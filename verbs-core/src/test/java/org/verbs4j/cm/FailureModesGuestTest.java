@@ -50,9 +50,10 @@ class FailureModesGuestTest {
     @Test
     void noListenerOnThePort() {
         long t0 = System.nanoTime();
-        ConnectionFailedException e = assertThrows(ConnectionFailedException.class, () ->
-                RdmaConnection.connect(channel, address(CmTestSupport.port()), new ConnectionSetup(), null,
-                        Duration.ofSeconds(20)));
+        ConnectionFailedException e = assertThrows(
+                ConnectionFailedException.class,
+                () -> RdmaConnection.connect(
+                        channel, address(CmTestSupport.port()), new ConnectionSetup(), null, Duration.ofSeconds(20)));
         long ms = report("no listener (" + e.getMessage() + ")", t0);
         assertEquals(ConnectionFailedException.Reason.NO_LISTENER, e.reason(), e.getMessage());
         assertEquals(CmEventType.REJECTED, e.event().type());
@@ -68,9 +69,10 @@ class FailureModesGuestTest {
         try (CmListener l = CmListener.bind(channel, address(port), 4)) {
             l.onRequest(r -> r.reject(bytes("go away: full")));
             long t0 = System.nanoTime();
-            ConnectionFailedException e = assertThrows(ConnectionFailedException.class, () ->
-                    RdmaConnection.connect(channel, address(port), new ConnectionSetup(), bytes("may I?"),
-                            Duration.ofSeconds(20)));
+            ConnectionFailedException e = assertThrows(
+                    ConnectionFailedException.class,
+                    () -> RdmaConnection.connect(
+                            channel, address(port), new ConnectionSetup(), bytes("may I?"), Duration.ofSeconds(20)));
             report("rejected (" + e.getMessage() + ")", t0);
             assertEquals(ConnectionFailedException.Reason.REJECTED, e.reason(), e.getMessage());
             assertEquals(28, e.status(), "IB CM reject reason: consumer defined");
@@ -83,8 +85,10 @@ class FailureModesGuestTest {
         int port = CmTestSupport.port();
         try (CmListener l = CmListener.bind(channel, address(port), 4)) {
             long t0 = System.nanoTime();
-            VerbsTimeoutException e = assertThrows(VerbsTimeoutException.class, () ->
-                    RdmaConnection.connect(channel, address(port), new ConnectionSetup(), null, Duration.ofSeconds(3)));
+            VerbsTimeoutException e = assertThrows(
+                    VerbsTimeoutException.class,
+                    () -> RdmaConnection.connect(
+                            channel, address(port), new ConnectionSetup(), null, Duration.ofSeconds(3)));
             long ms = report("never accepted (" + e.getMessage() + ")", t0);
             assertEquals("rdma_connect", e.verb());
             assertEquals(port, l.localAddress().getPort());
@@ -99,8 +103,9 @@ class FailureModesGuestTest {
         // the IB CM would retry for about a minute; the caller's bound ends it, naming the state
         InetSocketAddress nobody = new InetSocketAddress(InetAddress.getByName("10.0.0.99"), CmTestSupport.port());
         long t0 = System.nanoTime();
-        VerbsTimeoutException e = assertThrows(VerbsTimeoutException.class, () -> RdmaConnection.connect(channel, nobody,
-                new ConnectionSetup(), null, Duration.ofSeconds(3)));
+        VerbsTimeoutException e = assertThrows(
+                VerbsTimeoutException.class,
+                () -> RdmaConnection.connect(channel, nobody, new ConnectionSetup(), null, Duration.ofSeconds(3)));
         long ms = report("an address nobody has (" + e.getMessage() + ")", t0);
         assertTrue(e.getMessage().contains("state CONNECTING"), e.getMessage());
         assertTrue(ms >= 2_900 && ms < 6_000, "the 3 s bound: " + ms);
@@ -110,8 +115,14 @@ class FailureModesGuestTest {
     void anAddressWithNoRouteIsAnAddressError() throws Exception {
         InetSocketAddress unroutable = new InetSocketAddress(InetAddress.getByName("192.0.2.1"), 7471);
         long t0 = System.nanoTime();
-        ConnectionFailedException e = assertThrows(ConnectionFailedException.class, () -> RdmaConnection.connect(channel,
-                unroutable, new ConnectionSetup().addressTimeout(Duration.ofSeconds(3)), null, Duration.ofSeconds(8)));
+        ConnectionFailedException e = assertThrows(
+                ConnectionFailedException.class,
+                () -> RdmaConnection.connect(
+                        channel,
+                        unroutable,
+                        new ConnectionSetup().addressTimeout(Duration.ofSeconds(3)),
+                        null,
+                        Duration.ofSeconds(8)));
         long ms = report("no route (" + e.getMessage() + ")", t0);
         assertEquals(ConnectionFailedException.Reason.ADDRESS_ERROR, e.reason(), e.getMessage());
         assertTrue(ms < 9_000, "bounded: " + ms);
@@ -132,11 +143,15 @@ class FailureModesGuestTest {
     @Test
     void aNameThatDoesNotResolve() {
         long t0 = System.nanoTime();
-        VerbsException e = assertThrows(VerbsException.class, () -> RdmaConnection.connect(channel,
-                "no-such-host.invalid", 7471, new ConnectionSetup(), null, Duration.ofSeconds(5)));
+        VerbsException e = assertThrows(
+                VerbsException.class,
+                () -> RdmaConnection.connect(
+                        channel, "no-such-host.invalid", 7471, new ConnectionSetup(), null, Duration.ofSeconds(5)));
         report("unresolvable name (" + e.getMessage() + ")", t0);
         assertEquals("rdma_getaddrinfo", e.verb());
-        assertEquals(address(7471), RdmaAddresses.resolve(CmTestSupport.ip().getHostAddress(), 7471).get(0),
+        assertEquals(
+                address(7471),
+                RdmaAddresses.resolve(CmTestSupport.ip().getHostAddress(), 7471).get(0),
                 "a numeric address resolves");
     }
 }

@@ -61,8 +61,8 @@ class LeaksAndBoundsGuestTest {
 
     private static void dropConnectedPair(CmEventChannel ch, int port) throws Exception {
         try (CmListener l = CmListener.bind(ch, address(port), 4)) {
-            CompletableFuture<RdmaConnection> s = CompletableFuture.supplyAsync(() ->
-                    l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
+            CompletableFuture<RdmaConnection> s =
+                    CompletableFuture.supplyAsync(() -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
             RdmaConnection a = RdmaConnection.connect(ch, address(port), new ConnectionSetup(), null, WAIT);
             RdmaConnection b = s.get(30, TimeUnit.SECONDS);
             assertEquals(ConnectionState.CONNECTED, a.state());
@@ -81,14 +81,16 @@ class LeaksAndBoundsGuestTest {
             assertTrue(gcUntil(() -> leaks() >= l0 + 1), "the dropped listener was reported");
             // the warning comes first, then the release: the port is free once the id is destroyed
             CmListener[] again = new CmListener[1];
-            assertTrue(gcUntil(() -> {
-                try {
-                    again[0] = CmListener.bind(ch, address(port), 4);
-                    return true;
-                } catch (org.verbs4j.VerbsException e) {
-                    return false; // EADDRINUSE until the cleaner destroyed the leaked id
-                }
-            }), () -> "the port can be bound again; threads:\n" + threads());
+            assertTrue(
+                    gcUntil(() -> {
+                        try {
+                            again[0] = CmListener.bind(ch, address(port), 4);
+                            return true;
+                        } catch (org.verbs4j.VerbsException e) {
+                            return false; // EADDRINUSE until the cleaner destroyed the leaked id
+                        }
+                    }),
+                    () -> "the port can be bound again; threads:\n" + threads());
             assertEquals(port, again[0].localAddress().getPort());
             again[0].close();
 
@@ -96,7 +98,9 @@ class LeaksAndBoundsGuestTest {
             long l1 = leaks();
             dropConnectedPair(ch, CmTestSupport.port());
             // 2 connections, 2 QPs, 4 CQs
-            assertTrue(gcUntil(() -> leaks() >= l1 + 2 && CmTestSupport.leakCounts().equals(before)),
+            assertTrue(
+                    gcUntil(() ->
+                            leaks() >= l1 + 2 && CmTestSupport.leakCounts().equals(before)),
                     "reported " + (leaks() - l1) + "; counts " + CmTestSupport.leakCounts() + " vs " + before);
 
             // a request a handler ignored: reported and rejected, so the peer's connect is refused
@@ -107,7 +111,8 @@ class LeaksAndBoundsGuestTest {
                 long l2 = leaks();
                 CompletableFuture<Throwable> connect = CompletableFuture.supplyAsync(() -> {
                     try {
-                        RdmaConnection.connect(ch, address(port3), new ConnectionSetup(), null, Duration.ofSeconds(60)).close();
+                        RdmaConnection.connect(ch, address(port3), new ConnectionSetup(), null, Duration.ofSeconds(60))
+                                .close();
                         return null;
                     } catch (Throwable t) {
                         return t;
@@ -116,12 +121,15 @@ class LeaksAndBoundsGuestTest {
                 assertTrue(seen.await(30, TimeUnit.SECONDS), "the request came");
                 assertTrue(gcUntil(connect::isDone), "the connect ended");
                 Throwable t = connect.get();
-                assertTrue(t instanceof ConnectionFailedException f && f.reason() == ConnectionFailedException.Reason.REJECTED,
+                assertTrue(
+                        t instanceof ConnectionFailedException f
+                                && f.reason() == ConnectionFailedException.Reason.REJECTED,
                         "the connect was rejected by the cleaner: " + t);
                 assertTrue(leaks() >= l2 + 1, "the request was reported");
             }
         }
-        assertTrue(gcUntil(() -> CmTestSupport.leakCounts().equals(before)),
+        assertTrue(
+                gcUntil(() -> CmTestSupport.leakCounts().equals(before)),
                 "counts back: " + CmTestSupport.leakCounts() + " vs " + before);
     }
 
@@ -138,7 +146,9 @@ class LeaksAndBoundsGuestTest {
     /** Whether {@code fd} is (still) an open librdmacm channel, {@code /dev/infiniband/rdma_cm}. */
     private static boolean isRdmaCm(int fd) {
         try {
-            return java.nio.file.Files.readSymbolicLink(java.nio.file.Path.of("/proc/self/fd/" + fd)).toString().contains("rdma_cm");
+            return java.nio.file.Files.readSymbolicLink(java.nio.file.Path.of("/proc/self/fd/" + fd))
+                    .toString()
+                    .contains("rdma_cm");
         } catch (java.io.IOException e) {
             return false; // closed
         }
@@ -150,8 +160,8 @@ class LeaksAndBoundsGuestTest {
         int fd = dropChannel();
         assertTrue(eventThreadAlive(fd));
         assertTrue(isRdmaCm(fd), "the channel's fd is /dev/infiniband/rdma_cm");
-        assertTrue(gcUntil(() -> leaks() >= l0 + 1 && !eventThreadAlive(fd)
-                        && !isRdmaCm(fd)),
+        assertTrue(
+                gcUntil(() -> leaks() >= l0 + 1 && !eventThreadAlive(fd) && !isRdmaCm(fd)),
                 "reported " + (leaks() - l0) + ", thread alive " + eventThreadAlive(fd));
     }
 
@@ -174,7 +184,8 @@ class LeaksAndBoundsGuestTest {
             });
             CompletableFuture<Throwable> connect = CompletableFuture.supplyAsync(() -> {
                 try {
-                    RdmaConnection.connect(client, address(port), new ConnectionSetup(), null, WAIT).close();
+                    RdmaConnection.connect(client, address(port), new ConnectionSetup(), null, WAIT)
+                            .close();
                     return null;
                 } catch (Throwable t) {
                     return t;
@@ -194,7 +205,8 @@ class LeaksAndBoundsGuestTest {
             });
             Throwable t = closing.get(20, TimeUnit.SECONDS);
             double ms = (System.nanoTime() - t0) / 1e6;
-            System.out.printf("LeaksAndBoundsGuestTest: close with a callback stuck returned after %.1f ms: %s%n", ms, t);
+            System.out.printf(
+                    "LeaksAndBoundsGuestTest: close with a callback stuck returned after %.1f ms: %s%n", ms, t);
             assertTrue(t instanceof ResourceBusyException, "close failed with EBUSY: " + t);
             assertTrue(t.getMessage().contains("a callback of this channel has not returned"), t.getMessage());
             assertTrue(ms >= 1900 && ms < 10_000, "within the bound: " + ms + " ms");
@@ -205,7 +217,8 @@ class LeaksAndBoundsGuestTest {
             ch.close(Duration.ofSeconds(20)); // finishes once the callback returned
             ch.close(); // a second close does nothing
             Throwable c = connect.get(30, TimeUnit.SECONDS);
-            System.out.printf("LeaksAndBoundsGuestTest: the second close returned after %.1f ms; the connect ended with %s%n",
+            System.out.printf(
+                    "LeaksAndBoundsGuestTest: the second close returned after %.1f ms; the connect ended with %s%n",
                     (System.nanoTime() - t1) / 1e6, c);
             assertTrue(c instanceof ConnectionFailedException, "the connect was rejected: " + c);
         } finally {

@@ -37,6 +37,7 @@ import org.verbs4j.testing.RdmaTest;
 class RpingInteropGuestTest {
     /** rping's default buffer size (-S) and its message format. */
     private static final int SIZE = 64;
+
     private static final int PINGS = 10;
     private static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
@@ -83,7 +84,8 @@ class RpingInteropGuestTest {
             assertEquals(CompletionStatus.SUCCESS, wcs.status(0), wcs.statusText(0));
             assertEquals(16, wcs.byteLength(0), "rping's messages are 16 bytes");
             MemorySegment m = info.segment();
-            long[] r = {m.get(BE64, 0), Integer.toUnsignedLong(m.get(BE32, 8)), Integer.toUnsignedLong(m.get(BE32, 12))};
+            long[] r = {m.get(BE64, 0), Integer.toUnsignedLong(m.get(BE32, 8)), Integer.toUnsignedLong(m.get(BE32, 12))
+            };
             postRecv(c);
             return r;
         }
@@ -121,8 +123,11 @@ class RpingInteropGuestTest {
     }
 
     private static ConnectionSetup setup(Buffers b) {
-        return new ConnectionSetup().remoteAccess(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE))
-                .maxSendWr(4).maxRecvWr(4).beforeConnect(b::register);
+        return new ConnectionSetup()
+                .remoteAccess(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE))
+                .maxSendWr(4)
+                .maxRecvWr(4)
+                .beforeConnect(b::register);
     }
 
     @Test
@@ -130,28 +135,53 @@ class RpingInteropGuestTest {
         Map<String, Integer> before = CmTestSupport.leakCounts();
         int port = CmTestSupport.port();
         String ip = CmTestSupport.ip().getHostAddress();
-        try (CmEventChannel ch = CmEventChannel.open(); CmListener l = CmListener.bind(ch, address(port), 1);
-             Buffers b = new Buffers()) {
-            Process rping = new ProcessBuilder("rping", "-c", "-a", ip, "-p", Integer.toString(port), "-C",
-                    Integer.toString(PINGS), "-v", "-V").redirectErrorStream(true).start();
+        try (CmEventChannel ch = CmEventChannel.open();
+                CmListener l = CmListener.bind(ch, address(port), 1);
+                Buffers b = new Buffers()) {
+            Process rping = new ProcessBuilder(
+                            "rping",
+                            "-c",
+                            "-a",
+                            ip,
+                            "-p",
+                            Integer.toString(port),
+                            "-C",
+                            Integer.toString(PINGS),
+                            "-v",
+                            "-V")
+                    .redirectErrorStream(true)
+                    .start();
             try {
                 ConnectionRequest r = l.accept(Duration.ofSeconds(30));
                 try (RdmaConnection c = r.accept(setup(b), null, WAIT)) {
-                    System.out.printf("RpingInteropGuestTest: rping client connected: responder resources %d, initiator depth %d, "
-                            + "retry count %d%n", c.responderResources(), c.initiatorDepth(), c.queuePair().query().retryCount());
+                    System.out.printf(
+                            "RpingInteropGuestTest: rping client connected: responder resources %d, initiator depth %d, "
+                                    + "retry count %d%n",
+                            c.responderResources(),
+                            c.initiatorDepth(),
+                            c.queuePair().query().retryCount());
                     assertEquals(6, c.queuePair().query().retryCount(), "our side keeps 6 although rping asks 7");
                     for (int ping = 0; ping < PINGS; ping++) {
                         long[] src = b.receiveInfo(c); // the client's start buffer
                         assertEquals(SIZE, src[2]);
-                        b.sends.clear().read(2, src[0], (int) src[1]).sge(b.data, 0, (int) src[2]).signaled();
+                        b.sends
+                                .clear()
+                                .read(2, src[0], (int) src[1])
+                                .sge(b.data, 0, (int) src[2])
+                                .signaled();
                         c.queuePair().postSend(b.sends);
                         b.completeSend(c);
-                        assertEquals(new String(rpingData(ping), StandardCharsets.US_ASCII),
+                        assertEquals(
+                                new String(rpingData(ping), StandardCharsets.US_ASCII),
                                 new String(b.data.segment().toArray(ValueLayout.JAVA_BYTE), StandardCharsets.US_ASCII),
                                 "what rping's client holds in ping " + ping);
                         b.sendInfo(c, null); // go ahead
                         long[] dst = b.receiveInfo(c); // the client's sink
-                        b.sends.clear().write(3, dst[0], (int) dst[1]).sge(b.data, 0, SIZE).signaled();
+                        b.sends
+                                .clear()
+                                .write(3, dst[0], (int) dst[1])
+                                .sge(b.data, 0, SIZE)
+                                .signaled();
                         c.queuePair().postSend(b.sends);
                         b.completeSend(c);
                         b.sendInfo(c, null); // done
@@ -176,9 +206,12 @@ class RpingInteropGuestTest {
         Map<String, Integer> before = CmTestSupport.leakCounts();
         int port = CmTestSupport.port();
         String ip = CmTestSupport.ip().getHostAddress();
-        Process rping = new ProcessBuilder("rping", "-s", "-a", ip, "-p", Integer.toString(port), "-C",
-                Integer.toString(PINGS), "-v").redirectErrorStream(true).start();
-        try (CmEventChannel ch = CmEventChannel.open(); Buffers b = new Buffers()) {
+        Process rping = new ProcessBuilder(
+                        "rping", "-s", "-a", ip, "-p", Integer.toString(port), "-C", Integer.toString(PINGS), "-v")
+                .redirectErrorStream(true)
+                .start();
+        try (CmEventChannel ch = CmEventChannel.open();
+                Buffers b = new Buffers()) {
             RdmaConnection c = connectWhenListening(ch, port, b);
             try {
                 for (int ping = 0; ping < PINGS; ping++) {
@@ -188,8 +221,13 @@ class RpingInteropGuestTest {
                     b.receiveInfo(c); // go ahead
                     b.sendInfo(c, b.sink); // write here
                     b.receiveInfo(c); // written
-                    assertEquals(b.data.segment().mismatch(b.sink.segment()), -1L, "ping " + ping + ": rping wrote back "
-                            + new String(b.sink.segment().toArray(ValueLayout.JAVA_BYTE), StandardCharsets.US_ASCII));
+                    assertEquals(
+                            b.data.segment().mismatch(b.sink.segment()),
+                            -1L,
+                            "ping " + ping + ": rping wrote back "
+                                    + new String(
+                                            b.sink.segment().toArray(ValueLayout.JAVA_BYTE),
+                                            StandardCharsets.US_ASCII));
                 }
                 c.disconnect();
             } finally {
@@ -216,7 +254,8 @@ class RpingInteropGuestTest {
     }
 
     /** rping -s takes a moment to listen: retry while nobody listens, within a deadline. */
-    private static RdmaConnection connectWhenListening(CmEventChannel ch, int port, Buffers b) throws InterruptedException {
+    private static RdmaConnection connectWhenListening(CmEventChannel ch, int port, Buffers b)
+            throws InterruptedException {
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (true) {
             try {

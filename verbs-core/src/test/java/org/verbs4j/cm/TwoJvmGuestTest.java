@@ -14,7 +14,6 @@ import java.net.InetSocketAddress;
 import java.net.URLClassLoader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashSet;
@@ -69,13 +68,23 @@ class TwoJvmGuestTest {
         String ip = CmTestSupport.ip().getHostAddress();
         String java = ProcessHandle.current().info().command().orElseThrow();
         // C1 only: a short-lived peer starts several times faster under TCG
-        Process peer = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
-                "-Xshare:auto", "-cp", classPath(),
-                CmPeer.class.getName(), ip, Integer.toString(port)).redirectErrorStream(true).start();
+        Process peer = new ProcessBuilder(
+                        java,
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-XX:TieredStopAtLevel=1",
+                        "-Xshare:auto",
+                        "-cp",
+                        classPath(),
+                        CmPeer.class.getName(),
+                        ip,
+                        Integer.toString(port))
+                .redirectErrorStream(true)
+                .start();
         LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
         List<String> all = new ArrayList<>();
         CompletableFuture.runAsync(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(peer.getInputStream(), StandardCharsets.UTF_8))) {
+            try (BufferedReader r =
+                    new BufferedReader(new InputStreamReader(peer.getInputStream(), StandardCharsets.UTF_8))) {
                 for (String line; (line = r.readLine()) != null; ) {
                     lines.add(line);
                 }
@@ -92,18 +101,26 @@ class TwoJvmGuestTest {
                 all.add(line);
             } while (!line.startsWith("LISTENING"));
             System.out.printf("TwoJvmGuestTest: the peer JVM listened after %.1f s%n", (System.nanoTime() - t0) / 1e9);
-            try (CmEventChannel ch = CmEventChannel.open(); ReceiveWorkRequests recvs = new ReceiveWorkRequests(2, 1);
-                 SendWorkRequests sends = new SendWorkRequests(2, 1); WorkCompletions wcs = new WorkCompletions(4)) {
+            try (CmEventChannel ch = CmEventChannel.open();
+                    ReceiveWorkRequests recvs = new ReceiveWorkRequests(2, 1);
+                    SendWorkRequests sends = new SendWorkRequests(2, 1);
+                    WorkCompletions wcs = new WorkCompletions(4)) {
                 Context ctx = ch.deviceContext(CmTestSupport.ip());
                 try (ProtectionDomain pd = ctx.allocateProtectionDomain();
-                     MemoryRegion mr = pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
-                    byte[] mine = ByteBuffer.allocate(12).putLong(mr.address()).putInt(mr.rkey()).array();
-                    ConnectionSetup setup = new ConnectionSetup().protectionDomain(pd)
-                            .remoteAccess(EnumSet.of(Access.REMOTE_WRITE)).beforeConnect(c -> {
+                        MemoryRegion mr = pd.allocateMemoryRegion(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+                    byte[] mine = ByteBuffer.allocate(12)
+                            .putLong(mr.address())
+                            .putInt(mr.rkey())
+                            .array();
+                    ConnectionSetup setup = new ConnectionSetup()
+                            .protectionDomain(pd)
+                            .remoteAccess(EnumSet.of(Access.REMOTE_WRITE))
+                            .beforeConnect(c -> {
                                 recvs.clear().add(21).sge(mr, 0, 256).add(22).sge(mr, 256, 256);
                                 c.queuePair().postRecv(recvs);
                             });
-                    try (RdmaConnection c = RdmaConnection.connect(ch, new InetSocketAddress(ip, port), setup, mine, WAIT)) {
+                    try (RdmaConnection c =
+                            RdmaConnection.connect(ch, new InetSocketAddress(ip, port), setup, mine, WAIT)) {
                         assertTrue(c.protectionDomain() == pd, "the caller's PD");
                         ByteBuffer theirs = ByteBuffer.wrap(c.peerPrivateData());
                         long peerAddr = theirs.getLong();
@@ -120,16 +137,28 @@ class TwoJvmGuestTest {
                         poll(c.receiveCompletionQueue(), wcs, 1); // the peer's SEND, after its WRITE
                         assertEquals(CompletionStatus.SUCCESS, wcs.status(0), wcs.statusText(0));
                         assertEquals(21, wcs.wrId(0));
-                        assertEquals("written by the server", new String(mr.segment().asSlice(peerWriteOffset(), 21)
-                                .toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8));
+                        assertEquals(
+                                "written by the server",
+                                new String(
+                                        mr.segment()
+                                                .asSlice(peerWriteOffset(), 21)
+                                                .toArray(ValueLayout.JAVA_BYTE),
+                                        StandardCharsets.UTF_8));
                         // RDMA READ of the peer's region (where it staged its text)
                         mr.segment().asSlice(1024, 21).fill((byte) 0);
-                        sends.clear().read(3, peerAddr + 2048, peerRkey).sge(mr, 1024, 21).signaled();
+                        sends.clear()
+                                .read(3, peerAddr + 2048, peerRkey)
+                                .sge(mr, 1024, 21)
+                                .signaled();
                         c.queuePair().postSend(sends);
                         poll(c.sendCompletionQueue(), wcs, 1);
                         assertEquals(CompletionStatus.SUCCESS, wcs.status(0), wcs.statusText(0));
-                        assertEquals("written by the server", new String(mr.segment().asSlice(1024, 21)
-                                .toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8), "what the RDMA READ brought");
+                        assertEquals(
+                                "written by the server",
+                                new String(
+                                        mr.segment().asSlice(1024, 21).toArray(ValueLayout.JAVA_BYTE),
+                                        StandardCharsets.UTF_8),
+                                "what the RDMA READ brought");
                         c.disconnect();
                         poll(c.receiveCompletionQueue(), wcs, 1);
                         assertEquals(CompletionStatus.WR_FLUSH_ERR, wcs.status(0));

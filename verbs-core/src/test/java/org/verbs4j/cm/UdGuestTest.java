@@ -46,7 +46,10 @@ class UdGuestTest {
         if (!ipv4) {
             return Gid.read(buf, 8);
         }
-        assertEquals(0x45, buf.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 20) & 0xff, "an IPv4 header after 20 zero bytes");
+        assertEquals(
+                0x45,
+                buf.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 20) & 0xff,
+                "an IPv4 header after 20 zero bytes");
         byte[] src = buf.asSlice(32, 4).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
         return Gid.ofAddress(java.net.InetAddress.getByAddress(src));
     }
@@ -58,29 +61,37 @@ class UdGuestTest {
         byte[] toClient = CmTestSupport.bytes("server here");
         byte[] toServer = CmTestSupport.bytes("client here");
         try (CmEventChannel sch = CmEventChannel.open();
-             CmEventChannel cch = CmEventChannel.open();
-             CmListener l = CmListener.bindUd(sch, address(port), 4);
-             ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
-             ReceiveWorkRequests recvc = new ReceiveWorkRequests(1, 1);
-             SendWorkRequests wrs = new SendWorkRequests(1, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
+                CmEventChannel cch = CmEventChannel.open();
+                CmListener l = CmListener.bindUd(sch, address(port), 4);
+                ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
+                ReceiveWorkRequests recvc = new ReceiveWorkRequests(1, 1);
+                SendWorkRequests wrs = new SendWorkRequests(1, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
             AtomicReference<MemoryRegion> smr = new AtomicReference<>();
             AtomicReference<MemoryRegion> cmr = new AtomicReference<>();
             CompletableFuture<RdmaConnection> server = CompletableFuture.supplyAsync(() -> {
                 ConnectionRequest r = l.accept(WAIT);
                 assertTrue(r.isDatagram());
                 CmTestSupport.assertPrivateData(toServer, r.privateData());
-                return r.accept(new ConnectionSetup().beforeConnect(c -> {
-                    MemoryRegion mr = c.protectionDomain().allocateMemoryRegion(4096, Access.LOCAL_WRITE);
-                    smr.set(mr);
-                    c.queuePair().postRecv(recvs.clear().add(11).sge(mr, 0, 2048));
-                }), toClient, WAIT);
+                return r.accept(
+                        new ConnectionSetup().beforeConnect(c -> {
+                            MemoryRegion mr = c.protectionDomain().allocateMemoryRegion(4096, Access.LOCAL_WRITE);
+                            smr.set(mr);
+                            c.queuePair().postRecv(recvs.clear().add(11).sge(mr, 0, 2048));
+                        }),
+                        toClient,
+                        WAIT);
             });
-            RdmaConnection client = RdmaConnection.connectUd(cch, address(port), new ConnectionSetup().beforeConnect(c -> {
-                MemoryRegion mr = c.protectionDomain().allocateMemoryRegion(4096, Access.LOCAL_WRITE);
-                cmr.set(mr);
-                c.queuePair().postRecv(recvc.clear().add(21).sge(mr, 0, 2048));
-            }), toServer, WAIT);
+            RdmaConnection client = RdmaConnection.connectUd(
+                    cch,
+                    address(port),
+                    new ConnectionSetup().beforeConnect(c -> {
+                        MemoryRegion mr = c.protectionDomain().allocateMemoryRegion(4096, Access.LOCAL_WRITE);
+                        cmr.set(mr);
+                        c.queuePair().postRecv(recvc.clear().add(21).sge(mr, 0, 2048));
+                    }),
+                    toServer,
+                    WAIT);
             RdmaConnection srv = server.get(30, TimeUnit.SECONDS);
             try {
                 assertTrue(client.isDatagram() && srv.isDatagram());
@@ -99,7 +110,8 @@ class UdGuestTest {
                 assertNull(srv.addressHandle(), "the accepting side learns its peers from what they send");
                 assertEquals(-1, srv.remoteQpn());
                 CmTestSupport.assertPrivateData(toClient, client.peerPrivateData());
-                System.out.printf("UdGuestTest: client QPN %d -> server QPN %d, Q_Key 0x%x, %s%n",
+                System.out.printf(
+                        "UdGuestTest: client QPN %d -> server QPN %d, Q_Key 0x%x, %s%n",
                         client.queuePair().qpNumber(), client.remoteQpn(), client.remoteQkey(), ah.vector());
 
                 // client -> server
@@ -107,8 +119,12 @@ class UdGuestTest {
                 String hello = "hello over UD from the client";
                 c.segment().setString(2048, hello);
                 int n = hello.length() + 1;
-                client.queuePair().postSend(wrs.clear().send(1).sge(c, 2048, n)
-                        .destination(ah, client.remoteQpn(), client.remoteQkey()).signaled());
+                client.queuePair()
+                        .postSend(wrs.clear()
+                                .send(1)
+                                .sge(c, 2048, n)
+                                .destination(ah, client.remoteQpn(), client.remoteQkey())
+                                .signaled());
                 CmTestSupport.poll(client.sendCompletionQueue(), wcs, 1);
                 assertTrue(wcs.isSuccess(0), "send status " + wcs.status(0));
                 CmTestSupport.poll(srv.receiveCompletionQueue(), wcs, 1);
@@ -121,13 +137,18 @@ class UdGuestTest {
                 int clientQpn = wcs.sourceQp(0);
 
                 // server -> client, through an address handle built from the GRH
-                AddressVector back = AddressVector.global(ah.vector().port(), sender, ah.vector().sgidIndex());
+                AddressVector back = AddressVector.global(
+                        ah.vector().port(), sender, ah.vector().sgidIndex());
                 try (AddressHandle reply = srv.protectionDomain().createAddressHandle(back)) {
                     String answer = "and back from the server";
                     s.segment().setString(3072, answer);
                     int m = answer.length() + 1;
-                    srv.queuePair().postSend(wrs.clear().send(2).sge(s, 3072, m)
-                            .destination(reply, clientQpn, client.qkey()).signaled());
+                    srv.queuePair()
+                            .postSend(wrs.clear()
+                                    .send(2)
+                                    .sge(s, 3072, m)
+                                    .destination(reply, clientQpn, client.qkey())
+                                    .signaled());
                     CmTestSupport.poll(srv.sendCompletionQueue(), wcs, 1);
                     assertTrue(wcs.isSuccess(0), "send status " + wcs.status(0));
                     CmTestSupport.poll(client.receiveCompletionQueue(), wcs, 1);
@@ -138,7 +159,10 @@ class UdGuestTest {
                     assertEquals(answer, c.segment().getString(GRH));
                     // the reply came from the GID the CM resolved for the server, and the server saw ours
                     assertEquals(ah.vector().dgid(), sourceGid(c.segment()), "the reply's source GID");
-                    assertEquals(client.context().queryGid(ah.vector().port(), ah.vector().sgidIndex()), sender,
+                    assertEquals(
+                            client.context()
+                                    .queryGid(ah.vector().port(), ah.vector().sgidIndex()),
+                            sender,
                             "the source GID of the client's SEND");
                 }
             } finally {
@@ -152,7 +176,8 @@ class UdGuestTest {
                     smr.get().close();
                 }
             }
-            assertNull(client.addressHandle() != null && client.addressHandle().isOpen() ? "open" : null,
+            assertNull(
+                    client.addressHandle() != null && client.addressHandle().isOpen() ? "open" : null,
                     "the address handle is closed with the connection");
         }
         assertEquals(before, CmTestSupport.leakCounts(), "cm ids, QPs, CQs, MRs back");

@@ -41,7 +41,7 @@ import org.verbs4j.WorkCompletions;
  * [watchdogS=0]} (watchdogS: see {@link FaultLink#watchdog}; 0 = none).
  */
 public final class FaultClient {
-    private static final int RECV_BASE = 1_000_000;  // wr_ids of our receives (sends count up from 1)
+    private static final int RECV_BASE = 1_000_000; // wr_ids of our receives (sends count up from 1)
     private static final int WRITE_BYTES = 4096;
     private static final int RECEIVES = 4;
 
@@ -67,7 +67,8 @@ public final class FaultClient {
 
     public static void main(String[] args) {
         if (args.length < 2) {
-            System.err.println("usage: FaultClient server-ip marker-dir [killAfter] [depth] [boundS] [connectS] [watchdogS]");
+            System.err.println(
+                    "usage: FaultClient server-ip marker-dir [killAfter] [depth] [boundS] [connectS] [watchdogS]");
             System.exit(2);
         }
         FaultClient c = new FaultClient(args);
@@ -96,23 +97,30 @@ public final class FaultClient {
         FaultLink link = null;
         try {
             link = FaultLink.connect(ch, RECEIVES);
-            log("connected: QP " + link.qp.qpNumber() + " -> server QP " + link.peer.endpoint().qpNumber()
-                    + "; streaming WRITE+SEND, " + depth + " outstanding");
+            log("connected: QP " + link.qp.qpNumber() + " -> server QP "
+                    + link.peer.endpoint().qpNumber() + "; streaming WRITE+SEND, " + depth + " outstanding");
             QueuePairAttributes qa = link.qp.query();
             double ackTimeout = 4.096e-6 * (1L << qa.timeout());
-            check(qa.retryCount() <= 6 && qa.timeout() > 0, String.format("the retries are bounded: retry_cnt %d, "
-                    + "rnr_retry %d, ACK timeout %d (%.0f ms): a dead peer fails a request after ~%.1f s",
-                    qa.retryCount(), qa.rnrRetry(), qa.timeout(), ackTimeout * 1e3,
-                    (qa.retryCount() + 1) * ackTimeout));
+            check(
+                    qa.retryCount() <= 6 && qa.timeout() > 0,
+                    String.format(
+                            "the retries are bounded: retry_cnt %d, "
+                                    + "rnr_retry %d, ACK timeout %d (%.0f ms): a dead peer fails a request after ~%.1f s",
+                            qa.retryCount(),
+                            qa.rnrRetry(),
+                            qa.timeout(),
+                            ackTimeout * 1e3,
+                            (qa.retryCount() + 1) * ackTimeout));
             if (!streamUntilFault(link)) {
-                return;  // an error before the kill: the restart would prove nothing
+                return; // an error before the kill: the restart would prove nothing
             }
         } finally {
             closeAll("phase 1", link, ch);
         }
         Map<String, Integer> after = FaultLink.resourceCounts(dev);
-        check(after.equals(baseline), "after the fault every object is closed: rdma res show " + after
-                + " equals the baseline " + baseline);
+        check(
+                after.equals(baseline),
+                "after the fault every object is closed: rdma res show " + after + " equals the baseline " + baseline);
         FaultLink.marker(markers, "closed", FaultLink.elapsed());
         log("marker 'closed' written: the host restarts the server");
 
@@ -128,15 +136,22 @@ public final class FaultClient {
         FaultLink link2 = null;
         try {
             link2 = FaultLink.connect(ch2, RECEIVES);
-            check(true, String.format("reconnected to the restarted server in %.1f s (new QP %d -> server QP %d)",
-                    (System.nanoTime() - t) / 1e9, link2.qp.qpNumber(), link2.peer.endpoint().qpNumber()));
+            check(
+                    true,
+                    String.format(
+                            "reconnected to the restarted server in %.1f s (new QP %d -> server QP %d)",
+                            (System.nanoTime() - t) / 1e9,
+                            link2.qp.qpNumber(),
+                            link2.peer.endpoint().qpNumber()));
             verifiedExchange(link2);
         } finally {
             closeAll("phase 2", link2, ch2);
         }
         Map<String, Integer> after2 = FaultLink.resourceCounts(dev);
-        check(after2.equals(baseline), "after the reconnect every object is closed: rdma res show " + after2
-                + " equals the baseline " + baseline);
+        check(
+                after2.equals(baseline),
+                "after the reconnect every object is closed: rdma res show " + after2 + " equals the baseline "
+                        + baseline);
         FaultLink.marker(markers, "done", FaultLink.elapsed());
     }
 
@@ -144,16 +159,16 @@ public final class FaultClient {
     private boolean streamUntilFault(FaultLink link) {
         WorkCompletions wcs = link.wcs;
         Map<Long, String> outstanding = new LinkedHashMap<>();
-        Map<Long, Integer> seen = new HashMap<>();      // wr_id -> completions seen (duplicates show up here)
-        List<String> anomalies = new ArrayList<>();     // unknown or duplicate wr_ids, successes after an error
-        List<long[]> errors = new ArrayList<>();        // {wr_id, status}, in completion order
+        Map<Long, Integer> seen = new HashMap<>(); // wr_id -> completions seen (duplicates show up here)
+        List<String> anomalies = new ArrayList<>(); // unknown or duplicate wr_ids, successes after an error
+        List<long[]> errors = new ArrayList<>(); // {wr_id, status}, in completion order
         long next = 1;
         long successes = 0;
         long markedAt = 0;
         long lastSuccess = 0;
         long firstErrorAt = 0;
         int outstandingAtFirstError = -1;
-        long streamDeadline = System.nanoTime() + Duration.ofSeconds(600).toNanos();  // no kill at all
+        long streamDeadline = System.nanoTime() + Duration.ofSeconds(600).toNanos(); // no kill at all
         long progressEvery = Duration.ofSeconds(10).toNanos();
         long nextProgress = System.nanoTime() + progressEvery;
         for (int i = 0; i < FaultLink.DATA_BYTES / WRITE_BYTES; i++) {
@@ -190,20 +205,30 @@ public final class FaultClient {
                     }
                 } else {
                     if (firstErrorAt == 0 && markedAt == 0) {
-                        check(false, "no error completion before the kill: wr_id " + id + " failed with "
-                                + CompletionStatus.text(st) + " after " + successes + " successes, "
-                                + (lastSuccess == 0 ? "none succeeded" : String.format("%.1f s after the last success",
-                                        (System.nanoTime() - lastSuccess) / 1e9))
-                                + " (" + link.counters() + ")");
+                        check(
+                                false,
+                                "no error completion before the kill: wr_id " + id + " failed with "
+                                        + CompletionStatus.text(st) + " after " + successes + " successes, "
+                                        + (lastSuccess == 0
+                                                ? "none succeeded"
+                                                : String.format(
+                                                        "%.1f s after the last success",
+                                                        (System.nanoTime() - lastSuccess) / 1e9))
+                                        + " (" + link.counters() + ")");
                         return false;
                     }
                     if (firstErrorAt == 0) {
                         firstErrorAt = System.nanoTime();
                         outstandingAtFirstError = outstanding.size() + 1;
-                        log(String.format("first error completion: wr_id %d %s (vendor error %d), %.1f s after the "
-                                        + "last success, %d wr_ids outstanding (%s)", id,
-                                CompletionStatus.text(st), wcs.vendorError(i), (firstErrorAt - lastSuccess) / 1e9,
-                                outstandingAtFirstError, link.counters()));
+                        log(String.format(
+                                "first error completion: wr_id %d %s (vendor error %d), %.1f s after the "
+                                        + "last success, %d wr_ids outstanding (%s)",
+                                id,
+                                CompletionStatus.text(st),
+                                wcs.vendorError(i),
+                                (firstErrorAt - lastSuccess) / 1e9,
+                                outstandingAtFirstError,
+                                link.counters()));
                         FaultLink.marker(markers, "first-error", FaultLink.elapsed());
                     }
                     errors.add(new long[] {id, st});
@@ -218,16 +243,22 @@ public final class FaultClient {
                 break;
             }
             now = System.nanoTime();
-            if (now - nextProgress > 0) {  // a stall shows in the console (a normal stream marks in ~2 s)
+            if (now - nextProgress > 0) { // a stall shows in the console (a normal stream marks in ~2 s)
                 nextProgress = now + progressEvery;
-                log(String.format("progress: %d successes, %d errors, %d outstanding, %d posted; %s; QP %s; "
-                        + "%s", successes, errors.size(), outstanding.size(), next - 1,
-                        markedAt == 0 ? "before the marker"
-                        : String.format("%.1f s since the last success", (now - lastSuccess) / 1e9),
-                        link.qp.query().state(), link.counters()));
+                log(String.format(
+                        "progress: %d successes, %d errors, %d outstanding, %d posted; %s; QP %s; " + "%s",
+                        successes,
+                        errors.size(),
+                        outstanding.size(),
+                        next - 1,
+                        markedAt == 0
+                                ? "before the marker"
+                                : String.format("%.1f s since the last success", (now - lastSuccess) / 1e9),
+                        link.qp.query().state(),
+                        link.counters()));
             }
             if (markedAt != 0 && lastSuccess != 0 && now - lastSuccess > bound.toNanos()) {
-                break;  // the retry bound passed: whatever is still outstanding is lost
+                break; // the retry bound passed: whatever is still outstanding is lost
             }
             if (now - streamDeadline > 0) {
                 break;
@@ -242,8 +273,8 @@ public final class FaultClient {
         while (System.nanoTime() - quietEnd < 0) {
             int n = link.sendCq.poll(wcs);
             for (int i = 0; i < n; i++) {
-                anomalies.add("wr_id " + wcs.wrId(i) + " completed again during the quiet period ("
-                        + wcs.statusText(i) + ")");
+                anomalies.add("wr_id " + wcs.wrId(i) + " completed again during the quiet period (" + wcs.statusText(i)
+                        + ")");
             }
             if (n == 0) {
                 Thread.yield();
@@ -255,30 +286,46 @@ public final class FaultClient {
             }
         });
 
-        check(markedAt != 0, "streamed " + killAfter + " successful WRITE/SEND completions before the kill (in all "
-                + successes + " successes, " + (next - 1) + " posted)");
+        check(
+                markedAt != 0,
+                "streamed " + killAfter + " successful WRITE/SEND completions before the kill (in all " + successes
+                        + " successes, " + (next - 1) + " posted)");
         check(true, "no error completion before the kill (the marker)");
         check(firstErrorAt != 0, "an error completion arrived after the kill");
         if (firstErrorAt == 0) {
             return false;
         }
-        check(errors.get(0)[1] == CompletionStatus.RETRY_EXC_ERR, "the first error is RETRY_EXC_ERR (got "
-                + CompletionStatus.text((int) errors.get(0)[1]) + " for wr_id " + errors.get(0)[0] + ")");
-        long nonFlush = errors.stream().skip(1).filter(e -> e[1] != CompletionStatus.WR_FLUSH_ERR).count();
-        check(nonFlush == 0, "every later error is WR_FLUSH_ERR (" + (errors.size() - 1) + " of them; "
-                + nonFlush + " others)");
-        check(outstanding.isEmpty(), "every outstanding wr_id completed: " + outstandingAtFirstError
-                + " outstanding at the first error, " + errors.size() + " error completions, "
-                + outstanding.size() + " never completed " + (outstanding.isEmpty() ? "" : outstanding.keySet()));
+        check(
+                errors.get(0)[1] == CompletionStatus.RETRY_EXC_ERR,
+                "the first error is RETRY_EXC_ERR (got " + CompletionStatus.text((int) errors.get(0)[1]) + " for wr_id "
+                        + errors.get(0)[0] + ")");
+        long nonFlush = errors.stream()
+                .skip(1)
+                .filter(e -> e[1] != CompletionStatus.WR_FLUSH_ERR)
+                .count();
+        check(
+                nonFlush == 0,
+                "every later error is WR_FLUSH_ERR (" + (errors.size() - 1) + " of them; " + nonFlush + " others)");
+        check(
+                outstanding.isEmpty(),
+                "every outstanding wr_id completed: " + outstandingAtFirstError
+                        + " outstanding at the first error, " + errors.size() + " error completions, "
+                        + outstanding.size() + " never completed "
+                        + (outstanding.isEmpty() ? "" : outstanding.keySet()));
         long errWrites = errors.stream().filter(e -> (e[0] & 1) == 0).count();
-        check(errors.size() == outstandingAtFirstError, "exactly one error completion per outstanding wr_id ("
-                + errors.size() + " for " + outstandingAtFirstError + ": " + errWrites + " WRITEs, "
-                + (errors.size() - errWrites) + " SENDs)");
+        check(
+                errors.size() == outstandingAtFirstError,
+                "exactly one error completion per outstanding wr_id ("
+                        + errors.size() + " for " + outstandingAtFirstError + ": " + errWrites + " WRITEs, "
+                        + (errors.size() - errWrites) + " SENDs)");
         check(anomalies.isEmpty(), "no duplicate, unknown or late completion (3 s quiet period) " + anomalies);
         double all = (doneAt - lastSuccess) / 1e9;
-        check(doneAt - lastSuccess <= bound.toNanos(), String.format("all errors within the retry bound: %.1f s "
-                + "from the last success to the last error completion (bound %d s); first error after %.1f s",
-                all, bound.toSeconds(), (firstErrorAt - lastSuccess) / 1e9));
+        check(
+                doneAt - lastSuccess <= bound.toNanos(),
+                String.format(
+                        "all errors within the retry bound: %.1f s "
+                                + "from the last success to the last error completion (bound %d s); first error after %.1f s",
+                        all, bound.toSeconds(), (firstErrorAt - lastSuccess) / 1e9));
 
         // Our posted receives flush too, each exactly once.
         int got = link.recvCq.poll(wcs, RECEIVES, Duration.ofSeconds(10));
@@ -289,8 +336,10 @@ public final class FaultClient {
             recvSeen.merge(wcs.wrId(i), 1, Integer::sum);
         }
         recvOk &= recvSeen.size() == RECEIVES && link.recvCq.poll(wcs) == 0;
-        check(recvOk, "the " + RECEIVES + " posted receives flushed exactly once with WR_FLUSH_ERR (got " + got
-                + ": " + recvSeen + ")");
+        check(
+                recvOk,
+                "the " + RECEIVES + " posted receives flushed exactly once with WR_FLUSH_ERR (got " + got + ": "
+                        + recvSeen + ")");
         QueuePairState st = link.qp.query().state();
         check(st == QueuePairState.ERR, "the queue pair is in ERR (" + st + ")");
         return true;
@@ -308,9 +357,12 @@ public final class FaultClient {
         WorkCompletions wcs = link.wcs;
         int n = link.sendCq.poll(wcs, 2, bound);
         boolean sent = n == 2 && wcs.isSuccess(0) && wcs.isSuccess(1);
-        check(sent, "after the reconnect: RDMA WRITE of " + len + " bytes and the VERIFY SEND succeeded (" + n
-                + " completions" + (n > 0 ? ", " + wcs.statusText(0) : "") + (n > 1 ? ", " + wcs.statusText(1) : "")
-                + ")");
+        check(
+                sent,
+                "after the reconnect: RDMA WRITE of " + len + " bytes and the VERIFY SEND succeeded (" + n
+                        + " completions" + (n > 0 ? ", " + wcs.statusText(0) : "")
+                        + (n > 1 ? ", " + wcs.statusText(1) : "")
+                        + ")");
         int r = link.recvCq.poll(wcs, 1, bound);
         if (r != 1 || !wcs.isSuccess(0)) {
             check(false, "the server's REPLY arrived (" + (r == 1 ? wcs.statusText(0) : "none within " + bound) + ")");
@@ -319,8 +371,10 @@ public final class FaultClient {
         MemorySegment m = link.received((int) wcs.wrId(0));
         int type = m.get(JAVA_INT, 0);
         long got = m.get(JAVA_LONG, 8);
-        check(type == FaultLink.REPLY && got == want, "verified exchange: the server's CRC of the written data "
-                + Long.toHexString(got) + " equals ours " + Long.toHexString(want) + " (reply type " + type + ")");
+        check(
+                type == FaultLink.REPLY && got == want,
+                "verified exchange: the server's CRC of the written data " + Long.toHexString(got) + " equals ours "
+                        + Long.toHexString(want) + " (reply type " + type + ")");
     }
 
     private void closeAll(String what, AutoCloseable... cs) {

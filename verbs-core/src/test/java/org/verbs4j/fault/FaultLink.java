@@ -54,6 +54,7 @@ final class FaultLink implements AutoCloseable {
      * to hit (the default RNR budget, 7 × max(0.64 ms, one jiffy), is short under TCG).
      */
     static final int SERVER_RECEIVES = 8192;
+
     static final int PORT = 18515;
     /**
      * The local ACK timeout exponent: 18 = 1.07 s, so a dead peer fails a request after
@@ -87,13 +88,20 @@ final class FaultLink implements AutoCloseable {
             String dev = System.getenv().getOrDefault("VERBS4J_DEVICE", "rxe0");
             ctx = add(made, Verbs.open(dev));
             pd = add(made, ctx.allocateProtectionDomain());
-            data = add(made, pd.register(arena, arena.allocate(DATA_BYTES, 4096), Access.LOCAL_WRITE, Access.REMOTE_WRITE));
-            msg = add(made, pd.register(arena, arena.allocate((long) SLOT * (SEND_SLOTS + receives), 4096),
-                    Access.LOCAL_WRITE));
+            data = add(
+                    made,
+                    pd.register(arena, arena.allocate(DATA_BYTES, 4096), Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+            msg = add(
+                    made,
+                    pd.register(
+                            arena, arena.allocate((long) SLOT * (SEND_SLOTS + receives), 4096), Access.LOCAL_WRITE));
             sendCq = add(made, ctx.createCompletionQueue(256));
             recvCq = add(made, ctx.createCompletionQueue(receives + 16));
-            qp = add(made, pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, sendCq, recvCq)
-                    .maxSendWr(128).maxRecvWr(Math.max(16, receives))));
+            qp = add(
+                    made,
+                    pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, sendCq, recvCq)
+                            .maxSendWr(128)
+                            .maxRecvWr(Math.max(16, receives))));
         } catch (RuntimeException e) {
             for (int i = made.size() - 1; i >= 0; i--) {
                 try {
@@ -119,14 +127,16 @@ final class FaultLink implements AutoCloseable {
     static FaultLink connect(OutOfBandChannel ch, int receives) {
         FaultLink l = new FaultLink(receives);
         try {
-            GidEntry gid = l.ctx.firstRoceV2Ipv4Gid(1).orElseThrow(
-                    () -> new IllegalStateException("no RoCE v2 IPv4 GID on port 1 of " + l.ctx.deviceName()));
-            ConnectOptions o = ConnectOptions.roce(gid.index()).withTimeout(ACK_TIMEOUT);  // retry_cnt: the default 6
+            GidEntry gid = l.ctx.firstRoceV2Ipv4Gid(1)
+                    .orElseThrow(
+                            () -> new IllegalStateException("no RoCE v2 IPv4 GID on port 1 of " + l.ctx.deviceName()));
+            ConnectOptions o = ConnectOptions.roce(gid.index()).withTimeout(ACK_TIMEOUT); // retry_cnt: the default 6
             l.qp.toInit(1, Set.of(Access.REMOTE_WRITE));
             for (int i = 0; i < receives; i++) {
                 l.postRecv(i);
             }
-            QueuePairEndpoint local = l.qp.localEndpoint(gid.index(), ThreadLocalRandom.current().nextInt(1 << 24));
+            QueuePairEndpoint local =
+                    l.qp.localEndpoint(gid.index(), ThreadLocalRandom.current().nextInt(1 << 24));
             l.peer = ch.exchange(ConnectionData.of(local, l.data));
             l.qp.toRtr(l.peer.endpoint(), o);
             l.qp.toRts(local.psn(), o);
@@ -161,7 +171,10 @@ final class FaultLink implements AutoCloseable {
 
     /** Posts a signaled RDMA WRITE of {@code len} bytes at {@code offset} of ours to the same offset of the peer's. */
     void postWrite(long wrId, long offset, int len) {
-        swr.clear().write(wrId, peer.bufferAddress() + offset, peer.rkey()).sge(data, offset, len).signaled();
+        swr.clear()
+                .write(wrId, peer.bufferAddress() + offset, peer.rkey())
+                .sge(data, offset, len)
+                .signaled();
         qp.postSend(swr);
     }
 
@@ -228,10 +241,19 @@ final class FaultLink implements AutoCloseable {
                 return;
             }
             StringBuilder sb = new StringBuilder();
-            sb.append('[').append(who).append(' ').append(elapsed()).append("] WATCHDOG: still running after ")
-                    .append(after.toSeconds()).append(" s; what every thread is doing:\n");
+            sb.append('[')
+                    .append(who)
+                    .append(' ')
+                    .append(elapsed())
+                    .append("] WATCHDOG: still running after ")
+                    .append(after.toSeconds())
+                    .append(" s; what every thread is doing:\n");
             Thread.getAllStackTraces().forEach((t, frames) -> {
-                sb.append("  java thread '").append(t.getName()).append("' ").append(t.getState()).append('\n');
+                sb.append("  java thread '")
+                        .append(t.getName())
+                        .append("' ")
+                        .append(t.getState())
+                        .append('\n');
                 int max = t.getName().equals("main") ? 40 : 3;
                 for (int i = 0; i < frames.length && i < max; i++) {
                     sb.append("      at ").append(frames[i]).append('\n');
@@ -244,9 +266,16 @@ final class FaultLink implements AutoCloseable {
                     String stat = read(task.resolve("stat"));
                     int close = stat.lastIndexOf(')');
                     String state = close > 0 && close + 2 < stat.length() ? stat.substring(close + 2, close + 3) : "?";
-                    sb.append("  task ").append(task.getFileName()).append(" '").append(comm).append("' state ")
-                            .append(state).append(" wchan ").append(read(task.resolve("wchan"))).append('\n');
-                    if (!state.equals("S")) {  // running or in an uninterruptible wait: where in the kernel
+                    sb.append("  task ")
+                            .append(task.getFileName())
+                            .append(" '")
+                            .append(comm)
+                            .append("' state ")
+                            .append(state)
+                            .append(" wchan ")
+                            .append(read(task.resolve("wchan")))
+                            .append('\n');
+                    if (!state.equals("S")) { // running or in an uninterruptible wait: where in the kernel
                         for (String line : read(task.resolve("stack")).split("\n")) {
                             if (!line.isBlank()) {
                                 sb.append("      ").append(line).append('\n');
@@ -259,7 +288,8 @@ final class FaultLink implements AutoCloseable {
             }
             sb.append("  the kernel's last messages (dmesg):\n");
             try {
-                Process p = new ProcessBuilder("dmesg").redirectErrorStream(true).start();
+                Process p =
+                        new ProcessBuilder("dmesg").redirectErrorStream(true).start();
                 p.getOutputStream().close();
                 String[] lines = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).split("\n");
                 p.waitFor(5, TimeUnit.SECONDS);
@@ -288,9 +318,19 @@ final class FaultLink implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             names = List.of();
         }
-        return "rxe counters: " + nonZero(hw, names) + "; eth0: " + nonZero(Path.of("/sys/class/net/eth0/statistics"),
-                List.of("tx_packets", "rx_packets", "tx_dropped", "rx_dropped", "tx_errors", "rx_errors",
-                        "rx_missed_errors", "rx_over_errors", "rx_fifo_errors"));
+        return "rxe counters: " + nonZero(hw, names) + "; eth0: "
+                + nonZero(
+                        Path.of("/sys/class/net/eth0/statistics"),
+                        List.of(
+                                "tx_packets",
+                                "rx_packets",
+                                "tx_dropped",
+                                "rx_dropped",
+                                "tx_errors",
+                                "rx_errors",
+                                "rx_missed_errors",
+                                "rx_over_errors",
+                                "rx_fifo_errors"));
     }
 
     private static String nonZero(Path dir, List<String> names) {
@@ -331,7 +371,9 @@ final class FaultLink implements AutoCloseable {
     static Map<String, Integer> resourceCounts(String device) {
         String out;
         try {
-            Process p = new ProcessBuilder("rdma", "res", "show").redirectErrorStream(true).start();
+            Process p = new ProcessBuilder("rdma", "res", "show")
+                    .redirectErrorStream(true)
+                    .start();
             p.getOutputStream().close();
             if (!p.waitFor(20, TimeUnit.SECONDS)) {
                 p.destroyForcibly();

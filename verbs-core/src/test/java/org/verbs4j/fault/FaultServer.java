@@ -24,8 +24,7 @@ import org.verbs4j.WorkCompletions;
  * given, starts {@link FaultLink#watchdog} with that many seconds.
  */
 public final class FaultServer {
-    private FaultServer() {
-    }
+    private FaultServer() {}
 
     public static void main(String[] args) throws Exception {
         Duration bound = Duration.ofSeconds(args.length > 0 ? Long.parseLong(args[0]) : 900);
@@ -36,12 +35,15 @@ public final class FaultServer {
             ss.setReuseAddress(true);
             // The guest's own address only (VERBS4J_GUEST_IP, set by the guest's stage 2).
             String ip = System.getenv("VERBS4J_GUEST_IP");
-            ss.bind(ip == null || ip.isEmpty() ? new InetSocketAddress(FaultLink.PORT)
-                    : new InetSocketAddress(ip, FaultLink.PORT));
+            ss.bind(
+                    ip == null || ip.isEmpty()
+                            ? new InetSocketAddress(FaultLink.PORT)
+                            : new InetSocketAddress(ip, FaultLink.PORT));
             log("listening on " + ss.getLocalSocketAddress() + " (bound " + bound + ")");
             try (OutOfBandChannel ch = OutOfBandChannel.accept(ss, bound);
-                 FaultLink link = FaultLink.connect(ch, FaultLink.SERVER_RECEIVES)) {
-                log("connected: QP " + link.qp.qpNumber() + " -> peer QP " + link.peer.endpoint().qpNumber());
+                    FaultLink link = FaultLink.connect(ch, FaultLink.SERVER_RECEIVES)) {
+                log("connected: QP " + link.qp.qpNumber() + " -> peer QP "
+                        + link.peer.endpoint().qpNumber());
                 rc = serve(link, deadline);
             }
         } catch (IOException e) {
@@ -58,10 +60,10 @@ public final class FaultServer {
         long nextProgress = System.nanoTime() + progressEvery;
         while (System.nanoTime() - deadline < 0) {
             int n = link.recvCq.poll(wcs);
-            if (System.nanoTime() - nextProgress > 0) {  // a stall shows in the console
+            if (System.nanoTime() - nextProgress > 0) { // a stall shows in the console
                 nextProgress = System.nanoTime() + progressEvery;
-                log("progress: " + dataCount + " DATA messages; QP " + link.qp.query().state() + "; rxe counters: "
-                        + link.counters());
+                log("progress: " + dataCount + " DATA messages; QP "
+                        + link.qp.query().state() + "; rxe counters: " + link.counters());
             }
             if (n == 0) {
                 Thread.onSpinWait();

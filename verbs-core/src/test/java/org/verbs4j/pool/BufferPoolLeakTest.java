@@ -21,7 +21,8 @@ class BufferPoolLeakTest {
 
     @Test
     void aDroppedLeaseIsReportedWithItsSiteAndQuarantined() throws Exception {
-        try (BufferPool pool = fake.pool().name("leaky").sizeClass(128, 3).leakSites(true).build()) {
+        try (BufferPool pool =
+                fake.pool().name("leaky").sizeClass(128, 3).leakSites(true).build()) {
             int leakedId = leaseAndDrop(pool);
             PooledBuffer kept = pool.lease(1);
             int found = 0;
@@ -40,9 +41,11 @@ class BufferPoolLeakTest {
             LeaseInfo leak = out.stream().filter(LeaseInfo::leaked).findFirst().orElseThrow();
             assertEquals(leakedId, leak.slot());
             assertNotNull(leak.site());
-            assertTrue(leak.site().getStackTrace()[1].getMethodName().contains("leaseAndDrop")
-                    || java.util.Arrays.stream(leak.site().getStackTrace())
-                    .anyMatch(e -> e.getMethodName().equals("leaseAndDrop")), "the site names the leasing method");
+            assertTrue(
+                    leak.site().getStackTrace()[1].getMethodName().contains("leaseAndDrop")
+                            || java.util.Arrays.stream(leak.site().getStackTrace())
+                                    .anyMatch(e -> e.getMethodName().equals("leaseAndDrop")),
+                    "the site names the leasing method");
             // the quarantined slot is never leased again: 3 buffers, 1 kept, 1 leaked → 1 left
             PooledBuffer last = pool.lease(1);
             assertNull(pool.tryLease(1));
@@ -58,7 +61,11 @@ class BufferPoolLeakTest {
 
     @Test
     void leakTrackingIsOffByDefaultAndLeasedBuffersAreStillListed() {
-        try (BufferPool pool = fake.pool().sizeClass(128, 2).leakTracking(false).leakSites(false).build()) {
+        try (BufferPool pool = fake.pool()
+                .sizeClass(128, 2)
+                .leakTracking(false)
+                .leakSites(false)
+                .build()) {
             PooledBuffer b = pool.lease(1);
             assertEquals(0, pool.detectLeaks());
             List<LeaseInfo> out = pool.outstandingLeases();
@@ -72,11 +79,17 @@ class BufferPoolLeakTest {
     @Test
     void leaseAndReleaseAllocateNothingAfterWarmUp() throws Exception {
         // through reflection: the tests are compiled into module org.verbs4j.core, which does not read java.management
-        Object mx = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
-        Method allocatedBytes = Class.forName("com.sun.management.ThreadMXBean")
-                .getMethod("getThreadAllocatedBytes", long.class);
-        try (BufferPool pool = fake.pool().sizeClass(4096, 64).sizeClass(65536, 8).leakTracking(false)
-                .leakSites(false).build()) {
+        Object mx = Class.forName("java.lang.management.ManagementFactory")
+                .getMethod("getThreadMXBean")
+                .invoke(null);
+        Method allocatedBytes =
+                Class.forName("com.sun.management.ThreadMXBean").getMethod("getThreadAllocatedBytes", long.class);
+        try (BufferPool pool = fake.pool()
+                .sizeClass(4096, 64)
+                .sizeClass(65536, 8)
+                .leakTracking(false)
+                .leakSites(false)
+                .build()) {
             for (int i = 0; i < 200_000; i++) { // warm-up, JIT
                 cycle(pool, i);
             }
@@ -93,11 +106,17 @@ class BufferPoolLeakTest {
 
     @Test
     void leaseTokenAndReleaseAllocateNothingAfterWarmUp() throws Exception {
-        Object mx = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
-        Method allocatedBytes = Class.forName("com.sun.management.ThreadMXBean")
-                .getMethod("getThreadAllocatedBytes", long.class);
-        try (BufferPool pool = fake.pool().sizeClass(4096, 64).sizeClass(65536, 8).leakTracking(false)
-                .leakSites(false).build()) {
+        Object mx = Class.forName("java.lang.management.ManagementFactory")
+                .getMethod("getThreadMXBean")
+                .invoke(null);
+        Method allocatedBytes =
+                Class.forName("com.sun.management.ThreadMXBean").getMethod("getThreadAllocatedBytes", long.class);
+        try (BufferPool pool = fake.pool()
+                .sizeClass(4096, 64)
+                .sizeClass(65536, 8)
+                .leakTracking(false)
+                .leakSites(false)
+                .build()) {
             for (int i = 0; i < 200_000; i++) {
                 tokenCycle(pool, i);
             }

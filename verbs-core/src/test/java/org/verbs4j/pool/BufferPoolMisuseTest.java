@@ -1,6 +1,5 @@
 package org.verbs4j.pool;
 
-import org.verbs4j.InvalidRequestException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -29,6 +28,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.verbs4j.InvalidRequestException;
 import org.verbs4j.MemoryRegion;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.VerbsException;
@@ -52,7 +52,12 @@ class BufferPoolMisuseTest {
     }
 
     private BufferPool strict(int n) {
-        return fake.pool().name("strict").sizeClass(256, n).threadCacheSize(0).strictLeases(true).build();
+        return fake.pool()
+                .name("strict")
+                .sizeClass(256, n)
+                .threadCacheSize(0)
+                .strictLeases(true)
+                .build();
     }
 
     private static void assertIntact(BufferPool pool, int buffers) {
@@ -183,11 +188,12 @@ class BufferPoolMisuseTest {
     @Test
     void workRequestHelpersRefuseAStaleStrictBuffer() {
         try (BufferPool pool = strict(1);
-             SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+                SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
             PooledBuffer a = pool.lease(1);
             a.release();
             PooledBuffer b = pool.lease(1);
-            VerbsException e = assertThrows(VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(1), a, 8));
+            VerbsException e = assertThrows(
+                    VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(1), a, 8));
             assertTrue(e.getMessage().contains("is stale"), e.getMessage());
             PoolWorkRequests.sge(wrs.clear().send(2), b, 8);
             b.release();
@@ -197,16 +203,17 @@ class BufferPoolMisuseTest {
     @Test
     void workRequestHelpersRefuseAStaleTokenAndTakeACurrentOne() {
         try (BufferPool pool = small(1);
-             SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+                SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
             long old = pool.leaseToken(1);
             pool.release(old);
             long now = pool.leaseToken(1);
-            VerbsException e = assertThrows(VerbsException.class,
-                    () -> PoolWorkRequests.sge(wrs.clear().send(old), pool, old, 8));
+            VerbsException e = assertThrows(
+                    VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(old), pool, old, 8));
             assertTrue(e.getMessage().contains("is stale"), e.getMessage());
             PoolWorkRequests.sge(wrs.clear().send(now), pool, now, 8);
             assertEquals(1, wrs.size());
-            assertThrows(VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(now), pool, now, 257));
+            assertThrows(
+                    VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(now), pool, now, 257));
             pool.release(now);
         }
     }
@@ -253,7 +260,8 @@ class BufferPoolMisuseTest {
 
     @Test
     void foreignTokenIsRefusedAndChangesNothing() {
-        try (BufferPool mine = small(2); BufferPool other = small(2)) {
+        try (BufferPool mine = small(2);
+                BufferPool other = small(2)) {
             long theirs = other.leaseToken(1);
             InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> mine.release(theirs));
             assertTrue(e.getMessage().contains("was not issued by pool"), e.getMessage());
@@ -266,7 +274,8 @@ class BufferPoolMisuseTest {
 
     @Test
     void foreignStrictBufferIsRefused() {
-        try (BufferPool mine = strict(1); BufferPool other = strict(1)) {
+        try (BufferPool mine = strict(1);
+                BufferPool other = strict(1)) {
             PooledBuffer theirs = other.lease(1);
             InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> mine.release(theirs));
             assertTrue(e.getMessage().contains("belongs to pool"), e.getMessage());
@@ -286,8 +295,8 @@ class BufferPoolMisuseTest {
     @Test
     void noTokenIsRefusedWithItsOwnMessage() {
         try (BufferPool pool = small(1)) {
-            InvalidRequestException e = assertThrows(InvalidRequestException.class,
-                    () -> pool.release(BufferPool.NO_TOKEN));
+            InvalidRequestException e =
+                    assertThrows(InvalidRequestException.class, () -> pool.release(BufferPool.NO_TOKEN));
             assertTrue(e.getMessage().contains("NO_TOKEN"), e.getMessage());
         }
     }
@@ -298,8 +307,12 @@ class BufferPoolMisuseTest {
     void leaseAfterCloseFailsInEveryForm() {
         BufferPool pool = small(2);
         pool.close();
-        for (Runnable r : List.<Runnable>of(() -> pool.lease(1), () -> pool.tryLease(1), () -> pool.leaseToken(1),
-                () -> pool.tryLeaseToken(1), () -> pool.lease(1, Duration.ofMillis(5)))) {
+        for (Runnable r : List.<Runnable>of(
+                () -> pool.lease(1),
+                () -> pool.tryLease(1),
+                () -> pool.leaseToken(1),
+                () -> pool.tryLeaseToken(1),
+                () -> pool.lease(1, Duration.ofMillis(5)))) {
             VerbsException e = assertThrows(VerbsException.class, r::run);
             assertTrue(e.getMessage().contains("is closed"), e.getMessage());
             assertFalse(e instanceof StaleLeaseException);
@@ -404,14 +417,25 @@ class BufferPoolMisuseTest {
     private void closeDeregistersBeforeFreeing(RegionAllocator allocator) {
         OrderCheck check = new OrderCheck();
         List<String> events = new CopyOnWriteArrayList<>();
-        BufferPool pool = fake.pool().sizeClass(64, 4).sizeClass(8192, 2).registrar(check.registrar(fake.registrar))
-                .regionAllocator(check.allocator(allocator)).releaseObserver(events::add).build();
+        BufferPool pool = fake.pool()
+                .sizeClass(64, 4)
+                .sizeClass(8192, 2)
+                .registrar(check.registrar(fake.registrar))
+                .regionAllocator(check.allocator(allocator))
+                .releaseObserver(events::add)
+                .build();
         PooledBuffer b = pool.lease(1);
         b.segment().fill((byte) 1);
         b.release();
         pool.close();
-        assertEquals(List.of("views closed", "deregistered region 1", "deregistered region 0", "freed allocation 1",
-                "freed allocation 0"), events);
+        assertEquals(
+                List.of(
+                        "views closed",
+                        "deregistered region 1",
+                        "deregistered region 0",
+                        "freed allocation 1",
+                        "freed allocation 0"),
+                events);
         assertEquals(2, check.frees.get());
         assertTrue(check.violations.isEmpty(), check.violations::toString);
         assertTrue(pool.regions().stream().noneMatch(MemoryRegion::isOpen));
@@ -456,15 +480,26 @@ class BufferPoolMisuseTest {
         // the pool's allocation is the arena's first one: a confined arena runs its first-registered
         // close action first, so memory of the arena itself would be freed before any later action
         List<String> events = new CopyOnWriteArrayList<>();
-        BufferPool pool = fake.pool().name("bounded").sizeClass(64, 2).sizeClass(4096, 1)
-                .regionAllocator(RegionAllocator.of(arena)).releaseObserver(events::add).build();
+        BufferPool pool = fake.pool()
+                .name("bounded")
+                .sizeClass(64, 2)
+                .sizeClass(4096, 1)
+                .regionAllocator(RegionAllocator.of(arena))
+                .releaseObserver(events::add)
+                .build();
         MemorySegment other = arena.allocate(64); // the arena's own memory, freed by its close
         other.fill((byte) 3);
         PooledBuffer b = pool.lease(1);
         MemorySegment kept = b.segment();
         arena.close();
-        assertEquals(List.of("views closed", "deregistered region 1", "deregistered region 0", "freed allocation 1",
-                "freed allocation 0"), events);
+        assertEquals(
+                List.of(
+                        "views closed",
+                        "deregistered region 1",
+                        "deregistered region 0",
+                        "freed allocation 1",
+                        "freed allocation 0"),
+                events);
         assertTrue(pool.isClosed());
         assertTrue(pool.regions().stream().noneMatch(MemoryRegion::isOpen));
         assertThrows(IllegalStateException.class, () -> kept.get(ValueLayout.JAVA_BYTE, 0));
@@ -480,8 +515,12 @@ class BufferPoolMisuseTest {
     void anAlreadyClosedCallerArenaIsRefusedAtBuild() {
         Arena arena = Arena.ofConfined();
         arena.close();
-        VerbsException e = assertThrows(VerbsException.class,
-                () -> fake.pool().sizeClass(64, 1).regionAllocator(RegionAllocator.of(arena)).build());
+        VerbsException e = assertThrows(
+                VerbsException.class,
+                () -> fake.pool()
+                        .sizeClass(64, 1)
+                        .regionAllocator(RegionAllocator.of(arena))
+                        .build());
         assertTrue(e.getMessage().contains("already closed"), e.getMessage());
         assertEquals(0, fake.registrations.get());
     }
@@ -489,11 +528,13 @@ class BufferPoolMisuseTest {
     @Test
     void aPoolRegionClosedDirectlyIsRefusedForPostsAndTheCloseStillFreesItsMemory() {
         List<String> events = new CopyOnWriteArrayList<>();
-        BufferPool pool = fake.pool().sizeClass(64, 2).releaseObserver(events::add).build();
+        BufferPool pool =
+                fake.pool().sizeClass(64, 2).releaseObserver(events::add).build();
         pool.regions().getFirst().close(); // misuse: the pool's regions are the pool's
         try (SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
             PooledBuffer b = pool.lease(1);
-            assertThrows(VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(1), b, 8));
+            assertThrows(
+                    VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(1), b, 8));
             b.release();
         }
         pool.close();
@@ -508,8 +549,13 @@ class BufferPoolMisuseTest {
             regions.add(r);
             return r;
         };
-        BufferPool pool = fake.pool().name("dropped").sizeClass(64, 2).sizeClass(1024, 2).registrar(recording)
-                .releaseObserver(events::add).build();
+        BufferPool pool = fake.pool()
+                .name("dropped")
+                .sizeClass(64, 2)
+                .sizeClass(1024, 2)
+                .registrar(recording)
+                .releaseObserver(events::add)
+                .build();
         PooledBuffer b = pool.lease(1);
         b.segment().fill((byte) 9);
         b.release();
@@ -532,8 +578,15 @@ class BufferPoolMisuseTest {
         List<MemoryRegion> regions = new CopyOnWriteArrayList<>();
         assertEquals(4, buildAndDrop(events, regions, false));
         awaitCleaner(events);
-        assertEquals(List.of("views closed", "deregistered region 1", "deregistered region 0", "freed allocation 1",
-                "freed allocation 0"), events, "the cleaner reclaimed the pool, in order");
+        assertEquals(
+                List.of(
+                        "views closed",
+                        "deregistered region 1",
+                        "deregistered region 0",
+                        "freed allocation 1",
+                        "freed allocation 0"),
+                events,
+                "the cleaner reclaimed the pool, in order");
         assertEquals(2, regions.size());
         assertTrue(regions.stream().noneMatch(MemoryRegion::isOpen));
     }
@@ -632,7 +685,9 @@ class BufferPoolMisuseTest {
     void awaitTimeoutReturnsByItsDeadlineWithManyWaiters() throws Exception {
         int waiters = 16;
         long timeoutMs = 300;
-        try (BufferPool pool = fake.pool().sizeClass(64, 1).exhaustion(ExhaustionPolicy.await(Duration.ofMillis(timeoutMs)))
+        try (BufferPool pool = fake.pool()
+                .sizeClass(64, 1)
+                .exhaustion(ExhaustionPolicy.await(Duration.ofMillis(timeoutMs)))
                 .build()) {
             long held = pool.leaseToken(1);
             CyclicBarrier start = new CyclicBarrier(waiters);
@@ -677,7 +732,9 @@ class BufferPoolMisuseTest {
     @Test
     void manyWaitersAreEachServedAsBuffersComeBack() throws Exception {
         int waiters = 8;
-        try (BufferPool pool = fake.pool().sizeClass(64, 2).exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(30)))
+        try (BufferPool pool = fake.pool()
+                .sizeClass(64, 2)
+                .exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(30)))
                 .build()) {
             long a = pool.leaseToken(1);
             long b = pool.leaseToken(1);
@@ -710,7 +767,9 @@ class BufferPoolMisuseTest {
 
     @Test
     void anInterruptedWaiterGivesUpAndKeepsItsInterrupt() throws Exception {
-        try (BufferPool pool = fake.pool().sizeClass(64, 1).exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(30)))
+        try (BufferPool pool = fake.pool()
+                .sizeClass(64, 1)
+                .exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(30)))
                 .build()) {
             long held = pool.leaseToken(1);
             CountDownLatch done = new CountDownLatch(1);
@@ -755,8 +814,11 @@ class BufferPoolMisuseTest {
     void negativeSizesAreRefusedInEveryForm() {
         try (BufferPool pool = small(1)) {
             for (int size : new int[] {-1, Integer.MIN_VALUE}) {
-                for (Runnable r : List.<Runnable>of(() -> pool.lease(size), () -> pool.tryLease(size),
-                        () -> pool.leaseToken(size), () -> pool.tryLeaseToken(size))) {
+                for (Runnable r : List.<Runnable>of(
+                        () -> pool.lease(size),
+                        () -> pool.tryLease(size),
+                        () -> pool.leaseToken(size),
+                        () -> pool.tryLeaseToken(size))) {
                     InvalidRequestException e = assertThrows(InvalidRequestException.class, r::run);
                     assertTrue(e.getMessage().contains("negative"), e.getMessage());
                 }
@@ -781,9 +843,12 @@ class BufferPoolMisuseTest {
         for (int[] bad : new int[][] {{0, 1}, {-1, 1}, {64, 0}, {64, -5}}) {
             assertThrows(InvalidRequestException.class, () -> fake.pool().sizeClass(bad[0], bad[1]));
         }
-        assertThrows(InvalidRequestException.class, () -> fake.pool().sizeClass(64, 1).sizeClass(64, 2));
+        assertThrows(
+                InvalidRequestException.class,
+                () -> fake.pool().sizeClass(64, 1).sizeClass(64, 2));
         assertThrows(VerbsException.class, () -> fake.pool().build());
-        InvalidRequestException tooMany = assertThrows(InvalidRequestException.class,
+        InvalidRequestException tooMany = assertThrows(
+                InvalidRequestException.class,
                 () -> fake.pool().sizeClass(1, Integer.MAX_VALUE).build());
         assertTrue(tooMany.getMessage().contains("too many buffers"), tooMany.getMessage());
         assertThrows(InvalidRequestException.class, () -> fake.pool().threadCacheSize(-1));
@@ -795,7 +860,8 @@ class BufferPoolMisuseTest {
     @Test
     void concurrentCloseVersusLeaseAndReleaseHasADefinedOutcome() throws Exception {
         int threads = 4;
-        BufferPool pool = fake.pool().name("racy").sizeClass(64, 8).sizeClass(1024, 4).build();
+        BufferPool pool =
+                fake.pool().name("racy").sizeClass(64, 8).sizeClass(1024, 4).build();
         AtomicBoolean stop = new AtomicBoolean();
         ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
         AtomicLong leases = new AtomicLong();
@@ -822,7 +888,8 @@ class BufferPoolMisuseTest {
                             }
                             leases.incrementAndGet();
                         } catch (VerbsException e) {
-                            if (!(e.getMessage().contains("is closed") || e.getMessage().contains("being closed"))
+                            if (!(e.getMessage().contains("is closed")
+                                            || e.getMessage().contains("being closed"))
                                     || e instanceof StaleLeaseException) {
                                 errors.add(e);
                                 return;
@@ -862,15 +929,18 @@ class BufferPoolMisuseTest {
         assertTrue(pool.isClosed());
         assertTrue(pool.regions().stream().noneMatch(MemoryRegion::isOpen));
         assertEquals(0, pool.metrics().bytesInUse());
-        System.out.printf("close raced with %d leases: %d refused close(s) before it went through%n", leases.get(),
-                refusals);
+        System.out.printf(
+                "close raced with %d leases: %d refused close(s) before it went through%n", leases.get(), refusals);
     }
 
     @Test
     void staleReleasesRacingWithNewLeasesNeverReleaseThem() throws Exception {
         int rounds = 20_000;
-        try (BufferPool pool = fake.pool().sizeClass(64, 1).threadCacheSize(0)
-                .exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(30))).build()) {
+        try (BufferPool pool = fake.pool()
+                .sizeClass(64, 1)
+                .threadCacheSize(0)
+                .exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(30)))
+                .build()) {
             ConcurrentLinkedQueue<Long> released = new ConcurrentLinkedQueue<>();
             AtomicBoolean done = new AtomicBoolean();
             AtomicLong refused = new AtomicLong();

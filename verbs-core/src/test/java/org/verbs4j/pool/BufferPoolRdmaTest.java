@@ -1,6 +1,5 @@
 package org.verbs4j.pool;
 
-import org.verbs4j.VerbsException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -18,6 +17,7 @@ import org.verbs4j.CompletionQueue;
 import org.verbs4j.LoopbackPair;
 import org.verbs4j.ReceiveWorkRequests;
 import org.verbs4j.SendWorkRequests;
+import org.verbs4j.VerbsException;
 import org.verbs4j.WorkCompletions;
 import org.verbs4j.testing.RdmaTest;
 
@@ -33,8 +33,13 @@ import org.verbs4j.testing.RdmaTest;
 class BufferPoolRdmaTest {
 
     private static BufferPool pool(LoopbackPair p, boolean single) {
-        return BufferPool.builder(p.pd).name("rdma").sizeClass(4096, 32).sizeClass(65536, 8).singleRegion(single)
-                .access(Access.LOCAL_WRITE, Access.REMOTE_READ, Access.REMOTE_WRITE).build();
+        return BufferPool.builder(p.pd)
+                .name("rdma")
+                .sizeClass(4096, 32)
+                .sizeClass(65536, 8)
+                .singleRegion(single)
+                .access(Access.LOCAL_WRITE, Access.REMOTE_READ, Access.REMOTE_WRITE)
+                .build();
     }
 
     private static void fill(MemorySegment s, int len, int seed) {
@@ -61,8 +66,8 @@ class BufferPoolRdmaTest {
     @Test
     void rdmaWriteAndReadBetweenPooledBuffers() {
         try (LoopbackPair p = LoopbackPair.rc();
-             SendWorkRequests wrs = new SendWorkRequests(4, 2);
-             WorkCompletions wcs = new WorkCompletions(8)) {
+                SendWorkRequests wrs = new SendWorkRequests(4, 2);
+                WorkCompletions wcs = new WorkCompletions(8)) {
             try (BufferPool pool = pool(p, false)) {
                 long startUp = pool.registrations();
                 assertEquals(2, startUp);
@@ -74,14 +79,16 @@ class BufferPoolRdmaTest {
                     PooledBuffer dst = pool.lease(len);
                     fill(src.segment(), len, round);
                     dst.segment().fill((byte) 0);
-                    PoolWorkRequests.sge(PoolWorkRequests.write(wrs.clear(), src.id(), dst).signaled(), src, len);
+                    PoolWorkRequests.sge(
+                            PoolWorkRequests.write(wrs.clear(), src.id(), dst).signaled(), src, len);
                     p.a.postSend(wrs);
                     complete(p.cqA, wcs, src.id());
                     check(dst.segment(), len, round);
                     // READ: b reads a's buffer into a fresh one
                     PooledBuffer into = pool.lease(len);
                     into.segment().fill((byte) 0);
-                    PoolWorkRequests.sge(PoolWorkRequests.read(wrs.clear(), into.id(), src).signaled(), into, len);
+                    PoolWorkRequests.sge(
+                            PoolWorkRequests.read(wrs.clear(), into.id(), src).signaled(), into, len);
                     p.b.postSend(wrs);
                     complete(p.cqB, wcs, into.id());
                     check(into.segment(), len, round);
@@ -97,8 +104,8 @@ class BufferPoolRdmaTest {
     @Test
     void registrationsNeverGrowAfterStartUp() {
         try (LoopbackPair p = LoopbackPair.rc();
-             SendWorkRequests wrs = new SendWorkRequests(16, 1);
-             WorkCompletions wcs = new WorkCompletions(16)) {
+                SendWorkRequests wrs = new SendWorkRequests(16, 1);
+                WorkCompletions wcs = new WorkCompletions(16)) {
             try (BufferPool pool = pool(p, true)) {
                 assertEquals(1, pool.registrations());
                 int ops = 0;
@@ -140,15 +147,18 @@ class BufferPoolRdmaTest {
     @Test
     void aLeaseTokenInAWrIdIsReleasedOnceAndAStaleOneIsRefused() {
         try (LoopbackPair p = LoopbackPair.rc();
-             SendWorkRequests wrs = new SendWorkRequests(4, 1);
-             WorkCompletions wcs = new WorkCompletions(4);
-             BufferPool pool = BufferPool.builder(p.pd).name("tokens").sizeClass(4096, 2)
-                     .access(Access.LOCAL_WRITE, Access.REMOTE_READ, Access.REMOTE_WRITE).build()) {
+                SendWorkRequests wrs = new SendWorkRequests(4, 1);
+                WorkCompletions wcs = new WorkCompletions(4);
+                BufferPool pool = BufferPool.builder(p.pd)
+                        .name("tokens")
+                        .sizeClass(4096, 2)
+                        .access(Access.LOCAL_WRITE, Access.REMOTE_READ, Access.REMOTE_WRITE)
+                        .build()) {
             long src = pool.leaseToken(100);
             long dst = pool.leaseToken(100);
             fill(pool.buffer(src).segment(), 100, 5);
-            PoolWorkRequests.sge(PoolWorkRequests.write(wrs.clear(), src, pool.buffer(dst)).signaled(),
-                    pool.buffer(src), 100);
+            PoolWorkRequests.sge(
+                    PoolWorkRequests.write(wrs.clear(), src, pool.buffer(dst)).signaled(), pool.buffer(src), 100);
             p.a.postSend(wrs);
             complete(p.cqA, wcs, src);
             check(pool.buffer(dst).segment(), 100, 5);
@@ -168,10 +178,11 @@ class BufferPoolRdmaTest {
     @Test
     void closeIsRefusedWhileAReceiveIsPostedIntoAPooledBuffer() {
         try (LoopbackPair p = LoopbackPair.rc();
-             SendWorkRequests wrs = new SendWorkRequests(4, 1);
-             ReceiveWorkRequests rwrs = new ReceiveWorkRequests(4, 1);
-             WorkCompletions wcs = new WorkCompletions(4)) {
-            BufferPool pool = BufferPool.builder(p.pd).name("rx").sizeClass(4096, 4).build();
+                SendWorkRequests wrs = new SendWorkRequests(4, 1);
+                ReceiveWorkRequests rwrs = new ReceiveWorkRequests(4, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
+            BufferPool pool =
+                    BufferPool.builder(p.pd).name("rx").sizeClass(4096, 4).build();
             long rx = pool.leaseToken(4096);
             PoolWorkRequests.sge(rwrs.clear().add(rx), pool.buffer(rx));
             p.b.postRecv(rwrs);
@@ -194,17 +205,20 @@ class BufferPoolRdmaTest {
     @Test
     void aDroppedPoolIsDeregisteredBeforeFreeingSoAPostedReceiveFailsInsteadOfWriting() throws Exception {
         try (LoopbackPair p = LoopbackPair.rc();
-             SendWorkRequests wrs = new SendWorkRequests(4, 1);
-             ReceiveWorkRequests rwrs = new ReceiveWorkRequests(4, 1);
-             WorkCompletions wcs = new WorkCompletions(4);
-             BufferPool sender = BufferPool.builder(p.pd).name("tx").sizeClass(4096, 1).build()) {
+                SendWorkRequests wrs = new SendWorkRequests(4, 1);
+                ReceiveWorkRequests rwrs = new ReceiveWorkRequests(4, 1);
+                WorkCompletions wcs = new WorkCompletions(4);
+                BufferPool sender =
+                        BufferPool.builder(p.pd).name("tx").sizeClass(4096, 1).build()) {
             List<String> events = new CopyOnWriteArrayList<>();
             long rx = postReceiveIntoADroppedPool(p, rwrs, events);
             for (int i = 0; i < 500 && !events.contains("freed allocation 0"); i++) {
                 System.gc();
                 Thread.sleep(10);
             }
-            assertEquals(List.of("views closed", "deregistered region 0", "freed allocation 0"), events,
+            assertEquals(
+                    List.of("views closed", "deregistered region 0", "freed allocation 0"),
+                    events,
                     "the cleaner reclaimed the dropped pool, deregistering first");
             long tx = sender.leaseToken(64);
             fill(sender.buffer(tx).segment(), 64, 3);
@@ -221,7 +235,10 @@ class BufferPoolRdmaTest {
 
     /** Builds a pool, posts a receive into one of its buffers and drops the pool (keeping only the token). */
     private static long postReceiveIntoADroppedPool(LoopbackPair p, ReceiveWorkRequests rwrs, List<String> events) {
-        BufferPool pool = BufferPool.builder(p.pd).name("dropped").sizeClass(4096, 2).releaseObserver(events::add)
+        BufferPool pool = BufferPool.builder(p.pd)
+                .name("dropped")
+                .sizeClass(4096, 2)
+                .releaseObserver(events::add)
                 .build();
         long rx = pool.leaseToken(4096);
         pool.buffer(rx).segment().fill((byte) 0);

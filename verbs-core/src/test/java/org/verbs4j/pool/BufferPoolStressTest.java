@@ -55,9 +55,15 @@ class BufferPoolStressTest {
         // 21 buffers per class: fewer than 8 threads can hold at once (2 held + 1 being leased each, and 4
         // in the hand-off queue) and fewer than their caches (4 each) can park, so classes run dry: leases
         // steal from other threads' caches, and now and then wait for a release
-        try (BufferPool pool = fake.pool().sizeClass(64, 21).sizeClass(1024, 21).threadCacheSize(4)
-                .leakTracking(tracking).leakSites(false).strictLeases(strict)
-                .exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(30))).build()) {
+        try (BufferPool pool = fake.pool()
+                .sizeClass(64, 21)
+                .sizeClass(1024, 21)
+                .threadCacheSize(4)
+                .leakTracking(tracking)
+                .leakSites(false)
+                .strictLeases(strict)
+                .exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(30)))
+                .build()) {
             AtomicIntegerArray owner = new AtomicIntegerArray(pool.capacity());
             ArrayBlockingQueue<PooledBuffer> handoff = new ArrayBlockingQueue<>(4);
             ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
@@ -148,8 +154,12 @@ class BufferPoolStressTest {
             assertNull(pool.tryLease(1024));
             assertEquals(pool.capacity(), ids.size());
             all.forEach(PooledBuffer::release);
-            System.out.printf("stress (tracking " + tracking + "): %d leases, %d cache misses, %d exhaustions, high-water %d B%n", m.leases(),
-                    m.cacheMisses(), m.exhaustions(), m.highWaterMarkBytes());
+            System.out.printf(
+                    "stress (tracking " + tracking + "): %d leases, %d cache misses, %d exhaustions, high-water %d B%n",
+                    m.leases(),
+                    m.cacheMisses(),
+                    m.exhaustions(),
+                    m.highWaterMarkBytes());
         }
         assertEquals(2, fake.registrations.get());
     }

@@ -1,6 +1,5 @@
 package org.verbs4j.pool;
 
-import org.verbs4j.InvalidRequestException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -22,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.Access;
+import org.verbs4j.InvalidRequestException;
 import org.verbs4j.MemoryRegion;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.VerbsException;
@@ -37,8 +37,11 @@ class BufferPoolTest {
 
     @Test
     void leasesFromTheSmallestFittingClassWithConsistentKeysAndAddresses() {
-        try (BufferPool pool = fake.pool().sizeClass(4096, 8).sizeClass(65536, 2)
-                .access(Access.LOCAL_WRITE, Access.REMOTE_READ).build()) {
+        try (BufferPool pool = fake.pool()
+                .sizeClass(4096, 8)
+                .sizeClass(65536, 2)
+                .access(Access.LOCAL_WRITE, Access.REMOTE_READ)
+                .build()) {
             assertEquals(2, fake.registrations.get());
             assertEquals(2, pool.registrations());
             assertEquals(10, pool.capacity());
@@ -77,7 +80,11 @@ class BufferPoolTest {
 
     @Test
     void singleRegionRegistersOnceAndKeepsClassesApart() {
-        try (BufferPool pool = fake.pool().sizeClass(100, 3).sizeClass(8192, 2).singleRegion(true).build()) {
+        try (BufferPool pool = fake.pool()
+                .sizeClass(100, 3)
+                .sizeClass(8192, 2)
+                .singleRegion(true)
+                .build()) {
             assertEquals(1, pool.registrations());
             assertEquals(1, pool.regions().size());
             Set<Long> ranges = new HashSet<>();
@@ -94,7 +101,8 @@ class BufferPoolTest {
             // no two buffers overlap
             all.sort((x, y) -> Long.compare(x.address(), y.address()));
             for (int i = 1; i < all.size(); i++) {
-                assertTrue(all.get(i - 1).address() + all.get(i - 1).capacity() <= all.get(i).address());
+                assertTrue(all.get(i - 1).address() + all.get(i - 1).capacity()
+                        <= all.get(i).address());
             }
             assertEquals(0, all.get(3).offset() % 4096, "each class starts on a page");
             all.forEach(PooledBuffer::release);
@@ -103,7 +111,8 @@ class BufferPoolTest {
 
     @Test
     void registrationsStayAtStartUpCountAfterManyLeases() {
-        try (BufferPool pool = fake.pool().sizeClass(4096, 4).sizeClass(65536, 2).build()) {
+        try (BufferPool pool =
+                fake.pool().sizeClass(4096, 4).sizeClass(65536, 2).build()) {
             for (int i = 0; i < 100_000; i++) {
                 PooledBuffer a = pool.lease(i % 4096);
                 PooledBuffer b = pool.lease(5000 + i % 60000);
@@ -142,7 +151,9 @@ class BufferPoolTest {
 
     @Test
     void waitingLeaseTimesOutWhenNothingIsReleased() {
-        try (BufferPool pool = fake.pool().sizeClass(1024, 1).exhaustion(ExhaustionPolicy.await(Duration.ofMillis(150)))
+        try (BufferPool pool = fake.pool()
+                .sizeClass(1024, 1)
+                .exhaustion(ExhaustionPolicy.await(Duration.ofMillis(150)))
                 .build()) {
             PooledBuffer a = pool.lease(1);
             long t0 = System.nanoTime();
@@ -156,7 +167,9 @@ class BufferPoolTest {
 
     @Test
     void waitingLeaseReturnsWhenAnotherThreadReleases() throws Exception {
-        try (BufferPool pool = fake.pool().sizeClass(1024, 1).exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(20)))
+        try (BufferPool pool = fake.pool()
+                .sizeClass(1024, 1)
+                .exhaustion(ExhaustionPolicy.await(Duration.ofSeconds(20)))
                 .build()) {
             PooledBuffer held = pool.lease(1);
             CountDownLatch started = new CountDownLatch(1);
@@ -202,7 +215,7 @@ class BufferPoolTest {
     @Test
     void releaseOfAForeignBufferIsRefused() {
         try (BufferPool mine = fake.pool().name("mine").sizeClass(512, 2).build();
-             BufferPool other = fake.pool().name("other").sizeClass(512, 2).build()) {
+                BufferPool other = fake.pool().name("other").sizeClass(512, 2).build()) {
             PooledBuffer foreign = other.lease(1);
             InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> mine.release(foreign));
             assertTrue(e.getMessage().contains("belongs to pool 'other'"), e.getMessage());
@@ -241,12 +254,13 @@ class BufferPoolTest {
             all.forEach(PooledBuffer::release);
             // another thread still gets all eight (it steals from this thread's cache)
             List<PooledBuffer> other = CompletableFuture.supplyAsync(() -> {
-                List<PooledBuffer> got = new ArrayList<>();
-                for (int i = 0; i < 8; i++) {
-                    got.add(pool.lease(1));
-                }
-                return got;
-            }).get(10, TimeUnit.SECONDS);
+                        List<PooledBuffer> got = new ArrayList<>();
+                        for (int i = 0; i < 8; i++) {
+                            got.add(pool.lease(1));
+                        }
+                        return got;
+                    })
+                    .get(10, TimeUnit.SECONDS);
             assertEquals(8, new HashSet<>(other).size());
             assertNull(pool.tryLease(1));
             other.forEach(PooledBuffer::release);
@@ -297,17 +311,17 @@ class BufferPoolTest {
     @Test
     void workRequestHelpersCheckLengthAndLease() {
         try (BufferPool pool = fake.pool().sizeClass(4096, 2).build();
-             SendWorkRequests wrs = new SendWorkRequests(4, 2)) {
+                SendWorkRequests wrs = new SendWorkRequests(4, 2)) {
             PooledBuffer b = pool.lease(4096);
             PoolWorkRequests.sge(wrs.clear().send(1), b, 4096);
             PoolWorkRequests.sge(wrs, b);
             assertEquals(1, wrs.size());
-            VerbsException tooLong = assertThrows(VerbsException.class,
-                    () -> PoolWorkRequests.sge(wrs.clear().send(2), b, 4097));
+            VerbsException tooLong = assertThrows(
+                    VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(2), b, 4097));
             assertTrue(tooLong.getMessage().contains("exceeds the pooled buffer"), tooLong.getMessage());
             b.release();
-            VerbsException released = assertThrows(VerbsException.class,
-                    () -> PoolWorkRequests.sge(wrs.clear().send(3), b, 10));
+            VerbsException released = assertThrows(
+                    VerbsException.class, () -> PoolWorkRequests.sge(wrs.clear().send(3), b, 10));
             assertTrue(released.getMessage().contains("is not leased"), released.getMessage());
         }
     }
@@ -316,8 +330,11 @@ class BufferPoolTest {
     void builderRejectsBadConfigurations() {
         assertThrows(VerbsException.class, () -> fake.pool().build());
         assertThrows(InvalidRequestException.class, () -> fake.pool().sizeClass(0, 1));
-        assertThrows(InvalidRequestException.class, () -> fake.pool().sizeClass(64, 1).sizeClass(64, 2));
-        assertThrows(InvalidRequestException.class,
+        assertThrows(
+                InvalidRequestException.class,
+                () -> fake.pool().sizeClass(64, 1).sizeClass(64, 2));
+        assertThrows(
+                InvalidRequestException.class,
                 () -> fake.pool().sizeClass(64, 1).access(Access.REMOTE_WRITE).build());
         assertEquals(0, fake.registrations.get());
     }
@@ -334,15 +351,23 @@ class BufferPoolTest {
             made.add(r);
             return r;
         };
-        assertThrows(VerbsException.class,
-                () -> BufferPool.builder(fake.pd).registrar(failSecond).sizeClass(64, 1).sizeClass(128, 1).build());
+        assertThrows(
+                VerbsException.class,
+                () -> BufferPool.builder(fake.pd)
+                        .registrar(failSecond)
+                        .sizeClass(64, 1)
+                        .sizeClass(128, 1)
+                        .build());
         assertEquals(1, made.size());
         assertFalse(made.getFirst().isOpen(), "the first region was deregistered again");
     }
 
     @Test
     void hugePageAllocatorWorksOrFallsBackToHostMemory() {
-        try (BufferPool pool = fake.pool().sizeClass(4096, 600).regionAllocator(RegionAllocator.hugePages()).build()) {
+        try (BufferPool pool = fake.pool()
+                .sizeClass(4096, 600)
+                .regionAllocator(RegionAllocator.hugePages())
+                .build()) {
             assertTrue(pool.regions().getFirst().length() >= 2L << 20);
             assertEquals(0, pool.regions().getFirst().address() % 4096);
             PooledBuffer b = pool.lease(4096);
@@ -356,11 +381,17 @@ class BufferPoolTest {
     @Test
     void autoAndCallerArenaAllocatorsWork() {
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
-            try (BufferPool pool = fake.pool().sizeClass(64, 4).regionAllocator(RegionAllocator.of(arena)).build()) {
+            try (BufferPool pool = fake.pool()
+                    .sizeClass(64, 4)
+                    .regionAllocator(RegionAllocator.of(arena))
+                    .build()) {
                 pool.lease(1).release();
             }
         }
-        try (BufferPool pool = fake.pool().sizeClass(64, 4).regionAllocator(RegionAllocator.auto()).build()) {
+        try (BufferPool pool = fake.pool()
+                .sizeClass(64, 4)
+                .regionAllocator(RegionAllocator.auto())
+                .build()) {
             pool.lease(1).release();
         }
     }

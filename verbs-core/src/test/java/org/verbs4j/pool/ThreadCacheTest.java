@@ -61,7 +61,7 @@ class ThreadCacheTest {
     @Test
     void ownerDeadOnceTheOwningThreadHasEnded() throws InterruptedException {
         assertFalse(new ThreadCache(1, Thread.currentThread()).ownerDead());
-        Thread t = Thread.ofPlatform().start(() -> { });
+        Thread t = Thread.ofPlatform().start(() -> {});
         t.join();
         ThreadCache c = new ThreadCache(1, t);
         assertTrue(c.ownerDead());

@@ -40,6 +40,7 @@ import org.verbs4j.gpudirect.generated.cuda.cuda_h;
 public final class CudaDriver {
     /** System property naming the libcuda to load (a soname or an absolute path). */
     public static final String LIBRARY_PROPERTY = "verbs4j.libcuda";
+
     private static final Logger LOG = LoggerFactory.getLogger(CudaDriver.class);
     private static final Map<String, CudaDriver> LOADED = new ConcurrentHashMap<>();
 
@@ -71,19 +72,25 @@ public final class CudaDriver {
         try {
             lib = SymbolLookup.libraryLookup(library, Arena.global());
         } catch (IllegalCallerException e) {
-            return unavailable(library, "native access is not enabled for verbs-gpudirect: run java with "
-                    + "--enable-native-access=org.verbs4j.gpudirect (or ALL-UNNAMED on the class path)");
+            return unavailable(
+                    library,
+                    "native access is not enabled for verbs-gpudirect: run java with "
+                            + "--enable-native-access=org.verbs4j.gpudirect (or ALL-UNNAMED on the class path)");
         } catch (IllegalArgumentException e) {
-            return unavailable(library, library + " could not be loaded (" + e.getMessage() + "): no NVIDIA driver is "
-                    + "installed here (the CUDA toolkit's headers and runtime are not the driver); install the NVIDIA "
-                    + "driver, or point -D" + LIBRARY_PROPERTY + "= at its libcuda.so.1");
+            return unavailable(
+                    library,
+                    library + " could not be loaded (" + e.getMessage() + "): no NVIDIA driver is "
+                            + "installed here (the CUDA toolkit's headers and runtime are not the driver); install the NVIDIA "
+                            + "driver, or point -D" + LIBRARY_PROPERTY + "= at its libcuda.so.1");
         }
         Symbols sym;
         try {
             sym = new Symbols(lib);
         } catch (NoSuchElementException e) {
-            return unavailable(library, library + " lacks a function verbs4j needs (" + e.getMessage()
-                    + "): the NVIDIA driver is older than CUDA 11.7 (cuMemGetHandleForAddressRange); update it");
+            return unavailable(
+                    library,
+                    library + " lacks a function verbs4j needs (" + e.getMessage()
+                            + "): the NVIDIA driver is older than CUDA 11.7 (cuMemGetHandleForAddressRange); update it");
         }
         CudaDriver probe = new CudaDriver(library, null, 0, sym);
         int rc = probe.cuInit(0);
@@ -102,10 +109,10 @@ public final class CudaDriver {
 
     private static String noDeviceHint(String name) {
         return switch (name) {
-            case "CUDA_ERROR_NO_DEVICE" -> ": the driver sees no GPU (check nvidia-smi, CUDA_VISIBLE_DEVICES, the container's "
-                    + "device access)";
-            case "CUDA_ERROR_INSUFFICIENT_DRIVER", "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE" -> ": the kernel driver is "
-                    + "older than this libcuda; reinstall one driver version";
+            case "CUDA_ERROR_NO_DEVICE" ->
+                ": the driver sees no GPU (check nvidia-smi, CUDA_VISIBLE_DEVICES, the container's " + "device access)";
+            case "CUDA_ERROR_INSUFFICIENT_DRIVER", "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE" ->
+                ": the kernel driver is " + "older than this libcuda; reinstall one driver version";
             default -> "";
         };
     }
@@ -148,8 +155,12 @@ public final class CudaDriver {
     /** Throws {@link CudaException} (CUDA_ERROR_NOT_INITIALIZED) with the cause unless available. */
     void ensureAvailable() {
         if (cause != null) {
-            throw new CudaException("cuInit", cuda_h.CUDA_ERROR_NOT_INITIALIZED(), "CUDA_ERROR_NOT_INITIALIZED",
-                    "the CUDA driver is not usable", cause);
+            throw new CudaException(
+                    "cuInit",
+                    cuda_h.CUDA_ERROR_NOT_INITIALIZED(),
+                    "CUDA_ERROR_NOT_INITIALIZED",
+                    "the CUDA driver is not usable",
+                    cause);
         }
     }
 
@@ -187,7 +198,10 @@ public final class CudaDriver {
             check("cuDeviceGetPCIBusId", cuDeviceGetPCIBusId(bus, 64, dev), null);
             MemorySegment bytes = a.allocate(JAVA_LONG);
             check("cuDeviceTotalMem_v2", cuDeviceTotalMem(bytes, dev), null);
-            return new GpuDevice(ordinal, name.getString(0), sysfsPciAddress(bus.getString(0)),
+            return new GpuDevice(
+                    ordinal,
+                    name.getString(0),
+                    sysfsPciAddress(bus.getString(0)),
                     bytes.get(JAVA_LONG, 0),
                     attribute(a, dev, cuda_h.CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED()) != 0,
                     attribute(a, dev, cuda_h.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED()) != 0);
@@ -209,8 +223,7 @@ public final class CudaDriver {
 
     private int handle(Arena a, int ordinal) {
         MemorySegment d = a.allocate(JAVA_INT);
-        check("cuDeviceGet", cuDeviceGet(d, ordinal), "ordinal " + ordinal + " of "
-                + deviceCount() + " GPUs");
+        check("cuDeviceGet", cuDeviceGet(d, ordinal), "ordinal " + ordinal + " of " + deviceCount() + " GPUs");
         return d.get(JAVA_INT, 0);
     }
 
@@ -252,7 +265,9 @@ public final class CudaDriver {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment one = a.allocate(JAVA_INT);
             one.set(JAVA_INT, 0, 1);
-            check("cuPointerSetAttribute", cuPointerSetAttribute(one, cuda_h.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS(), dptr),
+            check(
+                    "cuPointerSetAttribute",
+                    cuPointerSetAttribute(one, cuda_h.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS(), dptr),
                     "CU_POINTER_ATTRIBUTE_SYNC_MEMOPS");
         }
     }
@@ -278,8 +293,9 @@ public final class CudaDriver {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment fd = a.allocate(JAVA_INT);
             fd.set(JAVA_INT, 0, -1);
-            check("cuMemGetHandleForAddressRange", cuMemGetHandleForAddressRange(fd, dptr, size,
-                    cuda_h.CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD(), 0L),
+            check(
+                    "cuMemGetHandleForAddressRange",
+                    cuMemGetHandleForAddressRange(fd, dptr, size, cuda_h.CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD(), 0L),
                     "exporting " + size + " bytes at 0x" + Long.toHexString(dptr) + " as a dma-buf (the range must be "
                             + "host-page aligned; the GPU and driver must support dma-buf: driver 515+ with the open "
                             + "kernel modules, or 530+)");
@@ -304,16 +320,16 @@ public final class CudaDriver {
 
     private void check(String fn, int rc, String context) {
         if (rc != 0) {
-            throw new CudaException(fn, rc, name(rc), (context == null ? "" : context + ": ") + string(rc),
-                    hint(name(rc)));
+            throw new CudaException(
+                    fn, rc, name(rc), (context == null ? "" : context + ": ") + string(rc), hint(name(rc)));
         }
     }
 
     private static String hint(String name) {
         return switch (name) {
             case "CUDA_ERROR_OUT_OF_MEMORY" -> "free GPU memory, or allocate less";
-            case "CUDA_ERROR_NOT_SUPPORTED" -> "this GPU or driver does not support it; see the capability report "
-                    + "(verbs-perf gpu-info)";
+            case "CUDA_ERROR_NOT_SUPPORTED" ->
+                "this GPU or driver does not support it; see the capability report " + "(verbs-perf gpu-info)";
             case "CUDA_ERROR_INVALID_VALUE" -> "check the sizes, offsets and alignment";
             default -> null;
         };
@@ -406,7 +422,8 @@ public final class CudaDriver {
 
     private int cuDeviceGetAttribute(MemorySegment value, int attribute, int device) {
         try {
-            return (int) Fn.CU_DEVICE_GET_ATTRIBUTE.handle().invokeExact(sym.cuDeviceGetAttribute, value, attribute, device);
+            return (int)
+                    Fn.CU_DEVICE_GET_ATTRIBUTE.handle().invokeExact(sym.cuDeviceGetAttribute, value, attribute, device);
         } catch (Throwable t) {
             throw failed(Fn.CU_DEVICE_GET_ATTRIBUTE, t);
         }
@@ -430,7 +447,8 @@ public final class CudaDriver {
 
     private int cuDevicePrimaryCtxRetain(MemorySegment context, int device) {
         try {
-            return (int) Fn.CU_DEVICE_PRIMARY_CTX_RETAIN.handle().invokeExact(sym.cuDevicePrimaryCtxRetain, context, device);
+            return (int)
+                    Fn.CU_DEVICE_PRIMARY_CTX_RETAIN.handle().invokeExact(sym.cuDevicePrimaryCtxRetain, context, device);
         } catch (Throwable t) {
             throw failed(Fn.CU_DEVICE_PRIMARY_CTX_RETAIN, t);
         }
@@ -494,8 +512,9 @@ public final class CudaDriver {
 
     private int cuMemGetHandleForAddressRange(MemorySegment handle, long dptr, long size, int type, long flags) {
         try {
-            return (int) Fn.CU_MEM_GET_HANDLE_FOR_ADDRESS_RANGE.handle().invokeExact(sym.cuMemGetHandleForAddressRange,
-                    handle, dptr, size, type, flags);
+            return (int) Fn.CU_MEM_GET_HANDLE_FOR_ADDRESS_RANGE
+                    .handle()
+                    .invokeExact(sym.cuMemGetHandleForAddressRange, handle, dptr, size, type, flags);
         } catch (Throwable t) {
             throw failed(Fn.CU_MEM_GET_HANDLE_FOR_ADDRESS_RANGE, t);
         }
@@ -503,7 +522,8 @@ public final class CudaDriver {
 
     private int cuPointerSetAttribute(MemorySegment value, int attribute, long dptr) {
         try {
-            return (int) Fn.CU_POINTER_SET_ATTRIBUTE.handle().invokeExact(sym.cuPointerSetAttribute, value, attribute, dptr);
+            return (int)
+                    Fn.CU_POINTER_SET_ATTRIBUTE.handle().invokeExact(sym.cuPointerSetAttribute, value, attribute, dptr);
         } catch (Throwable t) {
             throw failed(Fn.CU_POINTER_SET_ATTRIBUTE, t);
         }
@@ -524,53 +544,69 @@ public final class CudaDriver {
      */
     private static final class Fn {
         static final CudaBinding CU_INIT = CudaBinding.cuda("cuInit", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-        static final CudaBinding CU_DRIVER_GET_VERSION = CudaBinding.cuda("cuDriverGetVersion",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        static final CudaBinding CU_GET_ERROR_NAME = CudaBinding.cuda("cuGetErrorName",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
-        static final CudaBinding CU_GET_ERROR_STRING = CudaBinding.cuda("cuGetErrorString",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
-        static final CudaBinding CU_DEVICE_GET_COUNT = CudaBinding.cuda("cuDeviceGetCount",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        static final CudaBinding CU_DEVICE_GET = CudaBinding.cuda("cuDeviceGet",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-        static final CudaBinding CU_DEVICE_GET_NAME = CudaBinding.cuda("cuDeviceGetName",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
-        static final CudaBinding CU_DEVICE_GET_ATTRIBUTE = CudaBinding.cuda("cuDeviceGetAttribute",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
-        static final CudaBinding CU_DEVICE_GET_PCI_BUS_ID = CudaBinding.cuda("cuDeviceGetPCIBusId",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
-        static final CudaBinding CU_DEVICE_TOTAL_MEM = CudaBinding.cuda("cuDeviceTotalMem_v2",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-        static final CudaBinding CU_DEVICE_PRIMARY_CTX_RETAIN = CudaBinding.cuda("cuDevicePrimaryCtxRetain",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-        static final CudaBinding CU_CTX_SET_CURRENT = CudaBinding.cuda("cuCtxSetCurrent",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        static final CudaBinding CU_CTX_SYNCHRONIZE = CudaBinding.cuda("cuCtxSynchronize",
-                FunctionDescriptor.of(JAVA_INT));
-        static final CudaBinding CU_MEM_ALLOC = CudaBinding.cuda("cuMemAlloc_v2",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
-        static final CudaBinding CU_MEM_FREE = CudaBinding.cuda("cuMemFree_v2",
-                FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
-        static final CudaBinding CU_MEMCPY_HTOD = CudaBinding.cuda("cuMemcpyHtoD_v2",
-                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG));
-        static final CudaBinding CU_MEMCPY_DTOH = CudaBinding.cuda("cuMemcpyDtoH_v2",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
-        static final CudaBinding CU_MEMSET_D8 = CudaBinding.cuda("cuMemsetD8_v2",
-                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_BYTE, JAVA_LONG));
+        static final CudaBinding CU_DRIVER_GET_VERSION =
+                CudaBinding.cuda("cuDriverGetVersion", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        static final CudaBinding CU_GET_ERROR_NAME =
+                CudaBinding.cuda("cuGetErrorName", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        static final CudaBinding CU_GET_ERROR_STRING =
+                CudaBinding.cuda("cuGetErrorString", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        static final CudaBinding CU_DEVICE_GET_COUNT =
+                CudaBinding.cuda("cuDeviceGetCount", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        static final CudaBinding CU_DEVICE_GET =
+                CudaBinding.cuda("cuDeviceGet", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        static final CudaBinding CU_DEVICE_GET_NAME =
+                CudaBinding.cuda("cuDeviceGetName", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        static final CudaBinding CU_DEVICE_GET_ATTRIBUTE =
+                CudaBinding.cuda("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        static final CudaBinding CU_DEVICE_GET_PCI_BUS_ID =
+                CudaBinding.cuda("cuDeviceGetPCIBusId", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        static final CudaBinding CU_DEVICE_TOTAL_MEM =
+                CudaBinding.cuda("cuDeviceTotalMem_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        static final CudaBinding CU_DEVICE_PRIMARY_CTX_RETAIN =
+                CudaBinding.cuda("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        static final CudaBinding CU_CTX_SET_CURRENT =
+                CudaBinding.cuda("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        static final CudaBinding CU_CTX_SYNCHRONIZE =
+                CudaBinding.cuda("cuCtxSynchronize", FunctionDescriptor.of(JAVA_INT));
+        static final CudaBinding CU_MEM_ALLOC =
+                CudaBinding.cuda("cuMemAlloc_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+        static final CudaBinding CU_MEM_FREE =
+                CudaBinding.cuda("cuMemFree_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        static final CudaBinding CU_MEMCPY_HTOD =
+                CudaBinding.cuda("cuMemcpyHtoD_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG));
+        static final CudaBinding CU_MEMCPY_DTOH =
+                CudaBinding.cuda("cuMemcpyDtoH_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
+        static final CudaBinding CU_MEMSET_D8 =
+                CudaBinding.cuda("cuMemsetD8_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_BYTE, JAVA_LONG));
         static final CudaBinding CU_MEM_GET_HANDLE_FOR_ADDRESS_RANGE = CudaBinding.cuda(
-                "cuMemGetHandleForAddressRange", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT,
-                        JAVA_LONG));
-        static final CudaBinding CU_POINTER_SET_ATTRIBUTE = CudaBinding.cuda("cuPointerSetAttribute",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG));
+                "cuMemGetHandleForAddressRange",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_LONG));
+        static final CudaBinding CU_POINTER_SET_ATTRIBUTE = CudaBinding.cuda(
+                "cuPointerSetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG));
     }
 
     /** One library's addresses of the functions (the names cuda.h selects); all must exist. */
     private static final class Symbols {
-        final MemorySegment cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString, cuDeviceGetCount, cuDeviceGet,
-                cuDeviceGetName, cuDeviceGetAttribute, cuDeviceGetPCIBusId, cuDeviceTotalMem, cuDevicePrimaryCtxRetain,
-                cuCtxSetCurrent, cuCtxSynchronize, cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8,
-                cuMemGetHandleForAddressRange, cuPointerSetAttribute;
+        final MemorySegment cuInit,
+                cuDriverGetVersion,
+                cuGetErrorName,
+                cuGetErrorString,
+                cuDeviceGetCount,
+                cuDeviceGet,
+                cuDeviceGetName,
+                cuDeviceGetAttribute,
+                cuDeviceGetPCIBusId,
+                cuDeviceTotalMem,
+                cuDevicePrimaryCtxRetain,
+                cuCtxSetCurrent,
+                cuCtxSynchronize,
+                cuMemAlloc,
+                cuMemFree,
+                cuMemcpyHtoD,
+                cuMemcpyDtoH,
+                cuMemsetD8,
+                cuMemGetHandleForAddressRange,
+                cuPointerSetAttribute;
 
         Symbols(SymbolLookup l) {
             cuInit = l.findOrThrow(Fn.CU_INIT.name());

@@ -30,8 +30,7 @@ import org.verbs4j.VerbsException;
 public final class GpuCapabilityReport {
 
     /** The CUDA driver as found. */
-    public record Cuda(boolean available, String library, String cause, int driverVersion, int headerVersion) {
-    }
+    public record Cuda(boolean available, String library, String cause, int driverVersion, int headerVersion) {}
 
     /**
      * One verbs device.
@@ -42,8 +41,7 @@ public final class GpuCapabilityReport {
      * @param dmaBuf     the dma-buf probe's answer, or null when the device could not be opened
      * @param problem    why it could not be probed, or null
      */
-    public record RdmaDevice(String name, String pciAddress, int numaNode, DmaBufSupport dmaBuf, String problem) {
-    }
+    public record RdmaDevice(String name, String pciAddress, int numaNode, DmaBufSupport dmaBuf, String problem) {}
 
     /**
      * One GPU with one verbs device.
@@ -54,9 +52,8 @@ public final class GpuCapabilityReport {
      * @param method     how GPU memory would be registered on it, or null when no way works
      * @param conclusion what it means, in plain words
      */
-    public record Pair(int gpu, String rdmaDevice, PcieDistance distance, GpuRegistration.Method method,
-                       String conclusion) {
-    }
+    public record Pair(
+            int gpu, String rdmaDevice, PcieDistance distance, GpuRegistration.Method method, String conclusion) {}
 
     /** Where the verbs facts come from (the real devices, or a test's). */
     interface RdmaSource {
@@ -82,7 +79,8 @@ public final class GpuCapabilityReport {
 
         @Override
         public DmaBufSupport probe(String device) {
-            try (Context c = Verbs.open(device); ProtectionDomain pd = c.allocateProtectionDomain()) {
+            try (Context c = Verbs.open(device);
+                    ProtectionDomain pd = c.allocateProtectionDomain()) {
                 return pd.probeDmaBuf();
             }
         }
@@ -96,8 +94,14 @@ public final class GpuCapabilityReport {
     private final List<Pair> pairs;
     private final List<String> conclusions;
 
-    private GpuCapabilityReport(Cuda cuda, List<GpuDevice> gpus, PeerMemory peerMemory, String verbsCause,
-                                List<RdmaDevice> rdmaDevices, List<Pair> pairs, List<String> conclusions) {
+    private GpuCapabilityReport(
+            Cuda cuda,
+            List<GpuDevice> gpus,
+            PeerMemory peerMemory,
+            String verbsCause,
+            List<RdmaDevice> rdmaDevices,
+            List<Pair> pairs,
+            List<String> conclusions) {
         this.cuda = cuda;
         this.gpus = List.copyOf(gpus);
         this.peerMemory = peerMemory;
@@ -119,8 +123,12 @@ public final class GpuCapabilityReport {
 
     static GpuCapabilityReport collect(CudaDriver driver, Path sys, RdmaSource rdma) {
         Objects.requireNonNull(driver, "driver");
-        Cuda cuda = new Cuda(driver.isAvailable(), driver.library(), driver.unavailabilityCause().orElse(null),
-                driver.driverVersion(), CudaDriver.headerVersion());
+        Cuda cuda = new Cuda(
+                driver.isAvailable(),
+                driver.library(),
+                driver.unavailabilityCause().orElse(null),
+                driver.driverVersion(),
+                CudaDriver.headerVersion());
         List<GpuDevice> gpus = new ArrayList<>();
         String gpuProblem = null;
         if (driver.isAvailable()) {
@@ -140,8 +148,8 @@ public final class GpuCapabilityReport {
                 try {
                     devices.add(new RdmaDevice(name, pci, numa, rdma.probe(name), null));
                 } catch (VerbsException e) {
-                    devices.add(new RdmaDevice(name, pci, numa, null, "could not be opened for the probe: "
-                            + e.getMessage()));
+                    devices.add(new RdmaDevice(
+                            name, pci, numa, null, "could not be opened for the probe: " + e.getMessage()));
                 }
             }
         }
@@ -151,7 +159,13 @@ public final class GpuCapabilityReport {
                 pairs.add(pair(sys, g, d, peer));
             }
         }
-        return new GpuCapabilityReport(cuda, gpus, peer, verbsCause, devices, pairs,
+        return new GpuCapabilityReport(
+                cuda,
+                gpus,
+                peer,
+                verbsCause,
+                devices,
+                pairs,
                 conclusions(cuda, gpus, gpuProblem, peer, verbsCause, devices, pairs));
     }
 
@@ -170,7 +184,8 @@ public final class GpuCapabilityReport {
     }
 
     private static Pair pair(Path sys, GpuDevice g, RdmaDevice d, PeerMemory peer) {
-        PcieDistance distance = d.pciAddress() == null ? PcieDistance.UNKNOWN
+        PcieDistance distance = d.pciAddress() == null
+                ? PcieDistance.UNKNOWN
                 : PcieDistance.between(sys, g.pciAddress(), d.pciAddress());
         String who = "GPU " + g.ordinal() + " with " + d.name() + ": ";
         boolean nicDmaBuf = d.dmaBuf() != null && d.dmaBuf().supported();
@@ -186,26 +201,42 @@ public final class GpuCapabilityReport {
         } else if (peer.loaded()) {
             method = GpuRegistration.Method.PEERMEM;
             c.append("GPU memory will be registered through nvidia-peermem (ibv_reg_mr on the device pointer)")
-                    .append(g.dmaBufSupported() ? ", because " + d.name() + " does not accept dma-buf." : ", because "
-                            + "the GPU driver cannot export dma-bufs.");
+                    .append(
+                            g.dmaBufSupported()
+                                    ? ", because " + d.name() + " does not accept dma-buf."
+                                    : ", because " + "the GPU driver cannot export dma-bufs.");
         } else {
             method = null;
             c.append("GPU memory cannot be registered: ");
             if (!g.dmaBufSupported()) {
                 c.append("the GPU driver cannot export dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0)");
             } else {
-                c.append(d.dmaBuf() == null ? d.name() + " could not be probed" : d.dmaBuf().reason());
+                c.append(
+                        d.dmaBuf() == null
+                                ? d.name() + " could not be probed"
+                                : d.dmaBuf().reason());
             }
             c.append(", and nvidia-peermem is not loaded. Load nvidia-peermem (modprobe nvidia-peermem), or use an "
                     + "adapter whose driver accepts dma-buf (mlx5, efa) with a GPU driver that exports them (515+).");
         }
-        c.append(" PCIe: ").append(distance.name().toLowerCase(java.util.Locale.ROOT).replace('_', ' '))
-                .append(" (").append(distance.nvidiaName()).append("): ").append(distance.meaning()).append('.');
+        c.append(" PCIe: ")
+                .append(distance.name().toLowerCase(java.util.Locale.ROOT).replace('_', ' '))
+                .append(" (")
+                .append(distance.nvidiaName())
+                .append("): ")
+                .append(distance.meaning())
+                .append('.');
         return new Pair(g.ordinal(), d.name(), distance, method, c.toString());
     }
 
-    private static List<String> conclusions(Cuda cuda, List<GpuDevice> gpus, String gpuProblem, PeerMemory peer,
-                                            String verbsCause, List<RdmaDevice> devices, List<Pair> pairs) {
+    private static List<String> conclusions(
+            Cuda cuda,
+            List<GpuDevice> gpus,
+            String gpuProblem,
+            PeerMemory peer,
+            String verbsCause,
+            List<RdmaDevice> devices,
+            List<Pair> pairs) {
         List<String> out = new ArrayList<>();
         if (!cuda.available()) {
             out.add("No GPU memory can be used here: " + cuda.cause() + ".");
@@ -278,15 +309,21 @@ public final class GpuCapabilityReport {
         out.println();
         out.println("CUDA driver (" + cuda.library() + "):");
         if (cuda.available()) {
-            out.println("  driver API version " + CudaDriver.versionText(cuda.driverVersion()) + " (bindings from cuda.h "
-                    + CudaDriver.versionText(cuda.headerVersion()) + ")");
+            out.println("  driver API version " + CudaDriver.versionText(cuda.driverVersion())
+                    + " (bindings from cuda.h " + CudaDriver.versionText(cuda.headerVersion()) + ")");
         } else {
             out.println("  unavailable: " + cuda.cause());
             out.println("  (bindings from cuda.h " + CudaDriver.versionText(cuda.headerVersion()) + ")");
         }
         for (GpuDevice g : gpus) {
-            out.printf("  GPU %d: %s at %s, %d MiB, dma-buf export %s, GPUDirect RDMA %s%n", g.ordinal(), g.name(),
-                    g.pciAddress(), g.totalMemory() >> 20, yesNo(g.dmaBufSupported()), yesNo(g.gpuDirectRdmaSupported()));
+            out.printf(
+                    "  GPU %d: %s at %s, %d MiB, dma-buf export %s, GPUDirect RDMA %s%n",
+                    g.ordinal(),
+                    g.name(),
+                    g.pciAddress(),
+                    g.totalMemory() >> 20,
+                    yesNo(g.dmaBufSupported()),
+                    yesNo(g.gpuDirectRdmaSupported()));
         }
         out.println();
         out.println("nvidia-peermem: " + peerMemory.how());
@@ -298,19 +335,36 @@ public final class GpuCapabilityReport {
             out.println("  none");
         }
         for (RdmaDevice d : rdmaDevices) {
-            out.printf("  %s: %s, dma-buf %s%n", d.name(), d.pciAddress() == null ? "no PCI function (software device)"
-                    : "PCI " + d.pciAddress() + (d.numaNode() >= 0 ? ", NUMA node " + d.numaNode() : ""),
-                    d.dmaBuf() == null ? "not probed (" + d.problem() + ")" : d.dmaBuf().verdict().name().toLowerCase(
-                            java.util.Locale.ROOT).replace('_', ' ') + (d.dmaBuf().errno() != 0 ? " (probe errno "
-                            + d.dmaBuf().errno() + ")" : ""));
+            out.printf(
+                    "  %s: %s, dma-buf %s%n",
+                    d.name(),
+                    d.pciAddress() == null
+                            ? "no PCI function (software device)"
+                            : "PCI " + d.pciAddress() + (d.numaNode() >= 0 ? ", NUMA node " + d.numaNode() : ""),
+                    d.dmaBuf() == null
+                            ? "not probed (" + d.problem() + ")"
+                            : d.dmaBuf()
+                                            .verdict()
+                                            .name()
+                                            .toLowerCase(java.util.Locale.ROOT)
+                                            .replace('_', ' ')
+                                    + (d.dmaBuf().errno() != 0
+                                            ? " (probe errno " + d.dmaBuf().errno() + ")"
+                                            : ""));
         }
         if (!pairs.isEmpty()) {
             out.println();
             out.println("GPU <-> RDMA device:");
             for (Pair p : pairs) {
-                out.printf("  GPU %d <-> %s: %s (%s), registration: %s%n", p.gpu(), p.rdmaDevice(),
-                        p.distance().name().toLowerCase(java.util.Locale.ROOT).replace('_', ' '), p.distance().nvidiaName(),
-                        p.method() == null ? "none" : p.method() == GpuRegistration.Method.DMA_BUF ? "dma-buf" : "nvidia-peermem");
+                out.printf(
+                        "  GPU %d <-> %s: %s (%s), registration: %s%n",
+                        p.gpu(),
+                        p.rdmaDevice(),
+                        p.distance().name().toLowerCase(java.util.Locale.ROOT).replace('_', ' '),
+                        p.distance().nvidiaName(),
+                        p.method() == null
+                                ? "none"
+                                : p.method() == GpuRegistration.Method.DMA_BUF ? "dma-buf" : "nvidia-peermem");
             }
         }
         out.println();

@@ -12,6 +12,10 @@ package org.verbs4j.gpudirect;
  * @param gpuDirectRdmaSupported {@code CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED}: the GPU
  *                               lets third-party devices (the RDMA adapter) read and write its memory
  */
-public record GpuDevice(int ordinal, String name, String pciAddress, long totalMemory, boolean dmaBufSupported,
-                        boolean gpuDirectRdmaSupported) {
-}
+public record GpuDevice(
+        int ordinal,
+        String name,
+        String pciAddress,
+        long totalMemory,
+        boolean dmaBufSupported,
+        boolean gpuDirectRdmaSupported) {}

@@ -31,7 +31,8 @@ import org.verbs4j.ResourceClosedException;
  */
 public final class GpuMemory implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuMemory.class);
-    private static final Cleaner CLEANER = Cleaner.create(Thread.ofPlatform().daemon().name("verbs4j-gpu-cleaner").factory());
+    private static final Cleaner CLEANER = Cleaner.create(
+            Thread.ofPlatform().daemon().name("verbs4j-gpu-cleaner").factory());
 
     private final CudaDriver driver;
     private final int ordinal;
@@ -66,24 +67,28 @@ public final class GpuMemory implements AutoCloseable {
                 }
                 closed = true;
                 if (!explicit) {
-                    LOG.warn("verbs4j: GPU memory at 0x{} became unreachable without close(): releasing it now "
-                            + "(close GpuMemory when done)", Long.toHexString(address));
+                    LOG.warn(
+                            "verbs4j: GPU memory at 0x{} became unreachable without close(): releasing it now "
+                                    + "(close GpuMemory when done)",
+                            Long.toHexString(address));
                 }
                 boolean deregistered = true;
                 for (GpuRegistration r : registrations) {
                     try {
-                        r.close();                 // deregister, then close its fd
+                        r.close(); // deregister, then close its fd
                     } catch (RuntimeException e) {
                         deregistered = false;
-                        LOG.warn("verbs4j: deregistering GPU memory at 0x{} failed ({}): the memory is leaked, not freed",
-                                Long.toHexString(address), e.getMessage());
+                        LOG.warn(
+                                "verbs4j: deregistering GPU memory at 0x{} failed ({}): the memory is leaked, not freed",
+                                Long.toHexString(address),
+                                e.getMessage());
                     }
                 }
                 for (DmaBuf d : exports) {
                     d.close();
                 }
                 if (!deregistered) {
-                    return;                        // never free memory the adapter may still write
+                    return; // never free memory the adapter may still write
                 }
                 driver.makeCurrent(ordinal);
                 int rc = driver.memFree(address);
@@ -123,8 +128,11 @@ public final class GpuMemory implements AutoCloseable {
         driver.ensureAvailable();
         long rounded = HostPage.roundUp(size);
         if (rounded < 0) {
-            throw new InvalidRequestException("cuMemAlloc_v2", "the size " + size + " cannot be rounded up to whole "
-                    + "host pages of " + HostPage.SIZE + " bytes", null);
+            throw new InvalidRequestException(
+                    "cuMemAlloc_v2",
+                    "the size " + size + " cannot be rounded up to whole " + "host pages of " + HostPage.SIZE
+                            + " bytes",
+                    null);
         }
         driver.makeCurrent(ordinal);
         long dptr = driver.memAlloc(rounded);
@@ -134,7 +142,11 @@ public final class GpuMemory implements AutoCloseable {
             driver.memFree(dptr);
             throw e;
         }
-        LOG.debug("cuMemAlloc_v2: {} bytes at 0x{} on GPU {} (SYNC_MEMOPS set)", rounded, Long.toHexString(dptr), ordinal);
+        LOG.debug(
+                "cuMemAlloc_v2: {} bytes at 0x{} on GPU {} (SYNC_MEMOPS set)",
+                rounded,
+                Long.toHexString(dptr),
+                ordinal);
         return new GpuMemory(driver, ordinal, dptr, rounded);
     }
 
@@ -200,15 +212,20 @@ public final class GpuMemory implements AutoCloseable {
 
     private void checkCopy(String fn, MemorySegment host, long offset) {
         if (!host.isNative()) {
-            throw new InvalidRequestException(fn, "a heap segment cannot be copied by the driver (the GC moves it)",
+            throw new InvalidRequestException(
+                    fn,
+                    "a heap segment cannot be copied by the driver (the GC moves it)",
                     "copy from or to native memory (an Arena's segment)");
         }
         if (!host.scope().isAlive()) {
             throw new InvalidRequestException(fn, "the host segment's arena is closed", null);
         }
         if (offset < 0 || offset > byteSize - host.byteSize()) {
-            throw new InvalidRequestException(fn, "[" + offset + ", " + offset + " + " + host.byteSize()
-                    + ") lies outside the " + byteSize + " bytes of GPU memory", null);
+            throw new InvalidRequestException(
+                    fn,
+                    "[" + offset + ", " + offset + " + " + host.byteSize() + ") lies outside the " + byteSize
+                            + " bytes of GPU memory",
+                    null);
         }
     }
 
@@ -230,8 +247,8 @@ public final class GpuMemory implements AutoCloseable {
 
     /** Registers the whole allocation in {@code pd} the {@link GpuRegistrar#automatic() automatic} way. */
     public GpuRegistration register(ProtectionDomain pd, Access... access) {
-        return GpuRegistrar.automatic().register(pd, this, access.length == 0 ? EnumSet.noneOf(Access.class)
-                : EnumSet.of(access[0], access));
+        return GpuRegistrar.automatic()
+                .register(pd, this, access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
     }
 
     /** Adds a registration made over this memory (closed before the memory is freed). */
@@ -247,7 +264,9 @@ public final class GpuMemory implements AutoCloseable {
         state.lock.readLock().lock();
         try {
             if (state.closed) {
-                throw new ResourceClosedException(fn, "the GPU memory at 0x" + Long.toHexString(address) + " was freed",
+                throw new ResourceClosedException(
+                        fn,
+                        "the GPU memory at 0x" + Long.toHexString(address) + " was freed",
                         "use GPU memory before closing it");
             }
             driver.makeCurrent(ordinal);

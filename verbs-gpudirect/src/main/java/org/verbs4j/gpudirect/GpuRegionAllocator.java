@@ -58,8 +58,10 @@ public final class GpuRegionAllocator implements RegionAllocator {
         GpuMemory m = GpuMemory.allocate(driver, ordinal, byteSize);
         if ((m.address() & (alignment - 1)) != 0) {
             m.close();
-            throw new InvalidRequestException("cuMemAlloc_v2", "the driver returned 0x" + Long.toHexString(m.address())
-                    + ", not aligned to " + alignment, "ask for an alignment of at most 2 MiB");
+            throw new InvalidRequestException(
+                    "cuMemAlloc_v2",
+                    "the driver returned 0x" + Long.toHexString(m.address()) + ", not aligned to " + alignment,
+                    "ask for an alignment of at most 2 MiB");
         }
         live.put(m.address(), m);
         return Allocation.device(m.address(), m.byteSize(), m.toString(), () -> {
@@ -83,8 +85,10 @@ public final class GpuRegionAllocator implements RegionAllocator {
         return Registrar.device((pd, address, byteSize, access) -> {
             GpuMemory m = live.get(address);
             if (m == null) {
-                throw new InvalidRequestException("Registrar.registerDevice", "0x" + Long.toHexString(address)
-                        + " was not allocated by this GPU allocator", "register memory of the same allocator");
+                throw new InvalidRequestException(
+                        "Registrar.registerDevice",
+                        "0x" + Long.toHexString(address) + " was not allocated by this GPU allocator",
+                        "register memory of the same allocator");
             }
             return registrar.register(pd, m, access).region();
         });

@@ -49,7 +49,8 @@ public final class GpuRegistrar {
 
     private static final Verbs REAL = new Verbs() {
         @Override
-        public MemoryRegion dmaBuf(ProtectionDomain pd, int fd, long offset, long length, long iova, Set<Access> access) {
+        public MemoryRegion dmaBuf(
+                ProtectionDomain pd, int fd, long offset, long length, long iova, Set<Access> access) {
             return pd.registerDmaBuf(fd, offset, length, iova, access);
         }
 
@@ -104,8 +105,10 @@ public final class GpuRegistrar {
         VerbsException last = null;
         if (mode != Mode.PEERMEM) {
             if (!gpu.dmaBufSupported()) {
-                note(attempts, "dma-buf: not tried, the driver reports CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0 for "
-                        + where + " (dma-buf export needs driver 515+ with the open kernel modules, or 530+)");
+                note(
+                        attempts,
+                        "dma-buf: not tried, the driver reports CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0 for " + where
+                                + " (dma-buf export needs driver 515+ with the open kernel modules, or 530+)");
             } else {
                 DmaBuf buf = null;
                 try {
@@ -114,20 +117,26 @@ public final class GpuRegistrar {
                     GpuRegistration[] r = new GpuRegistration[1];
                     // registered and tracked under the memory's read lock: a concurrent close() waits, then closes it
                     memory.use("ibv_reg_dmabuf_mr", () -> {
-                        MemoryRegion mr = verbs.dmaBuf(pd, exported.fd(), 0, exported.length(), exported.address(), rights);
-                        note(attempts, "dma-buf: registered " + exported.length() + " bytes of " + where
-                                + " with ibv_reg_dmabuf_mr (" + exported + ")");
-                        r[0] = memory.track(new GpuRegistration(mr, GpuRegistration.Method.DMA_BUF, exported, attempts));
+                        MemoryRegion mr =
+                                verbs.dmaBuf(pd, exported.fd(), 0, exported.length(), exported.address(), rights);
+                        note(
+                                attempts,
+                                "dma-buf: registered " + exported.length() + " bytes of " + where
+                                        + " with ibv_reg_dmabuf_mr (" + exported + ")");
+                        r[0] = memory.track(
+                                new GpuRegistration(mr, GpuRegistration.Method.DMA_BUF, exported, attempts));
                     });
                     return r[0];
                 } catch (ResourceClosedException e) {
-                    throw e;                       // the memory was freed: nothing to fall back to
+                    throw e; // the memory was freed: nothing to fall back to
                 } catch (VerbsException e) {
                     last = e;
                     if (buf != null) {
                         buf.close();
                     }
-                    note(attempts, "dma-buf: " + e.getMessage()); // "<verb> failed: ...": the export or the registration
+                    note(
+                            attempts,
+                            "dma-buf: " + e.getMessage()); // "<verb> failed: ...": the export or the registration
                 }
             }
         }
@@ -140,8 +149,10 @@ public final class GpuRegistrar {
                     GpuRegistration[] r = new GpuRegistration[1];
                     memory.use("ibv_reg_mr", () -> {
                         MemoryRegion mr = verbs.deviceMemory(pd, memory.address(), memory.byteSize(), rights);
-                        note(attempts, "nvidia-peermem: registered " + memory.byteSize() + " bytes of " + where
-                                + " with ibv_reg_mr on the device pointer (" + peer.how() + ")");
+                        note(
+                                attempts,
+                                "nvidia-peermem: registered " + memory.byteSize() + " bytes of " + where
+                                        + " with ibv_reg_mr on the device pointer (" + peer.how() + ")");
                         r[0] = memory.track(new GpuRegistration(mr, GpuRegistration.Method.PEERMEM, null, attempts));
                     });
                     return r[0];

@@ -55,7 +55,7 @@ public final class GpuRegistration implements AutoCloseable {
             }
         } finally {
             if (dmaBuf != null && !region.isOpen()) {
-                dmaBuf.close();            // only after the deregistration
+                dmaBuf.close(); // only after the deregistration
             }
         }
     }

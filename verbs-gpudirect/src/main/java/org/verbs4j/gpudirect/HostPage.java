@@ -15,8 +15,7 @@ final class HostPage {
     /** The page size in bytes (a power of two). */
     static final long SIZE = query();
 
-    private HostPage() {
-    }
+    private HostPage() {}
 
     private static long query() {
         int size;

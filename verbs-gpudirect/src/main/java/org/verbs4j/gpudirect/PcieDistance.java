@@ -15,24 +15,34 @@ import java.util.Optional;
  */
 public enum PcieDistance {
     /** Below one PCIe switch (PIX/PXB): peer-to-peer traffic stays in the switch. */
-    SAME_SWITCH("PIX/PXB", "the GPU and the adapter sit below the same PCIe switch: the best case for GPUDirect "
-            + "RDMA, traffic never reaches the CPU"),
+    SAME_SWITCH(
+            "PIX/PXB",
+            "the GPU and the adapter sit below the same PCIe switch: the best case for GPUDirect "
+                    + "RDMA, traffic never reaches the CPU"),
     /** Below one root port without a switch in common. */
     SAME_ROOT_PORT("PXB", "the GPU and the adapter share a CPU root port: GPUDirect RDMA works well"),
     /** Through the CPU's host bridge (PHB): different root ports of one root complex. */
-    SAME_HOST_BRIDGE("PHB", "traffic between the GPU and the adapter passes through the CPU's root complex: "
-            + "GPUDirect RDMA works, but peer-to-peer bandwidth through the host bridge is lower on many CPUs"),
+    SAME_HOST_BRIDGE(
+            "PHB",
+            "traffic between the GPU and the adapter passes through the CPU's root complex: "
+                    + "GPUDirect RDMA works, but peer-to-peer bandwidth through the host bridge is lower on many CPUs"),
     /** Different host bridges of one CPU socket / NUMA node (NODE). */
-    SAME_SOCKET("NODE", "the GPU and the adapter hang off different host bridges of one CPU socket: peer-to-peer "
-            + "traffic crosses the socket's internal fabric, often slower than staging through host memory "
-            + "(NCCL does not use GPUDirect RDMA at this distance by default)"),
+    SAME_SOCKET(
+            "NODE",
+            "the GPU and the adapter hang off different host bridges of one CPU socket: peer-to-peer "
+                    + "traffic crosses the socket's internal fabric, often slower than staging through host memory "
+                    + "(NCCL does not use GPUDirect RDMA at this distance by default)"),
     /** Different CPU sockets (SYS): traffic crosses the inter-socket link. */
-    ACROSS_SOCKETS("SYS", "the GPU and the adapter are attached to different CPU sockets: GPUDirect RDMA traffic "
-            + "would cross the inter-socket link, usually slower than staging through host memory; use an adapter "
-            + "on the GPU's socket"),
+    ACROSS_SOCKETS(
+            "SYS",
+            "the GPU and the adapter are attached to different CPU sockets: GPUDirect RDMA traffic "
+                    + "would cross the inter-socket link, usually slower than staging through host memory; use an adapter "
+                    + "on the GPU's socket"),
     /** Not determinable (a virtual adapter such as rxe, or no sysfs entry). */
-    UNKNOWN("?", "no PCIe path between them could be determined (a software adapter such as rxe or siw has no "
-            + "PCI function)");
+    UNKNOWN(
+            "?",
+            "no PCIe path between them could be determined (a software adapter such as rxe or siw has no "
+                    + "PCI function)");
 
     private final String nvidiaName;
     private final String meaning;
@@ -104,8 +114,9 @@ public enum PcieDistance {
             return -1;
         }
         try {
-            return Integer.parseInt(Files.readString(sys.resolve("bus/pci/devices").resolve(pci).resolve("numa_node"))
-                    .strip());
+            return Integer.parseInt(
+                    Files.readString(sys.resolve("bus/pci/devices").resolve(pci).resolve("numa_node"))
+                            .strip());
         } catch (IOException | NumberFormatException e) {
             return -1;
         }

@@ -16,8 +16,10 @@ import java.util.List;
  * @param how    what was found (the path and version), or what is missing and how to load it
  */
 public record PeerMemory(boolean loaded, String how) {
-    private static final List<String> MARKERS = List.of("kernel/mm/memory_peers/nvidia-peermem/version",
-            "kernel/mm/memory_peers/nv_mem/version", "module/nvidia_peermem");
+    private static final List<String> MARKERS = List.of(
+            "kernel/mm/memory_peers/nvidia-peermem/version",
+            "kernel/mm/memory_peers/nv_mem/version",
+            "module/nvidia_peermem");
 
     /** Looks under the sysfs root {@code sys} (normally {@code /sys}). */
     public static PeerMemory detect(Path sys) {
@@ -33,13 +35,19 @@ public record PeerMemory(boolean loaded, String how) {
                 } catch (IOException ignored) {
                     // present but unreadable: still loaded
                 }
-                return new PeerMemory(true, (m.startsWith("module") ? "nvidia_peermem module" : m.contains("nv_mem")
-                        ? "nv_peer_mem" : "nvidia-peermem") + " loaded (" + sys.resolve(m) + version + ")");
+                return new PeerMemory(
+                        true,
+                        (m.startsWith("module")
+                                        ? "nvidia_peermem module"
+                                        : m.contains("nv_mem") ? "nv_peer_mem" : "nvidia-peermem")
+                                + " loaded (" + sys.resolve(m) + version + ")");
             }
         }
-        return new PeerMemory(false, "nvidia-peermem is not loaded (none of " + sys.resolve(MARKERS.get(0)) + ", "
-                + sys.resolve(MARKERS.get(1)) + ", " + sys.resolve(MARKERS.get(2)) + " exists): load it with "
-                + "`modprobe nvidia-peermem` (it ships with the NVIDIA driver and needs the adapter's RDMA stack, "
-                + "e.g. MLNX_OFED or the inbox ib_core, loaded first)");
+        return new PeerMemory(
+                false,
+                "nvidia-peermem is not loaded (none of " + sys.resolve(MARKERS.get(0)) + ", "
+                        + sys.resolve(MARKERS.get(1)) + ", " + sys.resolve(MARKERS.get(2)) + " exists): load it with "
+                        + "`modprobe nvidia-peermem` (it ships with the NVIDIA driver and needs the adapter's RDMA stack, "
+                        + "e.g. MLNX_OFED or the inbox ib_core, loaded first)");
     }
 }

@@ -26,8 +26,8 @@ import org.verbs4j.testing.NativeToolchain;
  * downcalls; the errno values {@link CudaException} uses are gcc's.
  */
 class CudaBindingConformanceTest {
-    private static final Path CUDA_H = Path.of(System.getenv().getOrDefault("CUDA_INCLUDE", "/usr/local/cuda/include"),
-            "cuda.h");
+    private static final Path CUDA_H =
+            Path.of(System.getenv().getOrDefault("CUDA_INCLUDE", "/usr/local/cuda/include"), "cuda.h");
 
     private static final Set<String> LIBC = Set.of("close", "getpagesize");
 
@@ -41,12 +41,17 @@ class CudaBindingConformanceTest {
         assertEquals(1, Long.bitCount(GpuMemory.hostPageSize()), "getpagesize() linked: a power of two");
         for (CudaBinding b : CudaBinding.ALL) {
             if (b.name().equals("close")) {
-                assertEquals(FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
-                        java.lang.foreign.ValueLayout.JAVA_INT), b.descriptor(), "int close(int)");
+                assertEquals(
+                        FunctionDescriptor.of(
+                                java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT),
+                        b.descriptor(),
+                        "int close(int)");
                 continue;
             }
             if (b.name().equals("getpagesize")) {
-                assertEquals(FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT), b.descriptor(),
+                assertEquals(
+                        FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT),
+                        b.descriptor(),
                         "int getpagesize(void)");
                 continue;
             }
@@ -81,15 +86,22 @@ class CudaBindingConformanceTest {
         System.load(StandInCuda.path().toString());
         StandInCuda.driver();
         for (CudaBinding b : CudaBinding.ALL) {
-            assertTrue(!header.contains("#define " + b.name() + " ") || LIBC.contains(b.name()),
+            assertTrue(
+                    !header.contains("#define " + b.name() + " ") || LIBC.contains(b.name()),
                     b.name() + " is a macro in cuda.h: bind the name it expands to");
         }
         Set<String> names = CudaBinding.ALL.stream().map(CudaBinding::name).collect(Collectors.toSet());
-        for (String versioned : List.of("cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
-                "cuDeviceTotalMem_v2", "cuMemsetD8_v2")) {
+        for (String versioned : List.of(
+                "cuMemAlloc_v2",
+                "cuMemFree_v2",
+                "cuMemcpyHtoD_v2",
+                "cuMemcpyDtoH_v2",
+                "cuDeviceTotalMem_v2",
+                "cuMemsetD8_v2")) {
             assertTrue(names.contains(versioned), versioned + " not bound: " + names);
             String plain = versioned.substring(0, versioned.length() - 3);
-            assertTrue(header.matches("(?s).*#define " + plain + "\\s+(__CUDA_API_PTDS\\()?" + versioned + ".*"),
+            assertTrue(
+                    header.matches("(?s).*#define " + plain + "\\s+(__CUDA_API_PTDS\\()?" + versioned + ".*"),
                     "cuda.h maps " + plain + " to " + versioned);
         }
     }
@@ -100,8 +112,11 @@ class CudaBindingConformanceTest {
         assertTrue(Files.isDirectory(root), "run from the verbs-gpudirect module folder");
         List<String> offenders = new ArrayList<>();
         try (Stream<Path> s = Files.walk(root)) {
-            for (Path p : s.filter(f -> f.toString().endsWith(".java") && !f.toString().contains("/generated/")).toList()) {
-                if (!p.getFileName().toString().equals("CudaBinding.java") && Files.readString(p).contains("downcallHandle(")) {
+            for (Path p : s.filter(
+                            f -> f.toString().endsWith(".java") && !f.toString().contains("/generated/"))
+                    .toList()) {
+                if (!p.getFileName().toString().equals("CudaBinding.java")
+                        && Files.readString(p).contains("downcallHandle(")) {
                     offenders.add(root.relativize(p).toString());
                 }
             }
@@ -117,7 +132,9 @@ class CudaBindingConformanceTest {
                 #include <stdio.h>
                 int main(void) { printf("%d %d %d %d %d\\n", ENOMEM, EINVAL, ENODEV, EOPNOTSUPP, EIO); return 0; }
                 """);
-        assertEquals(CudaException.ENOMEM + " " + CudaException.EINVAL + " " + CudaException.ENODEV + " "
-                + CudaException.EOPNOTSUPP + " " + CudaException.EIO, NativeToolchain.run(exe).strip());
+        assertEquals(
+                CudaException.ENOMEM + " " + CudaException.EINVAL + " " + CudaException.ENODEV + " "
+                        + CudaException.EOPNOTSUPP + " " + CudaException.EIO,
+                NativeToolchain.run(exe).strip());
     }
 }

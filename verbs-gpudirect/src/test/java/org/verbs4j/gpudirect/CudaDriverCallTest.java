@@ -17,13 +17,16 @@ class CudaDriverCallTest {
     void aDriverCallAllocatesNothingAfterWarmUp() throws Exception {
         // through reflection: the tests are compiled into module org.verbs4j.gpudirect, which does not read
         // java.management
-        Object mx = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
-        Method allocatedBytes = Class.forName("com.sun.management.ThreadMXBean")
-                .getMethod("getThreadAllocatedBytes", long.class);
+        Object mx = Class.forName("java.lang.management.ManagementFactory")
+                .getMethod("getThreadMXBean")
+                .invoke(null);
+        Method allocatedBytes =
+                Class.forName("com.sun.management.ThreadMXBean").getMethod("getThreadAllocatedBytes", long.class);
         CudaDriver cuda = StandInCuda.driver();
         cuda.makeCurrent(0);
         long nowhere = 0x7f00_0000_1000L; // no allocation there (and outside Long's box cache)
-        assertEquals(1, cuda.memFree(nowhere), "cuMemFree_v2 of an address it never returned: CUDA_ERROR_INVALID_VALUE");
+        assertEquals(
+                1, cuda.memFree(nowhere), "cuMemFree_v2 of an address it never returned: CUDA_ERROR_INVALID_VALUE");
         int sum = 0;
         for (int i = 0; i < 100_000; i++) { // warm-up, JIT
             sum += cuda.memFree(nowhere + i);

@@ -42,7 +42,9 @@ final class FakeSysfs {
             Path dir = root.resolve("class/infiniband").resolve(name);
             Files.createDirectories(dir);
             if (pci != null) {
-                Files.createSymbolicLink(dir.resolve("device"), root.resolve("bus/pci/devices").resolve(pci).toRealPath());
+                Files.createSymbolicLink(
+                        dir.resolve("device"),
+                        root.resolve("bus/pci/devices").resolve(pci).toRealPath());
             }
             return this;
         } catch (IOException e) {

@@ -53,8 +53,10 @@ class GpuCapabilityReportTest {
     }
 
     private static final DmaBufSupport YES = new DmaBufSupport(Verdict.SUPPORTED, 9, "mlx5 accepts dma-buf");
-    private static final DmaBufSupport NO = new DmaBufSupport(Verdict.NOT_SUPPORTED, 95, "rxe0 does not accept dma-buf "
-            + "registrations (the probe answered EOPNOTSUPP)");
+    private static final DmaBufSupport NO = new DmaBufSupport(
+            Verdict.NOT_SUPPORTED,
+            95,
+            "rxe0 does not accept dma-buf " + "registrations (the probe answered EOPNOTSUPP)");
 
     /**
      * The stand-in's GPU 0 (0000:3d:00.0) and mlx5_0 (0000:3e:00.0) below one switch (root port
@@ -73,8 +75,8 @@ class GpuCapabilityReportTest {
 
     @Test
     void sameSwitchDmaBufAcrossSocketsAndSoftwareAdapterAreToldApart() {
-        GpuCapabilityReport r = GpuCapabilityReport.collect(StandInCuda.driver(), machine().root,
-                devices(Map.of("mlx5_0", YES, "mlx5_1", YES, "rxe0", NO)));
+        GpuCapabilityReport r = GpuCapabilityReport.collect(
+                StandInCuda.driver(), machine().root, devices(Map.of("mlx5_0", YES, "mlx5_1", YES, "rxe0", NO)));
         assertTrue(r.cuda().available());
         assertEquals(1, r.gpus().size());
         assertEquals("0000:3d:00.0", r.gpus().get(0).pciAddress());
@@ -92,7 +94,8 @@ class GpuCapabilityReportTest {
         GpuCapabilityReport.Pair soft = pair(r, "rxe0");
         assertEquals(PcieDistance.UNKNOWN, soft.distance());
         assertNull(soft.method());
-        assertTrue(soft.conclusion().contains("GPU memory cannot be registered: rxe0 does not accept dma-buf"),
+        assertTrue(
+                soft.conclusion().contains("GPU memory cannot be registered: rxe0 does not accept dma-buf"),
                 soft.conclusion());
         assertTrue(soft.conclusion().contains("nvidia-peermem is not loaded"), soft.conclusion());
 
@@ -100,7 +103,8 @@ class GpuCapabilityReportTest {
         assertTrue(text.contains("GPU 0: verbs4j stand-in GPU 0 at 0000:3d:00.0"), text);
         assertTrue(text.contains("dma-buf export yes, GPUDirect RDMA yes"), text);
         assertTrue(text.contains("mlx5_0: PCI 0000:3e:00.0, NUMA node 0, dma-buf supported"), text);
-        assertTrue(text.contains("rxe0: no PCI function (software device), dma-buf not supported (probe errno 95)"), text);
+        assertTrue(
+                text.contains("rxe0: no PCI function (software device), dma-buf not supported (probe errno 95)"), text);
         assertTrue(text.contains("GPU 0 <-> mlx5_0: same switch (PIX/PXB), registration: dma-buf"), text);
         assertTrue(text.contains("GPU 0 <-> mlx5_1: across sockets (SYS)"), text);
     }
@@ -115,8 +119,8 @@ class GpuCapabilityReportTest {
     @Test
     void distancesFollowTheBridges() {
         FakeSysfs sys = machine()
-                .pci(0, "pci0000:3a", "0000:3a:02.0", "0000:40:00.0")     // another root port, same host bridge
-                .pci(0, "pci0000:5d", "0000:5d:00.0", "0000:5e:00.0");    // another host bridge, same socket
+                .pci(0, "pci0000:3a", "0000:3a:02.0", "0000:40:00.0") // another root port, same host bridge
+                .pci(0, "pci0000:5d", "0000:5d:00.0", "0000:5e:00.0"); // another host bridge, same socket
         assertEquals(PcieDistance.SAME_SWITCH, PcieDistance.between(sys.root, "0000:3d:00.0", "0000:3e:00.0"));
         assertEquals(PcieDistance.SAME_HOST_BRIDGE, PcieDistance.between(sys.root, "0000:3d:00.0", "0000:40:00.0"));
         assertEquals(PcieDistance.SAME_SOCKET, PcieDistance.between(sys.root, "0000:3d:00.0", "0000:5e:00.0"));
@@ -126,12 +130,17 @@ class GpuCapabilityReportTest {
 
     @Test
     void peermemMakesAnAdapterWithoutDmaBufUsable() {
-        FakeSysfs sys = new FakeSysfs(tmp).pci(0, "pci0000:3a", "0000:3a:00.0", "0000:3d:00.0")
-                .pci(0, "pci0000:3a", "0000:3a:02.0", "0000:3c:00.0").infiniband("mlx4_0", "0000:3c:00.0").peermem();
-        GpuCapabilityReport r = GpuCapabilityReport.collect(StandInCuda.driver(), sys.root,
-                devices(Map.of("mlx4_0", NO)));
+        FakeSysfs sys = new FakeSysfs(tmp)
+                .pci(0, "pci0000:3a", "0000:3a:00.0", "0000:3d:00.0")
+                .pci(0, "pci0000:3a", "0000:3a:02.0", "0000:3c:00.0")
+                .infiniband("mlx4_0", "0000:3c:00.0")
+                .peermem();
+        GpuCapabilityReport r =
+                GpuCapabilityReport.collect(StandInCuda.driver(), sys.root, devices(Map.of("mlx4_0", NO)));
         assertTrue(r.peerMemory().loaded());
-        assertTrue(r.peerMemory().how().contains("nvidia-peermem loaded"), r.peerMemory().how());
+        assertTrue(
+                r.peerMemory().how().contains("nvidia-peermem loaded"),
+                r.peerMemory().how());
         assertTrue(r.peerMemory().how().contains("version 1.2"), r.peerMemory().how());
         GpuCapabilityReport.Pair p = pair(r, "mlx4_0");
         assertEquals(GpuRegistration.Method.PEERMEM, p.method());
@@ -142,8 +151,8 @@ class GpuCapabilityReportTest {
     @Test
     void aGpuWithoutGpuDirectRdmaIsToldToStage() {
         StandInCuda.configure(1, true, false, 0);
-        GpuCapabilityReport r = GpuCapabilityReport.collect(StandInCuda.driver(), machine().peermem().root,
-                devices(Map.of("mlx5_0", YES)));
+        GpuCapabilityReport r = GpuCapabilityReport.collect(
+                StandInCuda.driver(), machine().peermem().root, devices(Map.of("mlx5_0", YES)));
         GpuCapabilityReport.Pair p = pair(r, "mlx5_0");
         assertNull(p.method());
         assertTrue(p.conclusion().contains("must stage through host memory"), p.conclusion());
@@ -151,12 +160,14 @@ class GpuCapabilityReportTest {
 
     @Test
     void withoutLibcudaTheReportSaysWhyAndStillProbesTheAdapters() {
-        GpuCapabilityReport r = GpuCapabilityReport.collect(CudaDriver.load("/nonexistent/libcuda.so.1"),
-                machine().root, devices(Map.of("rxe0", NO)));
+        GpuCapabilityReport r = GpuCapabilityReport.collect(
+                CudaDriver.load("/nonexistent/libcuda.so.1"), machine().root, devices(Map.of("rxe0", NO)));
         assertFalse(r.cuda().available());
         assertTrue(r.gpus().isEmpty());
         assertTrue(r.pairs().isEmpty());
-        assertEquals(Verdict.NOT_SUPPORTED, r.rdmaDevice("rxe0").orElseThrow().dmaBuf().verdict());
+        assertEquals(
+                Verdict.NOT_SUPPORTED,
+                r.rdmaDevice("rxe0").orElseThrow().dmaBuf().verdict());
         String text = render(r);
         assertTrue(text.contains("unavailable: /nonexistent/libcuda.so.1 could not be loaded"), text);
         assertTrue(text.contains("bindings from cuda.h 13.0"), text);
@@ -165,7 +176,10 @@ class GpuCapabilityReportTest {
     }
 
     private static GpuCapabilityReport.Pair pair(GpuCapabilityReport r, String dev) {
-        return r.pairs().stream().filter(p -> p.rdmaDevice().equals(dev)).findFirst().orElseThrow();
+        return r.pairs().stream()
+                .filter(p -> p.rdmaDevice().equals(dev))
+                .findFirst()
+                .orElseThrow();
     }
 
     static String render(GpuCapabilityReport r) {

@@ -45,7 +45,8 @@ class GpuMemoryTest {
         assertEquals(13000, cuda.driverVersion());
         int live = StandInCuda.liveAllocations();
         long page = HostPageTest.kernelPageSize();
-        try (GpuMemory gpu = GpuMemory.allocate(cuda, 0, 2 * page + 1808); Arena a = Arena.ofConfined()) {
+        try (GpuMemory gpu = GpuMemory.allocate(cuda, 0, 2 * page + 1808);
+                Arena a = Arena.ofConfined()) {
             assertEquals(3 * page, gpu.byteSize(), "rounded up to whole host pages");
             assertEquals(live + 1, StandInCuda.liveAllocations());
             assertEquals(1, StandInCuda.syncMemops(gpu.address()), "CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set");
@@ -67,7 +68,7 @@ class GpuMemoryTest {
     @Test
     void deviceMemoryHasNoHostAccessAndCopiesGoThroughTheDriver() throws IOException {
         try (GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 5 * HostPageTest.kernelPageSize());
-             Arena a = Arena.ofConfined()) {
+                Arena a = Arena.ofConfined()) {
             List<String> maps = mappings(gpu.address(), gpu.byteSize());
             assertFalse(maps.isEmpty(), "the device range is mapped (reserved)");
             for (String m : maps) {
@@ -102,12 +103,14 @@ class GpuMemoryTest {
                     start.await();
                     for (int r = 0; r < rounds; r++) {
                         long size = 1 + (me * 7919L + r * 104729L) % 65536;
-                        try (Arena a = Arena.ofConfined(); GpuMemory own = GpuMemory.allocate(cuda, 0, size)) {
+                        try (Arena a = Arena.ofConfined();
+                                GpuMemory own = GpuMemory.allocate(cuda, 0, size)) {
                             MemorySegment src = pattern(a, size, me, r);
                             own.copyFromHost(src, 0);
                             MemorySegment back = a.allocate(size);
                             own.copyToHost(0, back);
-                            assertEquals(-1, src.mismatch(back), "thread " + me + " round " + r + ": its own allocation");
+                            assertEquals(
+                                    -1, src.mismatch(back), "thread " + me + " round " + r + ": its own allocation");
                             MemorySegment part = pattern(a, slice, me, -r);
                             shared.copyFromHost(part, me * slice);
                             MemorySegment partBack = a.allocate(slice);
@@ -159,7 +162,9 @@ class GpuMemoryTest {
 
     /** How many mappings of the stand-in's device memory (device ranges and shadows) the process has. */
     private static long standInMappings() throws IOException {
-        return Files.readAllLines(Path.of("/proc/self/maps")).stream().filter(l -> l.contains("standin-gpu")).count();
+        return Files.readAllLines(Path.of("/proc/self/maps")).stream()
+                .filter(l -> l.contains("standin-gpu"))
+                .count();
     }
 
     @Test
@@ -217,7 +222,8 @@ class GpuMemoryTest {
     void noDriverAndNoDeviceAreReportedNotThrown() {
         CudaDriver missing = CudaDriver.load("/nonexistent/libcuda.so.1");
         assertFalse(missing.isAvailable());
-        assertTrue(missing.unavailabilityCause().orElseThrow().contains("no NVIDIA driver is installed"),
+        assertTrue(
+                missing.unavailabilityCause().orElseThrow().contains("no NVIDIA driver is installed"),
                 missing.unavailabilityCause().orElseThrow());
         assertEquals(0, missing.deviceCount());
         assertTrue(missing.devices().isEmpty());

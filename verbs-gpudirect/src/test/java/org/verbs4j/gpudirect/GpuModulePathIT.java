@@ -41,24 +41,35 @@ class GpuModulePathIT {
     void theJarExportsOnlyTheApi() {
         ModuleDescriptor d = ModuleFinder.of(jar()).findAll().iterator().next().descriptor();
         assertEquals("org.verbs4j.gpudirect", d.name());
-        Set<String> exported = d.exports().stream().map(ModuleDescriptor.Exports::source).collect(Collectors.toSet());
+        Set<String> exported =
+                d.exports().stream().map(ModuleDescriptor.Exports::source).collect(Collectors.toSet());
         assertEquals(Set.of("org.verbs4j.gpudirect"), exported);
         assertTrue(d.packages().contains("org.verbs4j.gpudirect.generated.cuda"));
-        assertTrue(d.requires().stream().anyMatch(r -> r.name().equals("org.verbs4j.core")
-                && r.modifiers().contains(ModuleDescriptor.Requires.Modifier.TRANSITIVE)));
-        assertFalse(d.requires().stream().anyMatch(r -> r.name().equals("org.verbs4j.natives")),
+        assertTrue(d.requires().stream()
+                .anyMatch(r -> r.name().equals("org.verbs4j.core")
+                        && r.modifiers().contains(ModuleDescriptor.Requires.Modifier.TRANSITIVE)));
+        assertFalse(
+                d.requires().stream().anyMatch(r -> r.name().equals("org.verbs4j.natives")),
                 "verbs-gpudirect needs no native-layer internals");
     }
 
     @Test
     void theDeviceCheckRunsOnTheModulePathWithoutLibcuda() throws Exception {
-        List<Path> path = List.of(jar(), codeSource(org.verbs4j.Verbs.class), codeSource(Class.forName(
-                "org.verbs4j.natives.Errno")), codeSource(org.slf4j.Logger.class));
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        List<Path> path = List.of(
+                jar(),
+                codeSource(org.verbs4j.Verbs.class),
+                codeSource(Class.forName("org.verbs4j.natives.Errno")),
+                codeSource(org.slf4j.Logger.class));
+        List<String> cmd = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=org.verbs4j.gpudirect,org.verbs4j.natives,org.verbs4j.core",
-                "-Dverbs4j.libcuda=/nonexistent/libcuda.so.1", "-p",
+                "-Dverbs4j.libcuda=/nonexistent/libcuda.so.1",
+                "-p",
                 path.stream().map(Path::toString).collect(Collectors.joining(java.io.File.pathSeparator)),
-                "-m", "org.verbs4j.gpudirect/org.verbs4j.gpudirect.tool.GpuDeviceCheck", "4096", "1"));
+                "-m",
+                "org.verbs4j.gpudirect/org.verbs4j.gpudirect.tool.GpuDeviceCheck",
+                "4096",
+                "1"));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         p.getOutputStream().close();
         assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the device check did not finish: " + cmd);

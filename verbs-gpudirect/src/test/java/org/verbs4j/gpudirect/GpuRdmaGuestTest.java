@@ -55,8 +55,10 @@ import org.verbs4j.testing.RdmaTestSupport;
 class GpuRdmaGuestTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static final int EFAULT = 14;
-    private static final Set<Access> REMOTE_RW = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
+    private static final Set<Access> REMOTE_RW =
+            EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
     private static final int SIZE = (int) (16 * GpuMemory.hostPageSize());
+
     @TempDir
     Path tmp;
 
@@ -67,15 +69,19 @@ class GpuRdmaGuestTest {
 
     @Test
     void rxeCannotPinDeviceMemoryTheHostCannotAccessAndSaysWhy() {
-        try (Context ctx = Verbs.open(device()); ProtectionDomain pd = ctx.allocateProtectionDomain();
-             GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, SIZE)) {
-            VerbsException e = assertThrows(VerbsException.class,
-                    () -> pd.registerDeviceMemory(gpu.address(), gpu.byteSize(), REMOTE_RW));
+        try (Context ctx = Verbs.open(device());
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, SIZE)) {
+            VerbsException e = assertThrows(
+                    VerbsException.class, () -> pd.registerDeviceMemory(gpu.address(), gpu.byteSize(), REMOTE_RW));
             System.out.println("ibv_reg_mr of PROT_NONE device memory on " + ctx.deviceName() + ": " + e.getMessage());
             assertEquals("ibv_reg_mr", e.verb());
             assertEquals(EFAULT, e.errno(), e.getMessage());
-            assertTrue(e.getMessage().contains("could not pin " + gpu.byteSize() + " bytes of device memory at 0x"
-                    + Long.toHexString(gpu.address())), e.getMessage());
+            assertTrue(
+                    e.getMessage()
+                            .contains("could not pin " + gpu.byteSize() + " bytes of device memory at 0x"
+                                    + Long.toHexString(gpu.address())),
+                    e.getMessage());
             assertTrue(e.getMessage().contains("nvidia-peermem"), e.getMessage());
         } // closing the PD would fail with EBUSY had a region been left behind
     }
@@ -84,13 +90,16 @@ class GpuRdmaGuestTest {
     void gpuMemoryRegisteredThePeermemWayTakesRdmaWritesAndReadsOnRxe() {
         StandInCuda.hostVisible(true);
         FakeSysfs sys = new FakeSysfs(tmp).peermem();
-        try (Context ctx = Verbs.open(device()); ProtectionDomain pd = ctx.allocateProtectionDomain();
-             CompletionQueue cqA = ctx.createCompletionQueue(16); CompletionQueue cqB = ctx.createCompletionQueue(16);
-             MemoryRegion host = pd.allocateMemoryRegion(2L * SIZE, REMOTE_RW);
-             QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqA));
-             QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqB));
-             SendWorkRequests wrs = new SendWorkRequests(4, 1); WorkCompletions wcs = new WorkCompletions(4);
-             Arena arena = Arena.ofConfined()) {
+        try (Context ctx = Verbs.open(device());
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cqA = ctx.createCompletionQueue(16);
+                CompletionQueue cqB = ctx.createCompletionQueue(16);
+                MemoryRegion host = pd.allocateMemoryRegion(2L * SIZE, REMOTE_RW);
+                QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqA));
+                QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cqB));
+                SendWorkRequests wrs = new SendWorkRequests(4, 1);
+                WorkCompletions wcs = new WorkCompletions(4);
+                Arena arena = Arena.ofConfined()) {
             GidEntry gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow();
             ConnectOptions options = ConnectOptions.roce(gid.index());
             QueuePairEndpoint ea = a.localEndpoint(gid.index(), 100);
@@ -103,27 +112,41 @@ class GpuRdmaGuestTest {
             try {
                 MemorySegment first = pattern(arena, 1);
                 gpu.copyFromHost(first, 0);
-                GpuRegistration r = GpuRegistrar.of(GpuRegistrar.Mode.AUTOMATIC, sys.root).register(pd, gpu, REMOTE_RW);
+                GpuRegistration r =
+                        GpuRegistrar.of(GpuRegistrar.Mode.AUTOMATIC, sys.root).register(pd, gpu, REMOTE_RW);
                 System.out.println("GPU registration on " + ctx.deviceName() + ": " + r.attempts());
-                assertEquals(GpuRegistration.Method.PEERMEM, r.method(), r.attempts().toString());
+                assertEquals(
+                        GpuRegistration.Method.PEERMEM, r.method(), r.attempts().toString());
                 assertEquals(2, r.attempts().size(), r.attempts().toString());
-                assertTrue(r.attempts().get(0).startsWith("dma-buf: ibv_reg_dmabuf_mr failed"), r.attempts().get(0));
-                assertTrue(r.attempts().get(0).contains("does not implement dma-buf registration"), r.attempts().get(0));
+                assertTrue(
+                        r.attempts().get(0).startsWith("dma-buf: ibv_reg_dmabuf_mr failed"),
+                        r.attempts().get(0));
+                assertTrue(
+                        r.attempts().get(0).contains("does not implement dma-buf registration"),
+                        r.attempts().get(0));
                 region = r.region();
                 assertEquals(gpu.address(), region.address(), "registered at the device address");
                 assertEquals(SIZE, region.length());
                 assertFalse(region.isHostAccessible());
 
                 // RDMA READ: the GPU region (B's side) into the host region
-                a.postSend(wrs.clear().read(1, region.address(), region.rkey()).sge(host, 0, SIZE).signaled());
+                a.postSend(wrs.clear()
+                        .read(1, region.address(), region.rkey())
+                        .sge(host, 0, SIZE)
+                        .signaled());
                 await(cqA, wcs);
-                assertEquals(-1, host.segment().asSlice(0, SIZE).mismatch(first),
+                assertEquals(
+                        -1,
+                        host.segment().asSlice(0, SIZE).mismatch(first),
                         "the adapter read what cuMemcpyHtoD put into the GPU memory");
 
                 // RDMA WRITE: the host region into the GPU region (B's side), read back by cuMemcpyDtoH
                 MemorySegment second = pattern(arena, 2);
                 host.segment().asSlice(SIZE, SIZE).copyFrom(second);
-                a.postSend(wrs.clear().write(2, region.address(), region.rkey()).sge(host, SIZE, SIZE).signaled());
+                a.postSend(wrs.clear()
+                        .write(2, region.address(), region.rkey())
+                        .sge(host, SIZE, SIZE)
+                        .signaled());
                 await(cqA, wcs);
                 MemorySegment back = arena.allocate(SIZE);
                 gpu.copyToHost(0, back);
@@ -131,7 +154,10 @@ class GpuRdmaGuestTest {
 
                 // the GPU region as the local side: WRITE from it (its lkey) into the host region
                 host.segment().asSlice(0, SIZE).fill((byte) 0);
-                a.postSend(wrs.clear().write(3, host.address(), host.rkey()).sge(region, 0, SIZE).signaled());
+                a.postSend(wrs.clear()
+                        .write(3, host.address(), host.rkey())
+                        .sge(region, 0, SIZE)
+                        .signaled());
                 await(cqA, wcs);
                 assertEquals(-1, host.segment().asSlice(0, SIZE).mismatch(second), "the adapter read the GPU region");
                 assertEquals(0, cqB.poll(wcs), "one-sided: B saw nothing");

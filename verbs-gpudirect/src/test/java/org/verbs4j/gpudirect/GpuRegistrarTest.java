@@ -13,6 +13,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.verbs4j.Access;
+import org.verbs4j.ForeignHandles;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.MemoryRegion;
 import org.verbs4j.QueuePair;
@@ -20,7 +21,6 @@ import org.verbs4j.QueuePairInit;
 import org.verbs4j.QueuePairState;
 import org.verbs4j.QueuePairType;
 import org.verbs4j.ResourceClosedException;
-import org.verbs4j.ForeignHandles;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.pool.BufferPool;
 import org.verbs4j.pool.PoolWorkRequests;
@@ -36,8 +36,10 @@ import org.verbs4j.testing.StandInProvider;
 class GpuRegistrarTest {
     private static final int EOPNOTSUPP = 95, EFAULT = 14;
     private static final Set<Access> RW = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+
     @TempDir
     Path tmp;
+
     private StandInVerbs v;
     private FakeSysfs sys;
 
@@ -57,17 +59,21 @@ class GpuRegistrarTest {
     void dmaBufComesFirstAndItsFdIsClosedAfterDeregistrationAndBeforeTheFree() {
         int mrs = v.p.deviceMrLive();
         GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 20);
-        GpuRegistration r = v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW);
+        GpuRegistration r =
+                v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW);
         assertEquals(GpuRegistration.Method.DMA_BUF, r.method());
         MemoryRegion mr = r.region();
         assertFalse(mr.isHostAccessible());
         assertEquals(gpu.address(), mr.address(), "registered under iova = the device address");
         assertEquals(1 << 20, mr.length());
         assertTrue(mr.lkey() >= 0x7000 && mr.lkey() < 0x9000, "the stand-in's lkey (0x7000 + n): " + mr.lkey());
-        assertEquals(mr.lkey() - 0x7000, mr.rkey() - 0x9000, "lkey and rkey of the same ibv_mr (0x7000 + n, 0x9000 + n)");
+        assertEquals(
+                mr.lkey() - 0x7000, mr.rkey() - 0x9000, "lkey and rkey of the same ibv_mr (0x7000 + n, 0x9000 + n)");
         assertEquals(mrs + 1, v.p.deviceMrLive());
         assertEquals(1, r.attempts().size(), r.attempts().toString());
-        assertTrue(r.attempts().get(0).startsWith("dma-buf: registered"), r.attempts().toString());
+        assertTrue(
+                r.attempts().get(0).startsWith("dma-buf: registered"),
+                r.attempts().toString());
         gpu.close();
         assertFalse(mr.isOpen(), "closing the GPU memory closed its registration");
         assertEquals(mrs, v.p.deviceMrLive());
@@ -79,13 +85,18 @@ class GpuRegistrarTest {
     void anAdapterWithoutDmaBufFallsBackToPeermem() {
         v.p.setDeviceRegErrno(EOPNOTSUPP, 0);
         try (GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 16)) {
-            GpuRegistration r = v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW);
+            GpuRegistration r =
+                    v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW);
             assertEquals(GpuRegistration.Method.PEERMEM, r.method());
             assertEquals(2, r.attempts().size());
-            assertTrue(r.attempts().get(0).contains("ibv_reg_dmabuf_mr failed"), r.attempts().get(0));
+            assertTrue(
+                    r.attempts().get(0).contains("ibv_reg_dmabuf_mr failed"),
+                    r.attempts().get(0));
             assertTrue(r.attempts().get(0).contains("EOPNOTSUPP"), r.attempts().get(0));
             assertEquals(1, occurrences(r.attempts().get(0), "ibv_reg_dmabuf_mr failed"), "said once: " + r.attempts());
-            assertTrue(r.attempts().get(1).startsWith("nvidia-peermem: registered"), r.attempts().get(1));
+            assertTrue(
+                    r.attempts().get(1).startsWith("nvidia-peermem: registered"),
+                    r.attempts().get(1));
             assertEquals(gpu.address(), r.region().address());
         }
     }
@@ -95,9 +106,12 @@ class GpuRegistrarTest {
         StandInCuda.configure(1, false, true, 0);
         long exports = StandInCuda.exports();
         try (GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 16)) {
-            GpuRegistration r = v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW);
+            GpuRegistration r =
+                    v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW);
             assertEquals(GpuRegistration.Method.PEERMEM, r.method());
-            assertTrue(r.attempts().get(0).contains("CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0"), r.attempts().get(0));
+            assertTrue(
+                    r.attempts().get(0).contains("CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0"),
+                    r.attempts().get(0));
             assertEquals(exports, StandInCuda.exports(), "nothing was exported");
         }
     }
@@ -107,7 +121,8 @@ class GpuRegistrarTest {
         v.p.setDeviceRegErrno(EOPNOTSUPP, 0);
         int mrs = v.p.deviceMrLive();
         try (GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 16)) {
-            GpuRegistrationException e = assertThrows(GpuRegistrationException.class,
+            GpuRegistrationException e = assertThrows(
+                    GpuRegistrationException.class,
                     () -> v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys).register(v.pd, gpu, RW));
             assertEquals(2, e.attempts().size());
             String m = e.getMessage();
@@ -125,7 +140,8 @@ class GpuRegistrarTest {
     @Test
     void eachModeTriesOnlyItsOwnWay() {
         try (GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 16)) {
-            GpuRegistrationException e = assertThrows(GpuRegistrationException.class,
+            GpuRegistrationException e = assertThrows(
+                    GpuRegistrationException.class,
                     () -> v.registrar(GpuRegistrar.Mode.PEERMEM, sys).register(v.pd, gpu, RW));
             assertEquals(1, e.attempts().size(), "dma-buf is not tried in PEERMEM mode: " + e.attempts());
             assertTrue(e.getMessage().startsWith("ibv_reg_mr failed: EOPNOTSUPP"), e.getMessage());
@@ -133,12 +149,14 @@ class GpuRegistrarTest {
 
             sys.peermem();
             v.p.setDeviceRegErrno(EOPNOTSUPP, 0);
-            e = assertThrows(GpuRegistrationException.class,
+            e = assertThrows(
+                    GpuRegistrationException.class,
                     () -> v.registrar(GpuRegistrar.Mode.DMA_BUF, sys).register(v.pd, gpu, RW));
             assertEquals(1, e.attempts().size(), "peermem is not tried in DMA_BUF mode: " + e.attempts());
 
             v.p.setDeviceRegErrno(0, EFAULT);
-            e = assertThrows(GpuRegistrationException.class,
+            e = assertThrows(
+                    GpuRegistrationException.class,
                     () -> v.registrar(GpuRegistrar.Mode.PEERMEM, sys).register(v.pd, gpu, RW));
             assertTrue(e.getMessage().startsWith("ibv_reg_mr failed: EFAULT"), e.getMessage());
             assertTrue(e.getMessage().contains("nvidia-peermem: ibv_reg_mr failed"), e.getMessage());
@@ -156,7 +174,8 @@ class GpuRegistrarTest {
     void aDriverThatCannotExportIsNamedOnceInTheAttempts() {
         StandInCuda.configure(1, true, true, 801); // CUDA_ERROR_NOT_SUPPORTED
         try (GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 16)) {
-            GpuRegistration r = v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW);
+            GpuRegistration r =
+                    v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW);
             assertEquals(GpuRegistration.Method.PEERMEM, r.method());
             String dmaBuf = r.attempts().get(0);
             assertTrue(dmaBuf.startsWith("dma-buf: cuMemGetHandleForAddressRange failed: "), dmaBuf);
@@ -178,7 +197,8 @@ class GpuRegistrarTest {
         GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 16);
         gpu.close();
         int mrs = v.p.deviceMrLive();
-        ResourceClosedException e = assertThrows(ResourceClosedException.class,
+        ResourceClosedException e = assertThrows(
+                ResourceClosedException.class,
                 () -> v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys.peermem()).register(v.pd, gpu, RW));
         assertTrue(e.getMessage().contains("was freed"), e.getMessage());
         assertEquals(mrs, v.p.deviceMrLive());
@@ -187,9 +207,14 @@ class GpuRegistrarTest {
     @Test
     void rdmaWritesFromAndToTheGpuRegionNameTheDeviceAddress() {
         try (GpuMemory gpu = GpuMemory.allocate(StandInCuda.driver(), 0, 1 << 20)) {
-            MemoryRegion mr = v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys).register(v.pd, gpu, RW).region();
-            QueuePair qp = ForeignHandles.queuePair(v.pd, v.p.qp(), QueuePairInit.of(QueuePairType.RC, v.cq).maxSendSge(1)
-                    .maxRecvSge(1), QueuePairState.RTS);
+            MemoryRegion mr = v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys)
+                    .register(v.pd, gpu, RW)
+                    .region();
+            QueuePair qp = ForeignHandles.queuePair(
+                    v.pd,
+                    v.p.qp(),
+                    QueuePairInit.of(QueuePairType.RC, v.cq).maxSendSge(1).maxRecvSge(1),
+                    QueuePairState.RTS);
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
                 wrs.write(1, mr.iova() + 65536, mr.rkey()).sge(mr, 0, 65536).signaled();
                 qp.postSend(wrs);
@@ -207,11 +232,15 @@ class GpuRegistrarTest {
     void aPoolOfGpuBuffersIsRegisteredOnceAndReleasedInOrder() {
         int mrs = v.p.deviceMrLive();
         int allocations = StandInCuda.liveAllocations();
-        GpuRegionAllocator gpus = new GpuRegionAllocator(StandInCuda.driver(), 0,
-                v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys));
+        GpuRegionAllocator gpus =
+                new GpuRegionAllocator(StandInCuda.driver(), 0, v.registrar(GpuRegistrar.Mode.AUTOMATIC, sys));
         assertFalse(gpus.hostAccessible());
-        try (BufferPool pool = BufferPool.builder(v.pd).regionAllocator(gpus).sizeClass(4096, 8).sizeClass(65536, 2)
-                .access(RW).build()) {
+        try (BufferPool pool = BufferPool.builder(v.pd)
+                .regionAllocator(gpus)
+                .sizeClass(4096, 8)
+                .sizeClass(65536, 2)
+                .access(RW)
+                .build()) {
             assertEquals(mrs + 2, v.p.deviceMrLive(), "one registration per size class");
             assertEquals(allocations + 2, StandInCuda.liveAllocations());
             assertEquals(2, gpus.liveAllocations());
@@ -234,10 +263,15 @@ class GpuRegistrarTest {
     void aPoolWhoseRegistrationFailsFreesItsGpuMemory() {
         v.p.setDeviceRegErrno(EOPNOTSUPP, 0);
         int allocations = StandInCuda.liveAllocations();
-        GpuRegionAllocator gpus = new GpuRegionAllocator(StandInCuda.driver(), 0,
-                v.registrar(GpuRegistrar.Mode.DMA_BUF, sys));
-        assertThrows(GpuRegistrationException.class,
-                () -> BufferPool.builder(v.pd).regionAllocator(gpus).sizeClass(4096, 8).access(RW).build());
+        GpuRegionAllocator gpus =
+                new GpuRegionAllocator(StandInCuda.driver(), 0, v.registrar(GpuRegistrar.Mode.DMA_BUF, sys));
+        assertThrows(
+                GpuRegistrationException.class,
+                () -> BufferPool.builder(v.pd)
+                        .regionAllocator(gpus)
+                        .sizeClass(4096, 8)
+                        .access(RW)
+                        .build());
         assertEquals(allocations, StandInCuda.liveAllocations());
     }
 }

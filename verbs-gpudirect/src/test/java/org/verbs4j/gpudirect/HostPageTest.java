@@ -33,7 +33,8 @@ class HostPageTest {
     void allocationsAreWholePagesOfTheKernelsPageSize() throws IOException {
         long page = kernelPageSize();
         CudaDriver cuda = StandInCuda.driver();
-        try (GpuMemory one = GpuMemory.allocate(cuda, 0, 1); GpuMemory more = GpuMemory.allocate(cuda, 0, page + 1)) {
+        try (GpuMemory one = GpuMemory.allocate(cuda, 0, 1);
+                GpuMemory more = GpuMemory.allocate(cuda, 0, page + 1)) {
             assertEquals(page, one.byteSize(), "one byte takes a page");
             assertEquals(2 * page, more.byteSize(), "a page and a byte take two");
             try (DmaBuf d = more.exportDmaBuf()) {
@@ -46,7 +47,8 @@ class HostPageTest {
     void noSourceWritesAPageSizeAsANumber() throws IOException {
         List<Path> sources = new ArrayList<>();
         try (Stream<Path> s = Files.walk(Path.of("src/main/java/org/verbs4j/gpudirect"))) {
-            s.filter(f -> f.toString().endsWith(".java") && !f.toString().contains("/generated/")).forEach(sources::add);
+            s.filter(f -> f.toString().endsWith(".java") && !f.toString().contains("/generated/"))
+                    .forEach(sources::add);
         }
         sources.add(Path.of("src/test/resources/c/standin_cuda.c"));
         List<String> offenders = new ArrayList<>();
@@ -54,7 +56,8 @@ class HostPageTest {
             List<String> lines = Files.readAllLines(p);
             for (int i = 0; i < lines.size(); i++) {
                 if (PAGE_LITERAL.matcher(lines.get(i)).find()) {
-                    offenders.add(p.getFileName() + ":" + (i + 1) + ": " + lines.get(i).strip());
+                    offenders.add(p.getFileName() + ":" + (i + 1) + ": "
+                            + lines.get(i).strip());
                 }
             }
         }
@@ -63,7 +66,8 @@ class HostPageTest {
 
     /** The kernel's page size, from the auxiliary vector it gave this process. */
     static long kernelPageSize() throws IOException {
-        ByteBuffer auxv = ByteBuffer.wrap(Files.readAllBytes(Path.of("/proc/self/auxv"))).order(ByteOrder.nativeOrder());
+        ByteBuffer auxv =
+                ByteBuffer.wrap(Files.readAllBytes(Path.of("/proc/self/auxv"))).order(ByteOrder.nativeOrder());
         while (auxv.remaining() >= 16) {
             long type = auxv.getLong();
             long value = auxv.getLong();

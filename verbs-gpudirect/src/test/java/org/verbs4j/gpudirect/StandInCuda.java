@@ -22,8 +22,7 @@ final class StandInCuda {
     private static Path failingInit;
     private static SymbolLookup lookup;
 
-    private StandInCuda() {
-    }
+    private StandInCuda() {}
 
     static synchronized Path path() {
         if (path == null) {
@@ -37,8 +36,8 @@ final class StandInCuda {
     /** A copy whose cuInit answers CUDA_ERROR_NO_DEVICE. */
     static synchronized Path withFailingInit() {
         if (failingInit == null) {
-            failingInit = NativeToolchain.compileSharedLibrary("standin_cuda_noinit",
-                    NativeToolchain.resource("/c/standin_cuda.c"), "-DSTANDIN_INIT_RESULT=100");
+            failingInit = NativeToolchain.compileSharedLibrary(
+                    "standin_cuda_noinit", NativeToolchain.resource("/c/standin_cuda.c"), "-DSTANDIN_INIT_RESULT=100");
         }
         return failingInit;
     }
@@ -69,7 +68,8 @@ final class StandInCuda {
      */
     static void hostVisible(boolean visible) {
         try {
-            fn("standin_cuda_set_host_visible", FunctionDescriptor.ofVoid(JAVA_INT)).invokeExact(visible ? 1 : 0);
+            fn("standin_cuda_set_host_visible", FunctionDescriptor.ofVoid(JAVA_INT))
+                    .invokeExact(visible ? 1 : 0);
         } catch (Throwable t) {
             throw new AssertionError(t);
         }
@@ -86,7 +86,8 @@ final class StandInCuda {
 
     static int syncMemops(long dptr) {
         try {
-            return (int) fn("standin_cuda_sync_memops", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)).invokeExact(dptr);
+            return (int) fn("standin_cuda_sync_memops", FunctionDescriptor.of(JAVA_INT, JAVA_LONG))
+                    .invokeExact(dptr);
         } catch (Throwable t) {
             throw new AssertionError(t);
         }

@@ -27,23 +27,32 @@ final class StandInVerbs implements AutoCloseable {
     final CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
 
     StandInVerbs() {
-        MemorySegment fakePd = arena.allocate(ObjectLayout.PD_HANDLE + ValueLayout.JAVA_INT.byteSize(),
-                ValueLayout.ADDRESS.byteAlignment());
+        MemorySegment fakePd = arena.allocate(
+                ObjectLayout.PD_HANDLE + ValueLayout.JAVA_INT.byteSize(), ValueLayout.ADDRESS.byteAlignment());
         fakePd.set(ValueLayout.ADDRESS, ObjectLayout.PD_CONTEXT, p.context());
         pd = ForeignHandles.protectionDomain(ctx, fakePd);
     }
 
     final GpuRegistrar.Verbs verbs = new GpuRegistrar.Verbs() {
         @Override
-        public MemoryRegion dmaBuf(ProtectionDomain d, int fd, long offset, long length, long iova, Set<Access> access) {
-            return wrap("ibv_reg_dmabuf_mr", p.regDmabufMr(d.handle().address(), offset, length, iova, fd,
-                    Access.mask(access)), iova, length, access);
+        public MemoryRegion dmaBuf(
+                ProtectionDomain d, int fd, long offset, long length, long iova, Set<Access> access) {
+            return wrap(
+                    "ibv_reg_dmabuf_mr",
+                    p.regDmabufMr(d.handle().address(), offset, length, iova, fd, Access.mask(access)),
+                    iova,
+                    length,
+                    access);
         }
 
         @Override
         public MemoryRegion deviceMemory(ProtectionDomain d, long address, long length, Set<Access> access) {
-            return wrap("ibv_reg_mr", p.regDeviceMr(d.handle().address(), address, length, Access.mask(access)), address,
-                    length, access);
+            return wrap(
+                    "ibv_reg_mr",
+                    p.regDeviceMr(d.handle().address(), address, length, Access.mask(access)),
+                    address,
+                    length,
+                    access);
         }
     };
 
@@ -52,8 +61,14 @@ final class StandInVerbs implements AutoCloseable {
             throw VerbsException.create(verb, p.lastDeviceRegErrno(), "the stand-in provider refused", null);
         }
         MemorySegment m = MemorySegment.ofAddress(mr).reinterpret(ObjectLayout.MR_SIZE);
-        return ForeignHandles.deviceMemoryRegion(pd, address, length, m.get(ValueLayout.JAVA_INT, ObjectLayout.MR_LKEY),
-                m.get(ValueLayout.JAVA_INT, ObjectLayout.MR_RKEY), access, () -> p.deregDeviceMr(mr));
+        return ForeignHandles.deviceMemoryRegion(
+                pd,
+                address,
+                length,
+                m.get(ValueLayout.JAVA_INT, ObjectLayout.MR_LKEY),
+                m.get(ValueLayout.JAVA_INT, ObjectLayout.MR_RKEY),
+                access,
+                () -> p.deregDeviceMr(mr));
     }
 
     GpuRegistrar registrar(GpuRegistrar.Mode mode, FakeSysfs sys) {

@@ -18,9 +18,12 @@ class SystemCudaTest {
     @Test
     void realGpuMemoryRoundTripsAndExportsADmaBuf() {
         CudaDriver cuda = CudaDriver.system();
-        assumeTrue(cuda.isAvailable(), () -> "no CUDA here: " + cuda.unavailabilityCause().orElse(""));
+        assumeTrue(
+                cuda.isAvailable(),
+                () -> "no CUDA here: " + cuda.unavailabilityCause().orElse(""));
         assumeTrue(cuda.deviceCount() > 0, "the CUDA driver sees no GPU");
-        try (GpuMemory gpu = GpuMemory.allocate(cuda, 0, 1 << 20); Arena a = Arena.ofConfined()) {
+        try (GpuMemory gpu = GpuMemory.allocate(cuda, 0, 1 << 20);
+                Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(1 << 20);
             for (long i = 0; i < out.byteSize(); i += 8) {
                 out.set(ValueLayout.JAVA_LONG, i, i * 31);

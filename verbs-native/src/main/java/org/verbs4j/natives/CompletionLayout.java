@@ -11,8 +11,7 @@ package org.verbs4j.natives;
  * </pre>
  */
 public final class CompletionLayout {
-    private CompletionLayout() {
-    }
+    private CompletionLayout() {}
 
     public static final long WC_SIZE = 48;
     public static final long WR_ID = 0;

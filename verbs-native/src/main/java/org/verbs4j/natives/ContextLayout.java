@@ -27,8 +27,7 @@ package org.verbs4j.natives;
  * </pre>
  */
 public final class ContextLayout {
-    private ContextLayout() {
-    }
+    private ContextLayout() {}
 
     public static final long SIZE = 328;
     public static final long DEVICE = 0;
@@ -54,6 +53,7 @@ public final class ContextLayout {
     public static final long VERBS_CONTEXT_CONTEXT = 320;
     /** Offsets inside {@code struct verbs_context} (add {@code -VERBS_CONTEXT_CONTEXT} for ctx-relative). */
     public static final long VCTX_QUERY_PORT = 0;
+
     public static final long VCTX_ADVISE_MR = 8;
     public static final long VCTX_CREATE_CQ_EX = 200;
     public static final long VCTX_QUERY_DEVICE_EX = 216;

@@ -18,13 +18,39 @@ import java.lang.invoke.VarHandle;
  * Stateless and thread-safe.
  */
 public final class Errno {
-    public static final int EPERM = 1, ENOENT = 2, EINTR = 4, EIO = 5, ENXIO = 6, EBADF = 9,
-            EAGAIN = 11, ENOMEM = 12, EACCES = 13, EFAULT = 14, EBUSY = 16, EEXIST = 17,
-            ENODEV = 19, EINVAL = 22, ENOSPC = 28, ERANGE = 34, ENOSYS = 38, ENODATA = 61,
-            ETIME = 62, EPROTO = 71, EPROTONOSUPPORT = 93, EOPNOTSUPP = 95, EADDRINUSE = 98,
-            EADDRNOTAVAIL = 99, ENETUNREACH = 101, ECONNRESET = 104, ENOBUFS = 105,
-            ENOTCONN = 107, ETIMEDOUT = 110, ECONNREFUSED = 111, EHOSTUNREACH = 113,
-            EALREADY = 114, EINPROGRESS = 115;
+    public static final int EPERM = 1,
+            ENOENT = 2,
+            EINTR = 4,
+            EIO = 5,
+            ENXIO = 6,
+            EBADF = 9,
+            EAGAIN = 11,
+            ENOMEM = 12,
+            EACCES = 13,
+            EFAULT = 14,
+            EBUSY = 16,
+            EEXIST = 17,
+            ENODEV = 19,
+            EINVAL = 22,
+            ENOSPC = 28,
+            ERANGE = 34,
+            ENOSYS = 38,
+            ENODATA = 61,
+            ETIME = 62,
+            EPROTO = 71,
+            EPROTONOSUPPORT = 93,
+            EOPNOTSUPP = 95,
+            EADDRINUSE = 98,
+            EADDRNOTAVAIL = 99,
+            ENETUNREACH = 101,
+            ECONNRESET = 104,
+            ENOBUFS = 105,
+            ENOTCONN = 107,
+            ETIMEDOUT = 110,
+            ECONNREFUSED = 111,
+            EHOSTUNREACH = 113,
+            EALREADY = 114,
+            EINPROGRESS = 115;
 
     /** The layout of the call state captured by {@link #CAPTURE_OPTION}. */
     public static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
@@ -34,14 +60,16 @@ public final class Errno {
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     /** Linked on first use, so that describing an error never fails where native access is denied. */
     private static final class StrError {
-        static final MethodHandle HANDLE = NativeBinding.symbolNoErrno(Linker.nativeLinker().defaultLookup(),
-                "strerror", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        static final MethodHandle HANDLE = NativeBinding.symbolNoErrno(
+                Linker.nativeLinker().defaultLookup(),
+                "strerror",
+                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
     }
+
     private static final ThreadLocal<MemorySegment> CAPTURE =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
 
-    private Errno() {
-    }
+    private Errno() {}
 
     /** A per-thread segment for captured call state, reused by every control-path call of that thread. */
     public static MemorySegment captureSegment() {
@@ -100,7 +128,9 @@ public final class Errno {
     public static String describe(int errno) {
         try {
             MemorySegment s = (MemorySegment) StrError.HANDLE.invokeExact(errno);
-            return s.equals(MemorySegment.NULL) ? "unknown error" : s.reinterpret(256).getString(0);
+            return s.equals(MemorySegment.NULL)
+                    ? "unknown error"
+                    : s.reinterpret(256).getString(0);
         } catch (Throwable t) { // IllegalCallerException / its NoClassDefFoundError where native access is denied
             return "no text: native access denied";
         }

@@ -9,11 +9,12 @@ import java.util.ServiceLoader;
  * {@code VERB failed: ENAME (errno N, text): detail. Hint: hint}. Stateless and thread-safe.
  */
 public final class Failures {
-    private static final FailureFactory FACTORY = ServiceLoader.load(FailureFactory.class, Failures.class.getClassLoader())
-            .findFirst().orElse(NativeCallException::new);
+    private static final FailureFactory FACTORY = ServiceLoader.load(
+                    FailureFactory.class, Failures.class.getClassLoader())
+            .findFirst()
+            .orElse(NativeCallException::new);
 
-    private Failures() {
-    }
+    private Failures() {}
 
     /** A verb that failed in the library with {@code errno}. */
     public static RuntimeException of(String verb, int errno) {
@@ -42,8 +43,13 @@ public final class Failures {
     public static String format(String verb, int errno, String detail, String hint) {
         StringBuilder sb = new StringBuilder(verb).append(" failed");
         if (errno != 0) {
-            sb.append(": ").append(Errno.name(errno)).append(" (errno ").append(errno).append(", ")
-                    .append(Errno.describe(errno)).append(')');
+            sb.append(": ")
+                    .append(Errno.name(errno))
+                    .append(" (errno ")
+                    .append(errno)
+                    .append(", ")
+                    .append(Errno.describe(errno))
+                    .append(')');
         }
         if (detail != null && !detail.isEmpty()) {
             sb.append(": ").append(detail);

@@ -46,16 +46,19 @@ public final class InlineVerbs {
      * RDMA providers rxe and siw, and the rdmavt-based hfi1verbs and ipathverbs, whose
      * {@code post_send} is {@code ibv_cmd_post_send}, a {@code write(2)} to the uverbs fd.
      */
-    public static final java.util.Set<String> SYSCALL_PROVIDERS = java.util.Set.of("rxe", "siw", "hfi1verbs", "ipathverbs");
+    public static final java.util.Set<String> SYSCALL_PROVIDERS =
+            java.util.Set.of("rxe", "siw", "hfi1verbs", "ipathverbs");
 
     /** The shape of {@code post_send}/{@code post_recv}: {@code (qp, wr, bad_wr)int}, pointers as long. */
     static final FunctionDescriptor POST = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG);
     /** The shape of {@code poll_cq}: {@code (cq, num_entries, wc)int}, pointers as long. */
     static final FunctionDescriptor POLL = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG);
+
     private static final FunctionDescriptor NOTIFY = FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT);
 
     /** The data-path shapes linked both ways; the caller picks one per provider. */
     static final MethodHandle POST_SEND_CRITICAL = dataPath("ibv_context_ops.post_send", POST, true);
+
     static final MethodHandle POST_SEND_STANDARD = dataPath("ibv_context_ops.post_send", POST, false);
     static final MethodHandle POST_RECV_CRITICAL = dataPath("ibv_context_ops.post_recv", POST, true);
     static final MethodHandle POST_RECV_STANDARD = dataPath("ibv_context_ops.post_recv", POST, false);
@@ -71,15 +74,20 @@ public final class InlineVerbs {
     /** {@code int req_notify_cq(cq, solicited_only)}, type {@code (MemorySegment fn, long, int)int}: an ordinary downcall. */
     public static final MethodHandle REQ_NOTIFY_CQ = dataPath("ibv_context_ops.req_notify_cq", NOTIFY, false);
 
-    private static final MethodHandle QUERY_PORT_OP = NativeBinding.pointer("verbs_context.query_port",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), true, false);
-    private static final MethodHandle QUERY_DEVICE_EX_OP = NativeBinding.pointer("verbs_context.query_device_ex",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG), true, false);
-    private static final MethodHandle CREATE_CQ_EX_OP = NativeBinding.pointer("verbs_context.create_cq_ex",
-            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), true, false);
+    private static final MethodHandle QUERY_PORT_OP = NativeBinding.pointer(
+            "verbs_context.query_port",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG),
+            true,
+            false);
+    private static final MethodHandle QUERY_DEVICE_EX_OP = NativeBinding.pointer(
+            "verbs_context.query_device_ex",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG),
+            true,
+            false);
+    private static final MethodHandle CREATE_CQ_EX_OP = NativeBinding.pointer(
+            "verbs_context.create_cq_ex", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), true, false);
 
-    private InlineVerbs() {
-    }
+    private InlineVerbs() {}
 
     private static MethodHandle dataPath(String op, FunctionDescriptor fd, boolean critical) {
         return NativeBinding.pointer(op, fd, false, critical);
@@ -184,7 +192,8 @@ public final class InlineVerbs {
     /** {@link #postSend(MemorySegment, long, long, long)} linked critical or not ({@link #criticalDataPath}). */
     public static int postSend(boolean critical, MemorySegment fn, long qp, long wr, long badWr) {
         try {
-            return critical ? (int) POST_SEND_CRITICAL.invokeExact(fn, qp, wr, badWr)
+            return critical
+                    ? (int) POST_SEND_CRITICAL.invokeExact(fn, qp, wr, badWr)
                     : (int) POST_SEND_STANDARD.invokeExact(fn, qp, wr, badWr);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -197,7 +206,8 @@ public final class InlineVerbs {
      */
     public static int postRecv(boolean critical, MemorySegment fn, long qpOrSrq, long wr, long badWr) {
         try {
-            return critical ? (int) POST_RECV_CRITICAL.invokeExact(fn, qpOrSrq, wr, badWr)
+            return critical
+                    ? (int) POST_RECV_CRITICAL.invokeExact(fn, qpOrSrq, wr, badWr)
                     : (int) POST_RECV_STANDARD.invokeExact(fn, qpOrSrq, wr, badWr);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -207,7 +217,8 @@ public final class InlineVerbs {
     /** {@link #pollCq(MemorySegment, long, int, long)} linked critical or not ({@link #criticalDataPath}). */
     public static int pollCq(boolean critical, MemorySegment fn, long cq, int numEntries, long wc) {
         try {
-            return critical ? (int) POLL_CQ_CRITICAL.invokeExact(fn, cq, numEntries, wc)
+            return critical
+                    ? (int) POLL_CQ_CRITICAL.invokeExact(fn, cq, numEntries, wc)
                     : (int) POLL_CQ_STANDARD.invokeExact(fn, cq, numEntries, wc);
         } catch (Throwable t) {
             throw rethrow(t);

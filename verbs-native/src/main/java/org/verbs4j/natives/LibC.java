@@ -22,18 +22,18 @@ import java.lang.invoke.MethodHandle;
  */
 public final class LibC {
     private static final SymbolLookup LIBC = Linker.nativeLinker().defaultLookup();
-    private static final MethodHandle POLL = NativeBinding.symbol(LIBC, "poll",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-    private static final MethodHandle FCNTL = NativeBinding.variadic(LIBC, "fcntl",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), 2);
-    private static final MethodHandle EVENTFD = NativeBinding.symbol(LIBC, "eventfd",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle WRITE = NativeBinding.symbol(LIBC, "write",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
-    private static final MethodHandle CLOSE = NativeBinding.symbol(LIBC, "close",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-    private static final MethodHandle SYSCONF = NativeBinding.symbol(LIBC, "sysconf",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT));
+    private static final MethodHandle POLL =
+            NativeBinding.symbol(LIBC, "poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle FCNTL =
+            NativeBinding.variadic(LIBC, "fcntl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), 2);
+    private static final MethodHandle EVENTFD =
+            NativeBinding.symbol(LIBC, "eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle WRITE =
+            NativeBinding.symbol(LIBC, "write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle CLOSE =
+            NativeBinding.symbol(LIBC, "close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle SYSCONF =
+            NativeBinding.symbol(LIBC, "sysconf", FunctionDescriptor.of(JAVA_LONG, JAVA_INT));
     /** {@code _SC_PAGESIZE} (Linux). */
     static final int _SC_PAGESIZE = 30;
     /** The size of a memory page of this machine, from {@code sysconf(_SC_PAGESIZE)}, read once. */
@@ -46,10 +46,10 @@ public final class LibC {
     public static final int O_NONBLOCK = 0x800;
     /** {@code EFD_CLOEXEC} (= {@code O_CLOEXEC}). */
     public static final int EFD_CLOEXEC = 0x80000;
+
     private static final int F_GETFL = 3, F_SETFL = 4;
 
-    private LibC() {
-    }
+    private LibC() {}
 
     /**
      * Waits until {@code fd} is readable or {@code timeoutMillis} passed (EINTR is retried with
@@ -74,8 +74,10 @@ public final class LibC {
                     if ((revents & POLLIN) != 0) {
                         return true;
                     }
-                    throw Failures.of(verb, Errno.EIO, "poll(2) on fd " + fd + " reported revents 0x"
-                            + Integer.toHexString(revents));
+                    throw Failures.of(
+                            verb,
+                            Errno.EIO,
+                            "poll(2) on fd " + fd + " reported revents 0x" + Integer.toHexString(revents));
                 }
                 if (rc == 0) {
                     if (System.nanoTime() - deadline >= 0) {
@@ -221,8 +223,10 @@ public final class LibC {
         long deadline = System.nanoTime() + Math.max(0, timeoutMillis) * 1_000_000L;
         try {
             while (true) {
-                int left = timeoutMillis < 0 ? -1
-                        : (int) Math.min(Integer.MAX_VALUE, Math.max(0, (deadline - System.nanoTime() + 999_999L) / 1_000_000L));
+                int left = timeoutMillis < 0
+                        ? -1
+                        : (int) Math.min(
+                                Integer.MAX_VALUE, Math.max(0, (deadline - System.nanoTime() + 999_999L) / 1_000_000L));
                 pfd.set(JAVA_INT, 0, fd);
                 pfd.set(JAVA_SHORT, 4, POLLIN);
                 pfd.set(JAVA_SHORT, 6, (short) 0);
@@ -239,8 +243,10 @@ public final class LibC {
                     if ((revents & POLLIN) != 0) {
                         return READABLE;
                     }
-                    throw Failures.of(verb, Errno.EIO, "poll(2) on fd " + fd + " reported revents 0x"
-                            + Integer.toHexString(revents));
+                    throw Failures.of(
+                            verb,
+                            Errno.EIO,
+                            "poll(2) on fd " + fd + " reported revents 0x" + Integer.toHexString(revents));
                 }
                 if (rc == 0) {
                     if (timeoutMillis >= 0 && System.nanoTime() - deadline >= 0) {
@@ -272,7 +278,10 @@ public final class LibC {
             throw InlineVerbs.rethrow(t);
         }
         if (size <= 0 || Long.bitCount(size) != 1) {
-            throw Failures.create("sysconf(_SC_PAGESIZE)", size < 0 ? Errno.captured(cap) : Errno.EINVAL, null,
+            throw Failures.create(
+                    "sysconf(_SC_PAGESIZE)",
+                    size < 0 ? Errno.captured(cap) : Errno.EINVAL,
+                    null,
                     "the page size is " + size + ", not a power of two");
         }
         return size;

@@ -25,8 +25,7 @@ import java.lang.invoke.MethodHandle;
 public final class LibIbverbs {
     private static final SymbolLookup LIB = NativeLibraries.ibverbsOrThrow();
 
-    private LibIbverbs() {
-    }
+    private LibIbverbs() {}
 
     private static MethodHandle bind(String name, FunctionDescriptor fd) {
         return NativeBinding.symbol(LIB, name, fd);
@@ -53,36 +52,46 @@ public final class LibIbverbs {
     public static final MethodHandle IBV_CLOSE_DEVICE = bind("ibv_close_device", fn(JAVA_INT, ADDRESS));
     public static final MethodHandle IBV_QUERY_DEVICE = bind("ibv_query_device", fn(JAVA_INT, ADDRESS, ADDRESS));
     /** The exported compat {@code ibv_query_port@IBVERBS_1.1} (48-byte attr); prefer {@link InlineVerbs#queryPort}. */
-    public static final MethodHandle IBV_QUERY_PORT_COMPAT = bind("ibv_query_port", fn(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS));
-    public static final MethodHandle IBV_QUERY_GID = bind("ibv_query_gid", fn(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
-    public static final MethodHandle IBV_QUERY_PKEY = bind("ibv_query_pkey", fn(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_QUERY_PORT_COMPAT =
+            bind("ibv_query_port", fn(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS));
+
+    public static final MethodHandle IBV_QUERY_GID =
+            bind("ibv_query_gid", fn(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_QUERY_PKEY =
+            bind("ibv_query_pkey", fn(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS));
     /** {@code _ibv_query_gid_ex(ctx, port, index, entry, flags, entry_size)} (IBVERBS_1.11), or null. */
-    public static final MethodHandle IBV_QUERY_GID_EX = bindOptional("_ibv_query_gid_ex",
-            fn(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG));
+    public static final MethodHandle IBV_QUERY_GID_EX =
+            bindOptional("_ibv_query_gid_ex", fn(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG));
     /** {@code _ibv_query_gid_table(ctx, entries, max, flags, entry_size)} (IBVERBS_1.11), or null. */
-    public static final MethodHandle IBV_QUERY_GID_TABLE = bindOptional("_ibv_query_gid_table",
-            fn(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG));
+    public static final MethodHandle IBV_QUERY_GID_TABLE =
+            bindOptional("_ibv_query_gid_table", fn(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG));
+
     public static final MethodHandle IBV_ALLOC_PD = bind("ibv_alloc_pd", fn(ADDRESS, ADDRESS));
     public static final MethodHandle IBV_DEALLOC_PD = bind("ibv_dealloc_pd", fn(JAVA_INT, ADDRESS));
     /** {@code ibv_reg_mr(pd, addr, length, access)}; the address travels as a {@code long}. */
-    public static final MethodHandle IBV_REG_MR = bind("ibv_reg_mr", fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    public static final MethodHandle IBV_REG_MR =
+            bind("ibv_reg_mr", fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT));
     /** {@code ibv_reg_mr_iova2} (IBVERBS_1.8), or null. */
-    public static final MethodHandle IBV_REG_MR_IOVA2 = bindOptional("ibv_reg_mr_iova2",
-            fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    public static final MethodHandle IBV_REG_MR_IOVA2 =
+            bindOptional("ibv_reg_mr_iova2", fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT));
     /** {@code ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access)} (IBVERBS_1.12), or null. */
-    public static final MethodHandle IBV_REG_DMABUF_MR = bindOptional("ibv_reg_dmabuf_mr",
-            fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT));
+    public static final MethodHandle IBV_REG_DMABUF_MR = bindOptional(
+            "ibv_reg_dmabuf_mr", fn(ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT));
+
     public static final MethodHandle IBV_DEREG_MR = bind("ibv_dereg_mr", fn(JAVA_INT, ADDRESS));
     public static final MethodHandle IBV_CREATE_COMP_CHANNEL = bind("ibv_create_comp_channel", fn(ADDRESS, ADDRESS));
     public static final MethodHandle IBV_DESTROY_COMP_CHANNEL = bind("ibv_destroy_comp_channel", fn(JAVA_INT, ADDRESS));
-    public static final MethodHandle IBV_CREATE_CQ = bind("ibv_create_cq", fn(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    public static final MethodHandle IBV_CREATE_CQ =
+            bind("ibv_create_cq", fn(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
     public static final MethodHandle IBV_RESIZE_CQ = bind("ibv_resize_cq", fn(JAVA_INT, ADDRESS, JAVA_INT));
     public static final MethodHandle IBV_DESTROY_CQ = bind("ibv_destroy_cq", fn(JAVA_INT, ADDRESS));
-    public static final MethodHandle IBV_GET_CQ_EVENT = bind("ibv_get_cq_event", fn(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_GET_CQ_EVENT =
+            bind("ibv_get_cq_event", fn(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle IBV_ACK_CQ_EVENTS = bind("ibv_ack_cq_events", proc(ADDRESS, JAVA_INT));
     public static final MethodHandle IBV_CREATE_QP = bind("ibv_create_qp", fn(ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle IBV_MODIFY_QP = bind("ibv_modify_qp", fn(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-    public static final MethodHandle IBV_QUERY_QP = bind("ibv_query_qp", fn(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_QUERY_QP =
+            bind("ibv_query_qp", fn(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS));
     public static final MethodHandle IBV_DESTROY_QP = bind("ibv_destroy_qp", fn(JAVA_INT, ADDRESS));
     public static final MethodHandle IBV_CREATE_SRQ = bind("ibv_create_srq", fn(ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle IBV_MODIFY_SRQ = bind("ibv_modify_srq", fn(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
@@ -90,8 +99,8 @@ public final class LibIbverbs {
     public static final MethodHandle IBV_DESTROY_SRQ = bind("ibv_destroy_srq", fn(JAVA_INT, ADDRESS));
     public static final MethodHandle IBV_CREATE_AH = bind("ibv_create_ah", fn(ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle IBV_DESTROY_AH = bind("ibv_destroy_ah", fn(JAVA_INT, ADDRESS));
-    public static final MethodHandle IBV_INIT_AH_FROM_WC = bind("ibv_init_ah_from_wc",
-            fn(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle IBV_INIT_AH_FROM_WC =
+            bind("ibv_init_ah_from_wc", fn(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle IBV_GET_ASYNC_EVENT = bind("ibv_get_async_event", fn(JAVA_INT, ADDRESS, ADDRESS));
     public static final MethodHandle IBV_ACK_ASYNC_EVENT = bind("ibv_ack_async_event", proc(ADDRESS));
     public static final MethodHandle IBV_FORK_INIT = bind("ibv_fork_init", fn(JAVA_INT));

@@ -25,19 +25,21 @@ import java.lang.invoke.MethodHandle;
 public final class LibRdmacm {
     private static final SymbolLookup LIB = NativeLibraries.rdmacmOrThrow();
 
-    private LibRdmacm() {
-    }
+    private LibRdmacm() {}
 
     private static MethodHandle bind(String name, MemoryLayout ret, MemoryLayout... args) {
-        return NativeBinding.symbol(LIB, name, ret == null ? FunctionDescriptor.ofVoid(args) : FunctionDescriptor.of(ret, args));
+        return NativeBinding.symbol(
+                LIB, name, ret == null ? FunctionDescriptor.ofVoid(args) : FunctionDescriptor.of(ret, args));
     }
 
     public static final MethodHandle RDMA_CREATE_EVENT_CHANNEL = bind("rdma_create_event_channel", ADDRESS);
     public static final MethodHandle RDMA_DESTROY_EVENT_CHANNEL = bind("rdma_destroy_event_channel", null, ADDRESS);
-    public static final MethodHandle RDMA_CREATE_ID = bind("rdma_create_id", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT);
+    public static final MethodHandle RDMA_CREATE_ID =
+            bind("rdma_create_id", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT);
     public static final MethodHandle RDMA_DESTROY_ID = bind("rdma_destroy_id", JAVA_INT, ADDRESS);
     public static final MethodHandle RDMA_BIND_ADDR = bind("rdma_bind_addr", JAVA_INT, ADDRESS, ADDRESS);
-    public static final MethodHandle RDMA_RESOLVE_ADDR = bind("rdma_resolve_addr", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT);
+    public static final MethodHandle RDMA_RESOLVE_ADDR =
+            bind("rdma_resolve_addr", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT);
     public static final MethodHandle RDMA_RESOLVE_ROUTE = bind("rdma_resolve_route", JAVA_INT, ADDRESS, JAVA_INT);
     public static final MethodHandle RDMA_CREATE_QP = bind("rdma_create_qp", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
     public static final MethodHandle RDMA_ESTABLISH = bind("rdma_establish", JAVA_INT, ADDRESS);
@@ -49,10 +51,11 @@ public final class LibRdmacm {
     public static final MethodHandle RDMA_GET_CM_EVENT = bind("rdma_get_cm_event", JAVA_INT, ADDRESS, ADDRESS);
     public static final MethodHandle RDMA_ACK_CM_EVENT = bind("rdma_ack_cm_event", JAVA_INT, ADDRESS);
     public static final MethodHandle RDMA_EVENT_STR = bind("rdma_event_str", ADDRESS, JAVA_INT);
-    public static final MethodHandle RDMA_SET_OPTION = bind("rdma_set_option", JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS,
-            JAVA_LONG);
+    public static final MethodHandle RDMA_SET_OPTION =
+            bind("rdma_set_option", JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG);
     public static final MethodHandle RDMA_INIT_QP_ATTR = bind("rdma_init_qp_attr", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
-    public static final MethodHandle RDMA_GETADDRINFO = bind("rdma_getaddrinfo", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+    public static final MethodHandle RDMA_GETADDRINFO =
+            bind("rdma_getaddrinfo", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
     public static final MethodHandle RDMA_FREEADDRINFO = bind("rdma_freeaddrinfo", null, ADDRESS);
 
     /** {@code rdma_port_space} values (rdma_cma.h). */
@@ -268,8 +271,8 @@ public final class LibRdmacm {
      * passes on getaddrinfo's negative EAI_ code (then errno says nothing: ENOENT is reported
      * with the code in the detail).
      */
-    public static void getAddrInfo(MemorySegment node, MemorySegment service, MemorySegment hints, MemorySegment resOut,
-                                   String what) {
+    public static void getAddrInfo(
+            MemorySegment node, MemorySegment service, MemorySegment hints, MemorySegment resOut, String what) {
         MemorySegment cap = Errno.captureSegment();
         int rc;
         try {
@@ -284,7 +287,10 @@ public final class LibRdmacm {
         if (rc == -1 && e != 0) {
             throw Failures.create("rdma_getaddrinfo", e, what + " did not resolve", null);
         }
-        throw Failures.create("rdma_getaddrinfo", Errno.ENOENT, what + " did not resolve (getaddrinfo error " + rc + ")",
+        throw Failures.create(
+                "rdma_getaddrinfo",
+                Errno.ENOENT,
+                what + " did not resolve (getaddrinfo error " + rc + ")",
                 "check the name, or pass a numeric address");
     }
 

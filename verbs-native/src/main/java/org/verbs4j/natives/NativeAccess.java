@@ -12,10 +12,10 @@ package org.verbs4j.natives;
  * makes restricted calls reads it first, in its static initialiser. Thread-safe.
  */
 public final class NativeAccess {
-    private static final boolean GRANTED_AT_START = NativeAccess.class.getModule().isNativeAccessEnabled();
+    private static final boolean GRANTED_AT_START =
+            NativeAccess.class.getModule().isNativeAccessEnabled();
 
-    private NativeAccess() {
-    }
+    private NativeAccess() {}
 
     /**
      * Whether the module of verbs-native (on the class path: the unnamed module) had native access

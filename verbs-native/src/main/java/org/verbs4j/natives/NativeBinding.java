@@ -25,8 +25,13 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * @param critical      whether it is linked with {@code Linker.Option.critical(false)}
  * @param firstVariadic the index of the first variadic argument, or -1
  */
-record NativeBinding(String name, FunctionDescriptor descriptor, MethodHandle handle, boolean capturesErrno,
-                     boolean critical, int firstVariadic) {
+record NativeBinding(
+        String name,
+        FunctionDescriptor descriptor,
+        MethodHandle handle,
+        boolean capturesErrno,
+        boolean critical,
+        int firstVariadic) {
     static {
         NativeAccess.grantedAtStart(); // sampled before the first downcall is linked
     }
@@ -61,8 +66,13 @@ record NativeBinding(String name, FunctionDescriptor descriptor, MethodHandle ha
         return link(structMember, Optional.empty(), fd, capturesErrno, critical, -1);
     }
 
-    private static MethodHandle link(String name, Optional<MemorySegment> address, FunctionDescriptor fd,
-                                     boolean capture, boolean critical, int firstVariadic) {
+    private static MethodHandle link(
+            String name,
+            Optional<MemorySegment> address,
+            FunctionDescriptor fd,
+            boolean capture,
+            boolean critical,
+            int firstVariadic) {
         List<Linker.Option> options = new ArrayList<>(3);
         if (firstVariadic >= 0) {
             options.add(Linker.Option.firstVariadicArg(firstVariadic));
@@ -74,13 +84,13 @@ record NativeBinding(String name, FunctionDescriptor descriptor, MethodHandle ha
             options.add(Linker.Option.critical(false));
         }
         Linker.Option[] opts = options.toArray(Linker.Option[]::new);
-        MethodHandle h = address.isPresent() ? LINKER.downcallHandle(address.get(), fd, opts)
-                : LINKER.downcallHandle(fd, opts);
+        MethodHandle h =
+                address.isPresent() ? LINKER.downcallHandle(address.get(), fd, opts) : LINKER.downcallHandle(fd, opts);
         return record(name, fd, h, capture, critical, firstVariadic);
     }
 
-    private static MethodHandle record(String name, FunctionDescriptor fd, MethodHandle h, boolean capture,
-                                       boolean critical, int firstVariadic) {
+    private static MethodHandle record(
+            String name, FunctionDescriptor fd, MethodHandle h, boolean capture, boolean critical, int firstVariadic) {
         ALL.add(new NativeBinding(name, fd, h, capture, critical, firstVariadic));
         return h;
     }

@@ -58,5 +58,4 @@ public class NativeCallException extends RuntimeException implements VerbsFailur
     public String hint() {
         return hint;
     }
-
 }

@@ -24,8 +24,7 @@ public final class NativeLibraries {
 
     private static final Logger LOG = LoggerFactory.getLogger(NativeLibraries.class);
 
-    private NativeLibraries() {
-    }
+    private NativeLibraries() {}
 
     /**
      * The values of {@code os.arch} whose struct layouts (the hand-placed offsets of
@@ -64,8 +63,8 @@ public final class NativeLibraries {
                 LOG.debug("loaded {}", name);
                 return new Loaded(name, lookup, null);
             } catch (IllegalArgumentException | IllegalCallerException e) {
-                String cause = name + " could not be loaded (" + e.getMessage() + "): install "
-                        + packages + ", or point -D" + property + "= at the library";
+                String cause = name + " could not be loaded (" + e.getMessage() + "): install " + packages
+                        + ", or point -D" + property + "= at the library";
                 if (e instanceof IllegalCallerException) {
                     cause = "native access is not enabled for verbs4j: run java with "
                             + "--enable-native-access=org.verbs4j.natives (or ALL-UNNAMED on the class path)";
@@ -77,13 +76,17 @@ public final class NativeLibraries {
     }
 
     private static final class Ibverbs {
-        static final Loaded LIB = Loaded.open(IBVERBS_PROPERTY, "libibverbs.so.1",
+        static final Loaded LIB = Loaded.open(
+                IBVERBS_PROPERTY,
+                "libibverbs.so.1",
                 "libibverbs and its providers (Debian/Ubuntu: apt-get install libibverbs1 ibverbs-providers; "
                         + "RHEL/Fedora: dnf install libibverbs)");
     }
 
     private static final class Rdmacm {
-        static final Loaded LIB = Loaded.open(RDMACM_PROPERTY, "librdmacm.so.1",
+        static final Loaded LIB = Loaded.open(
+                RDMACM_PROPERTY,
+                "librdmacm.so.1",
                 "librdmacm (Debian/Ubuntu: apt-get install librdmacm1; RHEL/Fedora: dnf install librdmacm)");
     }
 

@@ -17,8 +17,7 @@ package org.verbs4j.natives;
  * </pre>
  */
 public final class ObjectLayout {
-    private ObjectLayout() {
-    }
+    private ObjectLayout() {}
 
     public static final long QP_SIZE = 160;
     public static final long QP_CONTEXT = 0;

@@ -21,8 +21,7 @@ package org.verbs4j.natives;
  * </pre>
  */
 public final class WorkRequestLayout {
-    private WorkRequestLayout() {
-    }
+    private WorkRequestLayout() {}
 
     public static final long SEND_WR_SIZE = 128;
     public static final long SEND_WR_ID = 0;

@@ -59,8 +59,8 @@ class FunctionDescriptorConformanceTest {
      * The only ops that may be linked critical: they neither block nor call back into Java (and are
      * linked both ways, for providers whose post is a system call). req_notify_cq is not one.
      */
-    private static final Set<String> MAY_BE_CRITICAL = Set.of("ibv_context_ops.post_send",
-            "ibv_context_ops.post_recv", "ibv_context_ops.poll_cq");
+    private static final Set<String> MAY_BE_CRITICAL =
+            Set.of("ibv_context_ops.post_send", "ibv_context_ops.post_recv", "ibv_context_ops.poll_cq");
 
     /** The C library functions verbs-native calls, as their headers declare them. */
     private static final List<Prototype> LIBC = List.of(
@@ -73,8 +73,16 @@ class FunctionDescriptorConformanceTest {
             new Prototype("strerror", "char *(int)"));
 
     /** LibC's hand-written constants, named as in C; every int/short constant of LibC must be here or in NOT_C. */
-    private static final List<String> LIBC_CONSTANTS = List.of("POLLIN", "POLLERR", "POLLHUP", "POLLNVAL", "O_NONBLOCK",
-            "EFD_CLOEXEC", "F_GETFL", "F_SETFL", "_SC_PAGESIZE");
+    private static final List<String> LIBC_CONSTANTS = List.of(
+            "POLLIN",
+            "POLLERR",
+            "POLLHUP",
+            "POLLNVAL",
+            "O_NONBLOCK",
+            "EFD_CLOEXEC",
+            "F_GETFL",
+            "F_SETFL",
+            "_SC_PAGESIZE");
 
     /** LibC constants that are not C's: the results of pollReadableOrWoken. */
     private static final Set<String> NOT_C = Set.of("TIMED_OUT", "READABLE", "WOKEN");
@@ -91,8 +99,8 @@ class FunctionDescriptorConformanceTest {
         loadIbverbsForTheGeneratedLookup();
         Map<String, String> consts = new LinkedHashMap<>();
         Stream.concat(LIBC_CONSTANTS.stream(), Stream.of("EFD_NONBLOCK")).forEach(n -> consts.put(n, n));
-        probe = CBoundary.probe("libc_probe", List.of("poll.h", "fcntl.h", "unistd.h", "string.h", "sys/eventfd.h"),
-                LIBC, consts);
+        probe = CBoundary.probe(
+                "libc_probe", List.of("poll.h", "fcntl.h", "unistd.h", "string.h", "sys/eventfd.h"), LIBC, consts);
     }
 
     /**
@@ -130,10 +138,12 @@ class FunctionDescriptorConformanceTest {
         }
         if (name.contains(".")) { // a function-pointer member: struct.member -> generated nested class
             Class<?> k = Class.forName(GENERATED + name.replace('.', '$'));
-            return new CBoundary.Derived((FunctionDescriptor) k.getMethod("descriptor").invoke(null), false);
+            return new CBoundary.Derived(
+                    (FunctionDescriptor) k.getMethod("descriptor").invoke(null), false);
         }
         Class<?> header = name.startsWith("rdma_") ? rdmacm_h.class : ibverbs_h.class;
-        return new CBoundary.Derived((FunctionDescriptor) header.getMethod(name + "$descriptor").invoke(null), false);
+        return new CBoundary.Derived(
+                (FunctionDescriptor) header.getMethod(name + "$descriptor").invoke(null), false);
     }
 
     @Test
@@ -142,8 +152,13 @@ class FunctionDescriptorConformanceTest {
         int libc = 0, exported = 0, pointers = 0;
         for (NativeBinding b : bindings) {
             CBoundary.Derived ref = reference(b.name());
-            bad.addAll(CBoundary.compare(b.name(), b.descriptor(), ref.descriptor(), ref.variadic(),
-                    POINTER_AS_LONG.getOrDefault(b.name(), Set.of()), b.firstVariadic()));
+            bad.addAll(CBoundary.compare(
+                    b.name(),
+                    b.descriptor(),
+                    ref.descriptor(),
+                    ref.variadic(),
+                    POINTER_AS_LONG.getOrDefault(b.name(), Set.of()),
+                    b.firstVariadic()));
             if (probe.functions().containsKey(b.name())) {
                 libc++;
             } else if (b.name().contains(".")) {
@@ -152,23 +167,28 @@ class FunctionDescriptorConformanceTest {
                 exported++;
             }
         }
-        System.out.printf("FunctionDescriptorConformanceTest: %d hand-written descriptors compared "
+        System.out.printf(
+                "FunctionDescriptorConformanceTest: %d hand-written descriptors compared "
                         + "(%d exported verbs with jextract's, %d function pointers with jextract's, %d libc with gcc's)%n",
                 bindings.size(), exported, pointers, libc);
         CBoundary.assertNoDifferences("hand-written descriptors", bindings.size(), bad);
-        assertTrue(exported >= 45 && pointers >= 10 && libc == LIBC.size(),
-                "fewer bindings than expected: " + exported + " exported, " + pointers + " pointers, " + libc + " libc");
+        assertTrue(
+                exported >= 45 && pointers >= 10 && libc == LIBC.size(),
+                "fewer bindings than expected: " + exported + " exported, " + pointers + " pointers, " + libc
+                        + " libc");
     }
 
     @Test
     void everyAllowanceNamesABinding() {
         for (String name : POINTER_AS_LONG.keySet()) {
-            assertTrue(bindings.stream().anyMatch(b -> b.name().equals(name)), "POINTER_AS_LONG names " + name
-                    + ", which no hand-written binding links");
+            assertTrue(
+                    bindings.stream().anyMatch(b -> b.name().equals(name)),
+                    "POINTER_AS_LONG names " + name + ", which no hand-written binding links");
         }
         for (Prototype p : LIBC) {
-            assertTrue(bindings.stream().anyMatch(b -> b.name().equals(p.name())), "LIBC names " + p.name()
-                    + ", which no hand-written binding links");
+            assertTrue(
+                    bindings.stream().anyMatch(b -> b.name().equals(p.name())),
+                    "LIBC names " + p.name() + ", which no hand-written binding links");
         }
     }
 
@@ -206,7 +226,9 @@ class FunctionDescriptorConformanceTest {
     void postSrqRecvHasPostRecvsType() throws Exception {
         FunctionDescriptor recv = reference("ibv_context_ops.post_recv").descriptor();
         FunctionDescriptor srq = reference("ibv_context_ops.post_srq_recv").descriptor();
-        assertTrue(CBoundary.compare("post_srq_recv", recv, srq, false, Set.of(), -1).isEmpty(),
+        assertTrue(
+                CBoundary.compare("post_srq_recv", recv, srq, false, Set.of(), -1)
+                        .isEmpty(),
                 "post_srq_recv " + srq + " vs post_recv " + recv);
     }
 
@@ -215,8 +237,15 @@ class FunctionDescriptorConformanceTest {
     void everyHandleIsLinkedThroughNativeBinding() throws Exception {
         List<String> stray = new ArrayList<>();
         int seen = 0;
-        for (Class<?> k : List.of(LibIbverbs.class, InlineVerbs.class, LibC.class, Errno.class, NativeLibraries.class,
-                Failures.class, Class.forName("org.verbs4j.natives.Errno$StrError"), LibRdmacm.class)) {
+        for (Class<?> k : List.of(
+                LibIbverbs.class,
+                InlineVerbs.class,
+                LibC.class,
+                Errno.class,
+                NativeLibraries.class,
+                Failures.class,
+                Class.forName("org.verbs4j.natives.Errno$StrError"),
+                LibRdmacm.class)) {
             for (Field f : k.getDeclaredFields()) {
                 if (Modifier.isStatic(f.getModifiers()) && f.getType() == MethodHandle.class) {
                     f.setAccessible(true);
@@ -239,7 +268,8 @@ class FunctionDescriptorConformanceTest {
         assertTrue(Files.isDirectory(root), "run from the verbs-native module folder: " + root.toAbsolutePath());
         List<String> offenders = new ArrayList<>();
         try (Stream<Path> s = Files.walk(root)) {
-            for (Path p : s.filter(f -> f.toString().endsWith(".java") && !f.toString().contains("/generated/"))
+            for (Path p : s.filter(
+                            f -> f.toString().endsWith(".java") && !f.toString().contains("/generated/"))
                     .toList()) {
                 if (!p.getFileName().toString().equals("NativeBinding.java")
                         && Files.readString(p).contains("downcallHandle(")) {
@@ -247,16 +277,23 @@ class FunctionDescriptorConformanceTest {
                 }
             }
         }
-        assertTrue(offenders.isEmpty(), "link downcalls through NativeBinding, so that the conformance test sees them: "
-                + offenders);
+        assertTrue(
+                offenders.isEmpty(),
+                "link downcalls through NativeBinding, so that the conformance test sees them: " + offenders);
     }
 
     /** LibRdmacm's hand-written constants, each compared with jextract's value of the C name it carries. */
     @Test
     void rdmacmConstantsMatchJextract() throws Exception {
         Map<String, String> cName = new LinkedHashMap<>();
-        for (String n : List.of("RDMA_PS_TCP", "RDMA_PS_UDP", "RDMA_OPTION_ID", "RDMA_OPTION_ID_REUSEADDR",
-                "RDMA_OPTION_ID_ACK_TIMEOUT", "RAI_PASSIVE", "RAI_NUMERICHOST")) {
+        for (String n : List.of(
+                "RDMA_PS_TCP",
+                "RDMA_PS_UDP",
+                "RDMA_OPTION_ID",
+                "RDMA_OPTION_ID_REUSEADDR",
+                "RDMA_OPTION_ID_ACK_TIMEOUT",
+                "RAI_PASSIVE",
+                "RAI_NUMERICHOST")) {
             cName.put(n, n);
         }
         List<String> bad = new ArrayList<>();
@@ -287,7 +324,9 @@ class FunctionDescriptorConformanceTest {
         int seen = 0;
         for (Field f : LibC.class.getDeclaredFields()) {
             int m = f.getModifiers();
-            if (!Modifier.isStatic(m) || !Modifier.isFinal(m) || !(f.getType() == int.class || f.getType() == short.class)) {
+            if (!Modifier.isStatic(m)
+                    || !Modifier.isFinal(m)
+                    || !(f.getType() == int.class || f.getType() == short.class)) {
                 continue;
             }
             seen++;
@@ -295,7 +334,8 @@ class FunctionDescriptorConformanceTest {
                 continue;
             }
             if (!LIBC_CONSTANTS.contains(f.getName())) {
-                bad.add("LibC." + f.getName() + ": no C expression in LIBC_CONSTANTS (add one, or to NOT_C with a reason)");
+                bad.add("LibC." + f.getName()
+                        + ": no C expression in LIBC_CONSTANTS (add one, or to NOT_C with a reason)");
                 continue;
             }
             f.setAccessible(true);
@@ -307,6 +347,7 @@ class FunctionDescriptorConformanceTest {
         }
         CBoundary.assertNoDifferences("LibC constants", LIBC_CONSTANTS.size(), bad);
         assertEquals(LIBC_CONSTANTS.size() + NOT_C.size(), seen, "LibC's constants and the tables differ in number");
-        assertEquals(LibC.O_NONBLOCK, probe.constants().get("EFD_NONBLOCK"), "LibC documents O_NONBLOCK == EFD_NONBLOCK");
+        assertEquals(
+                LibC.O_NONBLOCK, probe.constants().get("EFD_NONBLOCK"), "LibC documents O_NONBLOCK == EFD_NONBLOCK");
     }
 }

@@ -13,8 +13,6 @@ import java.lang.invoke.MethodHandle;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.verbs4j.testing.StandInProvider.ExtendedOp;
-import org.verbs4j.testing.StandInProvider.Op;
 import org.verbs4j.natives.generated.ibverbs.ibv_cq_ex;
 import org.verbs4j.natives.generated.ibverbs.ibv_cq_init_attr_ex;
 import org.verbs4j.natives.generated.ibverbs.ibv_device_attr;
@@ -26,6 +24,8 @@ import org.verbs4j.natives.generated.ibverbs.ibv_sge;
 import org.verbs4j.natives.generated.ibverbs.ibv_wc;
 import org.verbs4j.natives.generated.ibverbs.ibverbs_h;
 import org.verbs4j.testing.StandInProvider;
+import org.verbs4j.testing.StandInProvider.ExtendedOp;
+import org.verbs4j.testing.StandInProvider.Op;
 
 /**
  * Proves, against the stand-in provider, that {@link InlineVerbs} reaches the provider op slots
@@ -73,7 +73,8 @@ class InlineDispatchTest {
     private MemorySegment sendChain(int n, boolean signaled) {
         MemorySegment wrs = ibv_send_wr.allocateArray(n, arena);
         MemorySegment sges = ibv_sge.allocateArray(2L * n, arena);
-        int[] opcodes = {ibverbs_h.IBV_WR_RDMA_WRITE(), ibverbs_h.IBV_WR_SEND(), ibverbs_h.IBV_WR_RDMA_WRITE_WITH_IMM()};
+        int[] opcodes = {ibverbs_h.IBV_WR_RDMA_WRITE(), ibverbs_h.IBV_WR_SEND(), ibverbs_h.IBV_WR_RDMA_WRITE_WITH_IMM()
+        };
         for (int i = 0; i < n; i++) {
             MemorySegment wr = ibv_send_wr.asSlice(wrs, i);
             MemorySegment sge = ibv_sge.asSlice(sges, 2L * i);
@@ -105,15 +106,20 @@ class InlineDispatchTest {
     @Test
     void contextOpReadsTheStandInFunctionPointers() {
         MemorySegment ctx = p.context();
-        assertEquals(StandInProvider.symbol("standin_post_send").address(),
+        assertEquals(
+                StandInProvider.symbol("standin_post_send").address(),
                 InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_SEND).address());
-        assertEquals(StandInProvider.symbol("standin_post_recv").address(),
+        assertEquals(
+                StandInProvider.symbol("standin_post_recv").address(),
                 InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_RECV).address());
-        assertEquals(StandInProvider.symbol("standin_post_srq_recv").address(),
+        assertEquals(
+                StandInProvider.symbol("standin_post_srq_recv").address(),
                 InlineVerbs.contextOp(ctx, ContextLayout.OPS_POST_SRQ_RECV).address());
-        assertEquals(StandInProvider.symbol("standin_poll_cq").address(),
+        assertEquals(
+                StandInProvider.symbol("standin_poll_cq").address(),
                 InlineVerbs.contextOp(ctx, ContextLayout.OPS_POLL_CQ).address());
-        assertEquals(StandInProvider.symbol("standin_req_notify_cq").address(),
+        assertEquals(
+                StandInProvider.symbol("standin_req_notify_cq").address(),
                 InlineVerbs.contextOp(ctx, ContextLayout.OPS_REQ_NOTIFY_CQ).address());
         assertEquals(0, InlineVerbs.contextOp(ctx, ContextLayout.OPS_ALLOC_MW).address(), "unset op is NULL");
         assertEquals(ctx.address(), InlineVerbs.contextOf(p.qp()).address());
@@ -264,8 +270,10 @@ class InlineDispatchTest {
         assertEquals(2, p.pendingRecvs());
         assertEquals(7, p.deliverRecv(1234, true, 0x11223344));
         MemorySegment wc = ibv_wc.allocate(arena);
-        assertEquals(1, InlineVerbs.pollCq(InlineVerbs.contextOp(p.context(), ContextLayout.OPS_POLL_CQ), cq(), 1,
-                wc.address()));
+        assertEquals(
+                1,
+                InlineVerbs.pollCq(
+                        InlineVerbs.contextOp(p.context(), ContextLayout.OPS_POLL_CQ), cq(), 1, wc.address()));
         assertEquals(7, ibv_wc.wr_id(wc));
         assertEquals(ibverbs_h.IBV_WC_RECV_RDMA_WITH_IMM(), ibv_wc.opcode(wc));
         assertEquals(1234, ibv_wc.byte_len(wc));
@@ -321,11 +329,15 @@ class InlineDispatchTest {
 
     @Test
     void queuedErrorCompletionIsPolledWithItsStatus() {
-        assertEquals(0, p.queueCompletion(555, ibverbs_h.IBV_WC_RETRY_EXC_ERR(), ibverbs_h.IBV_WC_SEND(), 0,
-                StandInProvider.QP_NUM));
+        assertEquals(
+                0,
+                p.queueCompletion(
+                        555, ibverbs_h.IBV_WC_RETRY_EXC_ERR(), ibverbs_h.IBV_WC_SEND(), 0, StandInProvider.QP_NUM));
         MemorySegment wc = ibv_wc.allocate(arena);
-        assertEquals(1, InlineVerbs.pollCq(InlineVerbs.contextOp(p.context(), ContextLayout.OPS_POLL_CQ), cq(), 1,
-                wc.address()));
+        assertEquals(
+                1,
+                InlineVerbs.pollCq(
+                        InlineVerbs.contextOp(p.context(), ContextLayout.OPS_POLL_CQ), cq(), 1, wc.address()));
         assertEquals(555, ibv_wc.wr_id(wc));
         assertEquals(12, ibv_wc.status(wc));
     }
@@ -337,7 +349,9 @@ class InlineDispatchTest {
         MemorySegment ext = p.context();
         MemorySegment plain = p.makeContext(false);
         assertEquals(p.referenceVerbsGetCtx(ext), InlineVerbs.verbsGetCtx(ext).address());
-        assertEquals(ext.address() - ContextLayout.VERBS_CONTEXT_CONTEXT, InlineVerbs.verbsGetCtx(ext).address());
+        assertEquals(
+                ext.address() - ContextLayout.VERBS_CONTEXT_CONTEXT,
+                InlineVerbs.verbsGetCtx(ext).address());
         assertEquals(0, p.referenceVerbsGetCtx(plain));
         assertEquals(0, InlineVerbs.verbsGetCtx(plain).address());
     }
@@ -346,25 +360,43 @@ class InlineDispatchTest {
     void verbsGetCtxOpMatchesVerbsHForEveryContextKindAndSize() {
         MemorySegment ext = p.context();
         MemorySegment plain = p.makeContext(false);
-        long[] offsets = {ContextLayout.VCTX_QUERY_PORT, ContextLayout.VCTX_QUERY_DEVICE_EX, ContextLayout.VCTX_CREATE_CQ_EX};
+        long[] offsets = {
+            ContextLayout.VCTX_QUERY_PORT, ContextLayout.VCTX_QUERY_DEVICE_EX, ContextLayout.VCTX_CREATE_CQ_EX
+        };
         String[] names = {"standin_query_port", "standin_query_device_ex", "standin_create_cq_ex"};
         ExtendedOp[] ops = ExtendedOp.values();
         for (int i = 0; i < ops.length; i++) {
-            assertEquals(StandInProvider.symbol(names[i]).address(), InlineVerbs.verbsGetCtxOp(ext, offsets[i]).address());
-            assertEquals(p.referenceCtxOp(ext, ops[i]), InlineVerbs.verbsGetCtxOp(ext, offsets[i]).address());
+            assertEquals(
+                    StandInProvider.symbol(names[i]).address(),
+                    InlineVerbs.verbsGetCtxOp(ext, offsets[i]).address());
+            assertEquals(
+                    p.referenceCtxOp(ext, ops[i]),
+                    InlineVerbs.verbsGetCtxOp(ext, offsets[i]).address());
             assertEquals(0, InlineVerbs.verbsGetCtxOp(plain, offsets[i]).address(), "non-extended context: NULL");
             assertEquals(0, p.referenceCtxOp(plain, ops[i]));
         }
         // sz too small for an op: NULL, exactly where verbs.h's verbs_get_ctx_op says so
         long full = ContextLayout.VERBS_CONTEXT_SIZE;
-        long[] sizes = {0, 8, 320, full - ContextLayout.VCTX_QUERY_DEVICE_EX - 1, full - ContextLayout.VCTX_QUERY_DEVICE_EX,
-                full - ContextLayout.VCTX_CREATE_CQ_EX - 1, full - ContextLayout.VCTX_CREATE_CQ_EX, full - 1, full, 4096};
+        long[] sizes = {
+            0,
+            8,
+            320,
+            full - ContextLayout.VCTX_QUERY_DEVICE_EX - 1,
+            full - ContextLayout.VCTX_QUERY_DEVICE_EX,
+            full - ContextLayout.VCTX_CREATE_CQ_EX - 1,
+            full - ContextLayout.VCTX_CREATE_CQ_EX,
+            full - 1,
+            full,
+            4096
+        };
         int nullSeen = 0, setSeen = 0;
         for (long sz : sizes) {
             p.setVerbsContextSz(ext, sz);
             for (int i = 0; i < ops.length; i++) {
                 long ref = p.referenceCtxOp(ext, ops[i]);
-                assertEquals(ref, InlineVerbs.verbsGetCtxOp(ext, offsets[i]).address(),
+                assertEquals(
+                        ref,
+                        InlineVerbs.verbsGetCtxOp(ext, offsets[i]).address(),
                         "verbs_get_ctx_op(" + ops[i] + ") with sz = " + sz);
                 if (ref == 0) {
                     nullSeen++;
@@ -375,9 +407,13 @@ class InlineDispatchTest {
         }
         assertTrue(nullSeen > 5 && setSeen > 5, "the sweep must cover both outcomes");
         p.setVerbsContextSz(ext, full - 1);
-        assertEquals(0, InlineVerbs.verbsGetCtxOp(ext, ContextLayout.VCTX_QUERY_PORT).address(),
+        assertEquals(
+                0,
+                InlineVerbs.verbsGetCtxOp(ext, ContextLayout.VCTX_QUERY_PORT).address(),
                 "query_port needs the full verbs_context");
-        assertNotEquals(0, InlineVerbs.verbsGetCtxOp(ext, ContextLayout.VCTX_CREATE_CQ_EX).address());
+        assertNotEquals(
+                0,
+                InlineVerbs.verbsGetCtxOp(ext, ContextLayout.VCTX_CREATE_CQ_EX).address());
     }
 
     @Test
@@ -406,7 +442,8 @@ class InlineDispatchTest {
     void queryPortErrorBecomesNativeCallException() {
         p.setControlRc(Errno.EINVAL);
         MemorySegment attr = arena.allocate(ibv_port_attr.layout());
-        NativeCallException e = assertThrows(NativeCallException.class, () -> InlineVerbs.queryPort(p.context(), 3, attr));
+        NativeCallException e =
+                assertThrows(NativeCallException.class, () -> InlineVerbs.queryPort(p.context(), 3, attr));
         assertEquals("ibv_query_port", e.verb());
         assertEquals(Errno.EINVAL, e.errno());
         assertEquals(3, p.lastPortNum());
@@ -435,7 +472,8 @@ class InlineDispatchTest {
     void queryDeviceExErrorBecomesNativeCallException() {
         p.setControlRc(Errno.EINVAL);
         MemorySegment attr = arena.allocate(ibv_device_attr_ex.layout());
-        NativeCallException e = assertThrows(NativeCallException.class,
+        NativeCallException e = assertThrows(
+                NativeCallException.class,
                 () -> InlineVerbs.queryDeviceEx(p.context(), attr, ibv_device_attr_ex.sizeof()));
         assertEquals("ibv_query_device_ex", e.verb());
         assertEquals(Errno.EINVAL, e.errno());
@@ -464,7 +502,8 @@ class InlineDispatchTest {
     void createCqExFailureCarriesTheCapturedErrno() {
         p.setControlRc(Errno.ENOMEM);
         MemorySegment attr = ibv_cq_init_attr_ex.allocate(arena);
-        NativeCallException e = assertThrows(NativeCallException.class, () -> InlineVerbs.createCqEx(p.context(), attr));
+        NativeCallException e =
+                assertThrows(NativeCallException.class, () -> InlineVerbs.createCqEx(p.context(), attr));
         assertEquals("ibv_create_cq_ex", e.verb());
         assertEquals(Errno.ENOMEM, e.errno(), "errno set by the op must be captured at the call");
     }
@@ -484,7 +523,8 @@ class InlineDispatchTest {
     void createCqExWithTooSmallVerbsContextIsEopnotsupp() {
         p.setVerbsContextSz(p.context(), ContextLayout.VERBS_CONTEXT_SIZE - ContextLayout.VCTX_CREATE_CQ_EX - 1);
         MemorySegment attr = ibv_cq_init_attr_ex.allocate(arena);
-        NativeCallException e = assertThrows(NativeCallException.class, () -> InlineVerbs.createCqEx(p.context(), attr));
+        NativeCallException e =
+                assertThrows(NativeCallException.class, () -> InlineVerbs.createCqEx(p.context(), attr));
         assertEquals(Errno.EOPNOTSUPP, e.errno());
         assertEquals(0, p.calls(Op.CREATE_CQ_EX));
     }

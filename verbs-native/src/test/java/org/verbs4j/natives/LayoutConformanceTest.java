@@ -47,8 +47,7 @@ class LayoutConformanceTest {
     private static final List<String> PACKAGES = List.of("ibverbs", "rdmacm");
 
     /** One value to compare: its key, the C expression (printed as long long) and Java's value. */
-    record Item(String key, String cExpr, long javaValue, boolean int32) {
-    }
+    record Item(String key, String cExpr, long javaValue, boolean int32) {}
 
     private static List<Item> handWritten;
     private static List<Item> generatedLayouts;
@@ -98,7 +97,10 @@ class LayoutConformanceTest {
         t(c, "VCTX_CREATE_QP_EX", off(vctx, "create_qp_ex"));
         t(c, "VCTX_SZ", off(vctx, "sz"));
         // struct verbs_device (driver.h, not installed) starts with the ibv_device, then the ops pointer
-        t(c, "VERBS_DEVICE_OPS", "((sizeof(struct ibv_device) + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *))");
+        t(
+                c,
+                "VERBS_DEVICE_OPS",
+                "((sizeof(struct ibv_device) + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *))");
         t(c, "PORT_ATTR_SIZE", "sizeof(struct ibv_port_attr)");
         // the compat ibv_query_port@IBVERBS_1.1 fills everything before port_cap_flags2
         t(c, "COMPAT_PORT_ATTR_SIZE", off("struct ibv_port_attr", "port_cap_flags2"));
@@ -177,8 +179,12 @@ class LayoutConformanceTest {
     }
 
     /** The classes whose every public static final int/long must be in {@link #TABLE}. */
-    private static final List<Class<?>> HAND_WRITTEN = List.of(ContextLayout.class, WorkRequestLayout.class,
-            CompletionLayout.class, ObjectLayout.class, InlineVerbs.class);
+    private static final List<Class<?>> HAND_WRITTEN = List.of(
+            ContextLayout.class,
+            WorkRequestLayout.class,
+            CompletionLayout.class,
+            ObjectLayout.class,
+            InlineVerbs.class);
 
     // ---- the probe --------------------------------------------------------------------------
 
@@ -206,7 +212,10 @@ class LayoutConformanceTest {
                 int main(void) {
                 """);
         for (Item i : all) {
-            c.append("    printf(\"%s %lld\\n\", \"").append(i.key()).append("\", (long long)(").append(i.cExpr())
+            c.append("    printf(\"%s %lld\\n\", \"")
+                    .append(i.key())
+                    .append("\", (long long)(")
+                    .append(i.cExpr())
                     .append("));\n");
         }
         c.append("    return 0;\n}\n");
@@ -222,7 +231,8 @@ class LayoutConformanceTest {
             values.put(kv[0], Long.parseLong(kv[1]));
         }
         cValues = values;
-        System.out.printf("LayoutConformanceTest: %d hand-written constants, %d generated layout items, "
+        System.out.printf(
+                "LayoutConformanceTest: %d hand-written constants, %d generated layout items, "
                         + "%d generated constants, %d errno constants = %d items compared with gcc%n",
                 handWritten.size(), generatedLayouts.size(), constants.size(), errnos.size(), all.size());
     }
@@ -237,8 +247,9 @@ class LayoutConformanceTest {
                 bad.add(i.key() + ": Java " + i.javaValue() + ", C " + c + "   [" + i.cExpr() + "]");
             }
         }
-        assertTrue(bad.isEmpty(), what + ": " + bad.size() + " of " + items.size() + " differ from gcc:\n  "
-                + String.join("\n  ", bad));
+        assertTrue(
+                bad.isEmpty(),
+                what + ": " + bad.size() + " of " + items.size() + " differ from gcc:\n  " + String.join("\n  ", bad));
     }
 
     /** A Java int matches a C value that is the same 32 bits, read signed or unsigned. */
@@ -256,7 +267,9 @@ class LayoutConformanceTest {
         List<Item> items = new ArrayList<>();
         for (Map.Entry<String, String> e : TABLE.entrySet()) {
             String[] cf = e.getKey().split("\\.");
-            Class<?> owner = HAND_WRITTEN.stream().filter(k -> k.getSimpleName().equals(cf[0])).findFirst()
+            Class<?> owner = HAND_WRITTEN.stream()
+                    .filter(k -> k.getSimpleName().equals(cf[0]))
+                    .findFirst()
                     .orElseThrow();
             Field f = owner.getField(cf[1]); // NoSuchFieldException: the table names a constant that is gone
             long v = f.getType() == int.class ? f.getInt(null) : f.getLong(null);
@@ -278,7 +291,9 @@ class LayoutConformanceTest {
         for (Class<?> k : HAND_WRITTEN) {
             for (Field f : k.getDeclaredFields()) {
                 int m = f.getModifiers();
-                if (Modifier.isPublic(m) && Modifier.isStatic(m) && Modifier.isFinal(m)
+                if (Modifier.isPublic(m)
+                        && Modifier.isStatic(m)
+                        && Modifier.isFinal(m)
                         && (f.getType() == long.class || f.getType() == int.class)) {
                     seen++;
                     if (!TABLE.containsKey(k.getSimpleName() + "." + f.getName())) {
@@ -287,8 +302,10 @@ class LayoutConformanceTest {
                 }
             }
         }
-        assertTrue(missing.isEmpty(), "constants with no C expression in LayoutConformanceTest.TABLE "
-                + "(add one, so they are checked against gcc): " + missing);
+        assertTrue(
+                missing.isEmpty(),
+                "constants with no C expression in LayoutConformanceTest.TABLE "
+                        + "(add one, so they are checked against gcc): " + missing);
         assertEquals(TABLE.size(), seen, "the table and the classes' constants differ in number");
     }
 
@@ -303,7 +320,9 @@ class LayoutConformanceTest {
         assertEquals(-104, ContextLayout.VCTX_QUERY_DEVICE_EX - ContextLayout.VERBS_CONTEXT_CONTEXT);
         assertEquals(-120, ContextLayout.VCTX_CREATE_CQ_EX - ContextLayout.VERBS_CONTEXT_CONTEXT);
         assertEquals(-8, ContextLayout.VCTX_SZ - ContextLayout.VERBS_CONTEXT_CONTEXT);
-        assertEquals(ContextLayout.VERBS_CONTEXT_SIZE, ContextLayout.VERBS_CONTEXT_CONTEXT + ContextLayout.SIZE,
+        assertEquals(
+                ContextLayout.VERBS_CONTEXT_SIZE,
+                ContextLayout.VERBS_CONTEXT_CONTEXT + ContextLayout.SIZE,
                 "ibv_context must be the last member of verbs_context");
     }
 
@@ -357,7 +376,8 @@ class LayoutConformanceTest {
     /** The C type of a top-level generated class: {@code struct X}, {@code union X} or a typedef name. */
     static String cTypeOf(Class<?> k, GroupLayout l) {
         String name = l.name().orElse("");
-        boolean typedefAlias = k.getSuperclass() != Object.class; // e.g. __pthread_list_t extends __pthread_internal_list
+        boolean typedefAlias =
+                k.getSuperclass() != Object.class; // e.g. __pthread_list_t extends __pthread_internal_list
         if (typedefAlias || name.isEmpty() || name.startsWith("$anon$")) {
             return k.getSimpleName(); // typedef of an anonymous struct/union
         }
@@ -390,10 +410,14 @@ class LayoutConformanceTest {
                 }
                 continue;
             }
-            String path = cPath.isEmpty() ? m.name().get() : cPath + "." + m.name().get();
+            String path =
+                    cPath.isEmpty() ? m.name().get() : cPath + "." + m.name().get();
             out.add(new Item(keyPrefix + "." + path + "@offset", "offsetof(" + cType + ", " + path + ")", at, false));
-            out.add(new Item(keyPrefix + "." + path + "@size", "sizeof(((" + cType + " *)0)->" + path + ")",
-                    m.byteSize(), false));
+            out.add(new Item(
+                    keyPrefix + "." + path + "@size",
+                    "sizeof(((" + cType + " *)0)->" + path + ")",
+                    m.byteSize(),
+                    false));
             if (m instanceof GroupLayout inner) {
                 walk(keyPrefix, cType, path, inner, at, out);
             }
@@ -432,11 +456,15 @@ class LayoutConformanceTest {
                 nested(k, "", inner);
                 for (Map.Entry<String, Class<?>> e : inner.entrySet()) {
                     long s = (long) e.getValue().getMethod("sizeof").invoke(null);
-                    items.add(new Item(key + "." + e.getKey() + "@class-sizeof",
-                            "sizeof(((" + cType + " *)0)->" + e.getKey() + ")", s, false));
+                    items.add(new Item(
+                            key + "." + e.getKey() + "@class-sizeof",
+                            "sizeof(((" + cType + " *)0)->" + e.getKey() + ")",
+                            s,
+                            false));
                 }
             }
-            assertTrue(structs >= (pkg.equals("ibverbs") ? 40 : 15),
+            assertTrue(
+                    structs >= (pkg.equals("ibverbs") ? 40 : 15),
                     "found only " + structs + " generated struct/union classes in " + pkg);
         }
         return items;
@@ -444,8 +472,9 @@ class LayoutConformanceTest {
 
     @Test
     void everyGeneratedStructMatchesGcc() {
-        assertTrue(generatedLayouts.size() >= 500, "expected hundreds of generated layout items, got "
-                + generatedLayouts.size());
+        assertTrue(
+                generatedLayouts.size() >= 500,
+                "expected hundreds of generated layout items, got " + generatedLayouts.size());
         compare("generated layouts", generatedLayouts);
     }
 
@@ -454,10 +483,15 @@ class LayoutConformanceTest {
         // The walk must have reached fields inside named and anonymous unions.
         Set<String> keys = new TreeSet<>();
         generatedLayouts.forEach(i -> keys.add(i.key()));
-        for (String k : List.of("gen.ibverbs.ibv_send_wr.wr.rdma.rkey@offset", "gen.ibverbs.ibv_send_wr.imm_data@offset",
-                "gen.ibverbs.ibv_send_wr.bind_mw.bind_info.length@offset", "gen.ibverbs.ibv_wc.invalidated_rkey@offset",
-                "gen.ibverbs.ibv_context.ops.post_send@offset", "gen.ibverbs.verbs_context.query_port@offset",
-                "gen.rdmacm.rdma_cm_id.pd@offset", "gen.rdmacm.ibv_gid.global.interface_id@offset",
+        for (String k : List.of(
+                "gen.ibverbs.ibv_send_wr.wr.rdma.rkey@offset",
+                "gen.ibverbs.ibv_send_wr.imm_data@offset",
+                "gen.ibverbs.ibv_send_wr.bind_mw.bind_info.length@offset",
+                "gen.ibverbs.ibv_wc.invalidated_rkey@offset",
+                "gen.ibverbs.ibv_context.ops.post_send@offset",
+                "gen.ibverbs.verbs_context.query_port@offset",
+                "gen.rdmacm.rdma_cm_id.pd@offset",
+                "gen.rdmacm.ibv_gid.global.interface_id@offset",
                 "gen.ibverbs.ibv_send_wr.wr.atomic@class-sizeof")) {
             assertTrue(keys.contains(k), "the layout walk did not produce " + k);
         }
@@ -485,14 +519,18 @@ class LayoutConformanceTest {
                 List<Item> direct = new ArrayList<>();
                 walk("", "", "", l, 0, direct);
                 Map<String, Long> offsets = new LinkedHashMap<>();
-                direct.stream().filter(i -> i.key().endsWith("@offset"))
+                direct.stream()
+                        .filter(i -> i.key().endsWith("@offset"))
                         .forEach(i -> offsets.put(i.key().substring(1, i.key().length() - 7), i.javaValue()));
                 for (Method m : k.getDeclaredMethods()) {
-                    if (m.getName().endsWith("$offset") && m.getParameterCount() == 0
+                    if (m.getName().endsWith("$offset")
+                            && m.getParameterCount() == 0
                             && Modifier.isStatic(m.getModifiers())) {
                         String field = m.getName().substring(0, m.getName().length() - 7);
                         Long expected = offsets.get(field);
-                        assertTrue(expected != null, k.getName() + "." + m.getName() + ": no such member in the layout walk");
+                        assertTrue(
+                                expected != null,
+                                k.getName() + "." + m.getName() + ": no such member in the layout walk");
                         assertEquals(expected, (long) m.invoke(null), k.getName() + "." + m.getName());
                         checked++;
                     }
@@ -509,11 +547,13 @@ class LayoutConformanceTest {
         for (String pkg : PACKAGES) {
             Class<?> header = Class.forName(GENERATED + pkg + "." + pkg + "_h");
             for (Method m : header.getMethods()) {
-                if (Modifier.isStatic(m.getModifiers()) && m.getParameterCount() == 0
+                if (Modifier.isStatic(m.getModifiers())
+                        && m.getParameterCount() == 0
                         && (m.getReturnType() == int.class || m.getReturnType() == long.class)
                         && m.getName().matches("[A-Z][A-Z0-9_]*")) {
                     long v = ((Number) m.invoke(null)).longValue();
-                    items.add(new Item("const." + pkg + "." + m.getName(), m.getName(), v, m.getReturnType() == int.class));
+                    items.add(new Item(
+                            "const." + pkg + "." + m.getName(), m.getName(), v, m.getReturnType() == int.class));
                 }
             }
         }
@@ -560,7 +600,9 @@ class LayoutConformanceTest {
     private static List<Item> errnoItems() throws IllegalAccessException {
         List<Item> items = new ArrayList<>();
         for (Field f : Errno.class.getFields()) {
-            if (Modifier.isStatic(f.getModifiers()) && f.getType() == int.class && f.getName().matches("E[A-Z]+")) {
+            if (Modifier.isStatic(f.getModifiers())
+                    && f.getType() == int.class
+                    && f.getName().matches("E[A-Z]+")) {
                 items.add(new Item("errno." + f.getName(), f.getName(), f.getInt(null), true));
             }
         }

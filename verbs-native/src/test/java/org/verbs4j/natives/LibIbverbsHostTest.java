@@ -70,7 +70,9 @@ class LibIbverbsHostTest {
 
     @Test
     void libibverbsLoadsOnThisHost() {
-        assertTrue(NativeLibraries.ibverbs().isPresent(), () -> NativeLibraries.ibverbsUnavailabilityCause().orElse(""));
+        assertTrue(
+                NativeLibraries.ibverbs().isPresent(),
+                () -> NativeLibraries.ibverbsUnavailabilityCause().orElse(""));
         assertTrue(NativeLibraries.ibverbsUnavailabilityCause().isEmpty());
         assertTrue(NativeLibraries.ibverbsOrThrow().find("ibv_get_device_list").isPresent());
     }
@@ -86,8 +88,10 @@ class LibIbverbsHostTest {
                 assertEquals("ibv_get_device_list", e.verb());
                 assertEquals(errno, e.errno(), "errno captured at the call");
                 assertTrue(e.getMessage().startsWith("ibv_get_device_list failed: "), e.getMessage());
-                assertTrue(e.getMessage().contains(Errno.name(errno) + " (errno " + errno + ", "
-                        + c.get("strerror." + errno)), e.getMessage());
+                assertTrue(
+                        e.getMessage()
+                                .contains(Errno.name(errno) + " (errno " + errno + ", " + c.get("strerror." + errno)),
+                        e.getMessage());
                 if (!new File("/sys/class/infiniband").isDirectory()) {
                     // this host: no RDMA subsystem at all
                     assertEquals(Errno.ENOSYS, e.errno());
@@ -103,7 +107,10 @@ class LibIbverbsHostTest {
                         MemorySegment dev = arr.getAtIndex(java.lang.foreign.ValueLayout.ADDRESS, i);
                         assertFalse(LibIbverbs.getDeviceName(dev).isEmpty());
                     }
-                    assertEquals(0, arr.getAtIndex(java.lang.foreign.ValueLayout.ADDRESS, num.get(JAVA_INT, 0)).address(),
+                    assertEquals(
+                            0,
+                            arr.getAtIndex(java.lang.foreign.ValueLayout.ADDRESS, num.get(JAVA_INT, 0))
+                                    .address(),
                             "the list is NULL-terminated");
                 } finally {
                     LibIbverbs.freeDeviceList(list);
@@ -141,8 +148,16 @@ class LibIbverbsHostTest {
 
     @Test
     void errnoDescribeIsStrerror() {
-        for (int e : new int[] {Errno.EPERM, Errno.ENOENT, Errno.ENOMEM, Errno.EINVAL, Errno.ENOSYS,
-                Errno.EOPNOTSUPP, Errno.EAGAIN, Errno.ETIMEDOUT}) {
+        for (int e : new int[] {
+            Errno.EPERM,
+            Errno.ENOENT,
+            Errno.ENOMEM,
+            Errno.EINVAL,
+            Errno.ENOSYS,
+            Errno.EOPNOTSUPP,
+            Errno.EAGAIN,
+            Errno.ETIMEDOUT
+        }) {
             assertEquals(c.get("strerror." + e), Errno.describe(e), "strerror(" + e + ")");
         }
         assertEquals("errno 4242", Errno.name(4242));
@@ -185,23 +200,25 @@ class LibIbverbsHostTest {
     void checkRcAndCheckPtrUseTheReturnedOrCapturedErrno() {
         MemorySegment cap = Errno.captureSegment();
         LibIbverbs.checkRc("ibv_dealloc_pd", 0, cap); // no throw
-        NativeCallException positive = assertThrows(NativeCallException.class, () -> LibIbverbs.checkRc("ibv_dealloc_pd", Errno.EBUSY, cap));
+        NativeCallException positive =
+                assertThrows(NativeCallException.class, () -> LibIbverbs.checkRc("ibv_dealloc_pd", Errno.EBUSY, cap));
         assertEquals(Errno.EBUSY, positive.errno());
         assertEquals("ibv_dealloc_pd", positive.verb());
 
         VarHandle errno = Errno.CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
         errno.set(cap, 0L, Errno.EAGAIN);
         assertEquals(Errno.EAGAIN, Errno.captured(cap));
-        NativeCallException negative = assertThrows(NativeCallException.class, () -> LibIbverbs.checkRc("ibv_destroy_qp", -1, cap));
+        NativeCallException negative =
+                assertThrows(NativeCallException.class, () -> LibIbverbs.checkRc("ibv_destroy_qp", -1, cap));
         assertEquals(Errno.EAGAIN, negative.errno(), "a negative return falls back to the captured errno");
-        NativeCallException ptr = assertThrows(NativeCallException.class,
-                () -> LibIbverbs.checkPtr("ibv_alloc_pd", MemorySegment.NULL, cap));
+        NativeCallException ptr = assertThrows(
+                NativeCallException.class, () -> LibIbverbs.checkPtr("ibv_alloc_pd", MemorySegment.NULL, cap));
         assertEquals(Errno.EAGAIN, ptr.errno());
 
         MemorySegment clean = Errno.captureSegment();
         assertEquals(0, Errno.captured(clean), "captureSegment() clears errno");
-        NativeCallException noErrno = assertThrows(NativeCallException.class,
-                () -> LibIbverbs.checkPtr("ibv_alloc_pd", MemorySegment.NULL, clean));
+        NativeCallException noErrno = assertThrows(
+                NativeCallException.class, () -> LibIbverbs.checkPtr("ibv_alloc_pd", MemorySegment.NULL, clean));
         assertEquals(Errno.EINVAL, noErrno.errno());
         assertTrue(noErrno.getMessage().contains("returned NULL without setting errno"), noErrno.getMessage());
         MemorySegment ok = MemorySegment.ofAddress(0x1000);
@@ -214,9 +231,11 @@ class LibIbverbsHostTest {
     public static final class ForkedMain {
         public static void main(String[] args) {
             System.out.println("ibverbs.present=" + NativeLibraries.ibverbs().isPresent());
-            System.out.println("ibverbs.cause=" + NativeLibraries.ibverbsUnavailabilityCause().orElse("<none>"));
+            System.out.println("ibverbs.cause="
+                    + NativeLibraries.ibverbsUnavailabilityCause().orElse("<none>"));
             System.out.println("rdmacm.present=" + NativeLibraries.rdmacm().isPresent());
-            System.out.println("rdmacm.cause=" + NativeLibraries.rdmacmUnavailabilityCause().orElse("<none>"));
+            System.out.println("rdmacm.cause="
+                    + NativeLibraries.rdmacmUnavailabilityCause().orElse("<none>"));
             try {
                 NativeLibraries.ibverbsOrThrow();
                 System.out.println("orThrow=returned");
@@ -263,8 +282,10 @@ class LibIbverbsHostTest {
     void overrideThatPointsNowhereIsReportedWithItsCause() throws Exception {
         String lib = "/nonexistent/verbs4j-test/libibverbs-nope.so.1";
         String cm = "/nonexistent/verbs4j-test/librdmacm-nope.so.1";
-        Map<String, String> out = fork(List.of("--enable-native-access=ALL-UNNAMED",
-                "-D" + NativeLibraries.IBVERBS_PROPERTY + "=" + lib, "-D" + NativeLibraries.RDMACM_PROPERTY + "=" + cm));
+        Map<String, String> out = fork(List.of(
+                "--enable-native-access=ALL-UNNAMED",
+                "-D" + NativeLibraries.IBVERBS_PROPERTY + "=" + lib,
+                "-D" + NativeLibraries.RDMACM_PROPERTY + "=" + cm));
         assertEquals("false", out.get("ibverbs.present"), out.toString());
         String cause = out.get("ibverbs.cause");
         assertTrue(cause.contains(lib), cause);

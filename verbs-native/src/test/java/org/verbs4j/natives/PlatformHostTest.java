@@ -16,7 +16,9 @@ class PlatformHostTest {
 
     @Test
     void thePageSizeIsTheMachines() throws Exception {
-        Process getconf = new ProcessBuilder("getconf", "PAGESIZE").redirectErrorStream(true).start();
+        Process getconf = new ProcessBuilder("getconf", "PAGESIZE")
+                .redirectErrorStream(true)
+                .start();
         String out = new String(getconf.getInputStream().readAllBytes()).trim();
         assertTrue(getconf.waitFor(30, TimeUnit.SECONDS));
         assertEquals(Long.parseLong(out), LibC.PAGE_SIZE);

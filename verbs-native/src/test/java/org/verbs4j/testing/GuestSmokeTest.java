@@ -53,11 +53,17 @@ class GuestSmokeTest {
                     MemorySegment attr = ibv_device_attr.allocate(arena);
                     LibIbverbs.queryDevice(ctx, attr);
                     int maxQpWr = ibv_device_attr.max_qp_wr(attr);
-                    System.out.printf("%s: max_qp_wr=%d max_qp=%d max_sge=%d max_cqe=%d max_pd=%d "
+                    System.out.printf(
+                            "%s: max_qp_wr=%d max_qp=%d max_sge=%d max_cqe=%d max_pd=%d "
                                     + "max_mr_size=%s phys_port_cnt=%d vendor_id=0x%x%n",
-                            want, maxQpWr, ibv_device_attr.max_qp(attr), ibv_device_attr.max_sge(attr),
-                            ibv_device_attr.max_cqe(attr), ibv_device_attr.max_pd(attr),
-                            Long.toUnsignedString(ibv_device_attr.max_mr_size(attr)), ibv_device_attr.phys_port_cnt(attr),
+                            want,
+                            maxQpWr,
+                            ibv_device_attr.max_qp(attr),
+                            ibv_device_attr.max_sge(attr),
+                            ibv_device_attr.max_cqe(attr),
+                            ibv_device_attr.max_pd(attr),
+                            Long.toUnsignedString(ibv_device_attr.max_mr_size(attr)),
+                            ibv_device_attr.phys_port_cnt(attr),
                             ibv_device_attr.vendor_id(attr));
                     assertTrue(maxQpWr > 0, "max_qp_wr " + maxQpWr);
                     assertTrue(ibv_device_attr.max_qp(attr) > 0, "max_qp");

@@ -28,8 +28,7 @@ import java.util.Set;
  * hand-written descriptor is compared with a reference one, argument by argument.
  */
 public final class CBoundary {
-    private CBoundary() {
-    }
+    private CBoundary() {}
 
     /** A C function and its type as written in its header, e.g. {@code poll}, {@code int (struct pollfd *, nfds_t, int)}. */
     public record Prototype(String name, String type) {
@@ -38,7 +37,8 @@ public final class CBoundary {
         }
 
         List<String> parameters() {
-            String inside = type.substring(type.indexOf('(') + 1, type.lastIndexOf(')')).trim();
+            String inside =
+                    type.substring(type.indexOf('(') + 1, type.lastIndexOf(')')).trim();
             List<String> ps = new ArrayList<>();
             if (!inside.isEmpty() && !inside.equals("void")) {
                 for (String p : inside.split(",")) {
@@ -50,12 +50,10 @@ public final class CBoundary {
     }
 
     /** A descriptor derived from a prototype: the fixed parameters, and whether {@code ...} follows them. */
-    public record Derived(FunctionDescriptor descriptor, boolean variadic) {
-    }
+    public record Derived(FunctionDescriptor descriptor, boolean variadic) {}
 
     /** What one probe found: derived descriptors by function name, and constant values by key. */
-    public record Probe(Map<String, Derived> functions, Map<String, Long> constants) {
-    }
+    public record Probe(Map<String, Derived> functions, Map<String, Long> constants) {}
 
     private static boolean isPointer(String cType) {
         return cType.endsWith("*");
@@ -66,13 +64,20 @@ public final class CBoundary {
      * (so the text here cannot drift from the header), and prints the size and signedness of every
      * non-pointer parameter and return type, and every constant expression's value.
      */
-    public static Probe probe(String name, List<String> includes, List<Prototype> prototypes, Map<String, String> constants) {
+    public static Probe probe(
+            String name, List<String> includes, List<Prototype> prototypes, Map<String, String> constants) {
         NativeToolchain.requireToolchain();
         StringBuilder c = new StringBuilder("#define _GNU_SOURCE\n#include <stdio.h>\n");
         includes.forEach(i -> c.append("#include <").append(i).append(">\n"));
         for (Prototype p : prototypes) {
-            c.append("_Static_assert(__builtin_types_compatible_p(__typeof__(").append(p.name()).append("), ")
-                    .append(p.type()).append("), \"").append(p.name()).append(" is not ").append(p.type())
+            c.append("_Static_assert(__builtin_types_compatible_p(__typeof__(")
+                    .append(p.name())
+                    .append("), ")
+                    .append(p.type())
+                    .append("), \"")
+                    .append(p.name())
+                    .append(" is not ")
+                    .append(p.type())
                     .append(" in the installed header\");\n");
         }
         c.append("int main(void) {\n");
@@ -85,12 +90,20 @@ public final class CBoundary {
                 if (isPointer(t) || t.equals("...") || t.equals("void")) {
                     continue;
                 }
-                c.append("    printf(\"fn.%s.%d %zu\\n\", \"").append(p.name()).append("\", ").append(i)
-                        .append(", sizeof(").append(t).append("));\n");
+                c.append("    printf(\"fn.%s.%d %zu\\n\", \"")
+                        .append(p.name())
+                        .append("\", ")
+                        .append(i)
+                        .append(", sizeof(")
+                        .append(t)
+                        .append("));\n");
             }
         }
-        constants.forEach((k, expr) -> c.append("    printf(\"const.%s %lld\\n\", \"").append(k)
-                .append("\", (long long)(").append(expr).append("));\n"));
+        constants.forEach((k, expr) -> c.append("    printf(\"const.%s %lld\\n\", \"")
+                .append(k)
+                .append("\", (long long)(")
+                .append(expr)
+                .append("));\n"));
         c.append("    return 0;\n}\n");
         Path exe = NativeToolchain.compileExecutable(name, c.toString());
         Map<String, Long> values = new LinkedHashMap<>();
@@ -109,9 +122,10 @@ public final class CBoundary {
                 args.add(layout(ps.get(i), values.get("fn." + p.name() + "." + (i + 1)), p));
             }
             String ret = p.returnType();
-            FunctionDescriptor fd = ret.equals("void") ? FunctionDescriptor.ofVoid(args.toArray(MemoryLayout[]::new))
-                    : FunctionDescriptor.of(layout(ret, values.get("fn." + p.name() + ".0"), p),
-                    args.toArray(MemoryLayout[]::new));
+            FunctionDescriptor fd = ret.equals("void")
+                    ? FunctionDescriptor.ofVoid(args.toArray(MemoryLayout[]::new))
+                    : FunctionDescriptor.of(
+                            layout(ret, values.get("fn." + p.name() + ".0"), p), args.toArray(MemoryLayout[]::new));
             fns.put(p.name(), new Derived(fd, variadic));
         }
         Map<String, Long> consts = new LinkedHashMap<>();
@@ -146,8 +160,13 @@ public final class CBoundary {
      * @param firstVariadic the hand-written {@code firstVariadicArg}, or -1
      * @return the differences, empty when none
      */
-    public static List<String> compare(String name, FunctionDescriptor hand, FunctionDescriptor reference,
-                                       boolean referenceVariadic, Set<Integer> pointerAsLong, int firstVariadic) {
+    public static List<String> compare(
+            String name,
+            FunctionDescriptor hand,
+            FunctionDescriptor reference,
+            boolean referenceVariadic,
+            Set<Integer> pointerAsLong,
+            int firstVariadic) {
         List<String> bad = new ArrayList<>();
         Optional<MemoryLayout> hr = hand.returnLayout(), rr = reference.returnLayout();
         if (hr.isPresent() != rr.isPresent()) {
@@ -170,9 +189,12 @@ public final class CBoundary {
                 fixed = firstVariadic;
                 for (int i = firstVariadic; i < ha.size(); i++) {
                     MemoryLayout l = ha.get(i);
-                    if (!(l instanceof AddressLayout || same(l, JAVA_INT) || same(l, JAVA_LONG)
+                    if (!(l instanceof AddressLayout
+                            || same(l, JAVA_INT)
+                            || same(l, JAVA_LONG)
                             || same(l, ValueLayout.JAVA_DOUBLE))) {
-                        bad.add(name + " variadic argument " + (i + 1) + ": " + describe(l) + " is not a promoted C type");
+                        bad.add(name + " variadic argument " + (i + 1) + ": " + describe(l)
+                                + " is not a promoted C type");
                     }
                 }
             }
@@ -186,20 +208,21 @@ public final class CBoundary {
         }
         for (int p : pointerAsLong) {
             if (p > ra.size()) {
-                bad.add(name + ": position " + p + " is listed as a pointer passed as long, but C has "
-                        + ra.size() + " parameters");
+                bad.add(name + ": position " + p + " is listed as a pointer passed as long, but C has " + ra.size()
+                        + " parameters");
             }
         }
         return bad;
     }
 
-    private static void position(String name, int pos, MemoryLayout hand, MemoryLayout c, Set<Integer> pointerAsLong,
-                                 List<String> bad) {
+    private static void position(
+            String name, int pos, MemoryLayout hand, MemoryLayout c, Set<Integer> pointerAsLong, List<String> bad) {
         String where = name + (pos == 0 ? " return" : " argument " + pos);
         boolean asLong = c instanceof AddressLayout && same(hand, JAVA_LONG);
         if (pointerAsLong.contains(pos)) {
             if (!asLong) {
-                bad.add(where + ": listed as a pointer passed as long, but Java " + describe(hand) + ", C " + describe(c));
+                bad.add(where + ": listed as a pointer passed as long, but Java " + describe(hand) + ", C "
+                        + describe(c));
             }
         } else if (!same(hand, c)) {
             bad.add(where + ": Java " + describe(hand) + ", C " + describe(c)
@@ -225,7 +248,9 @@ public final class CBoundary {
             return a instanceof AddressLayout && b instanceof AddressLayout && a.byteSize() == b.byteSize();
         }
         if (a instanceof ValueLayout va && b instanceof ValueLayout vb) {
-            return va.carrier() == vb.carrier() && va.byteSize() == vb.byteSize() && va.order() == vb.order()
+            return va.carrier() == vb.carrier()
+                    && va.byteSize() == vb.byteSize()
+                    && va.order() == vb.order()
                     && va.byteAlignment() == vb.byteAlignment();
         }
         return a.withoutName().equals(b.withoutName());
@@ -233,7 +258,8 @@ public final class CBoundary {
 
     /** Fails with every difference, one a line. */
     public static void assertNoDifferences(String what, int compared, List<String> bad) {
-        assertTrue(bad.isEmpty(), what + ": " + bad.size() + " differences in " + compared + " compared:\n  "
-                + String.join("\n  ", bad));
+        assertTrue(
+                bad.isEmpty(),
+                what + ": " + bad.size() + " differences in " + compared + " compared:\n  " + String.join("\n  ", bad));
     }
 }

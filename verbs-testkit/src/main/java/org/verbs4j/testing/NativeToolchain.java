@@ -31,8 +31,7 @@ public final class NativeToolchain {
     private static final AtomicLong COUNTER = new AtomicLong();
     private static volatile Optional<String> unavailable;
 
-    private NativeToolchain() {
-    }
+    private NativeToolchain() {}
 
     /** True when running in CI (system property or environment variable {@code CI} set). */
     public static boolean isCi() {
@@ -87,7 +86,8 @@ public final class NativeToolchain {
     /** The folder compiled artefacts go to. */
     public static Path workRoot() {
         Path target = Path.of("target");
-        Path root = Files.isDirectory(target) ? target.resolve("native-test")
+        Path root = Files.isDirectory(target)
+                ? target.resolve("native-test")
                 : Path.of(System.getProperty("java.io.tmpdir"), "verbs4j-native-test");
         try {
             Files.createDirectories(root);
@@ -98,9 +98,10 @@ public final class NativeToolchain {
     }
 
     private static Path newDir(String name) throws IOException {
-        return Files.createTempDirectory(workRoot(),
-                name.replaceAll("[^A-Za-z0-9_.-]", "_") + "-" + ProcessHandle.current().pid() + "-"
-                        + COUNTER.incrementAndGet() + "-");
+        return Files.createTempDirectory(
+                workRoot(),
+                name.replaceAll("[^A-Za-z0-9_.-]", "_") + "-"
+                        + ProcessHandle.current().pid() + "-" + COUNTER.incrementAndGet() + "-");
     }
 
     /** The text of a class-path resource, e.g. {@code /c/standin_provider.c}; fails the test if absent. */
@@ -173,8 +174,7 @@ public final class NativeToolchain {
     }
 
     /** A finished process: exit status and its standard output and error, merged. */
-    public record Result(int exit, String output) {
-    }
+    public record Result(int exit, String output) {}
 
     /** Runs a command (stdout and stderr merged) with a timeout in seconds; exit 124 on timeout. */
     public static Result exec(List<String> cmd, long timeoutSeconds) throws IOException {

@@ -11,10 +11,10 @@ import java.util.Optional;
 import org.junit.jupiter.api.extension.ConditionEvaluationResult;
 import org.junit.jupiter.api.extension.ExecutionCondition;
 import org.junit.jupiter.api.extension.ExtensionContext;
-import org.verbs4j.natives.LibIbverbs;
-import org.verbs4j.natives.NativeLibraries;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.Failures;
+import org.verbs4j.natives.LibIbverbs;
+import org.verbs4j.natives.NativeLibraries;
 import org.verbs4j.natives.VerbsFailure;
 
 /**
@@ -36,8 +36,7 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
     public static final String REQUIRE_PROPERTY = "verbs4j.test.requireRdma";
 
     /** Made by JUnit for {@link RdmaTest} ({@code @ExtendWith}). */
-    public RdmaDeviceCondition() {
-    }
+    public RdmaDeviceCondition() {}
 
     /** What the probe found: the device names, or why there is none. */
     public record Probe(List<String> devices, String unavailableReason) {
@@ -69,8 +68,10 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
         Probe p = probeResult();
         if (p.available()) {
             if (RdmaTestSupport.inGuest()) {
-                context.getRoot().getStore(NAMESPACE).getOrComputeIfAbsent(RdmaResourceReport.class,
-                        k -> new RdmaResourceReport(), RdmaResourceReport.class);
+                context.getRoot()
+                        .getStore(NAMESPACE)
+                        .getOrComputeIfAbsent(
+                                RdmaResourceReport.class, k -> new RdmaResourceReport(), RdmaResourceReport.class);
             }
             return ConditionEvaluationResult.enabled("RDMA device(s) present: " + String.join(", ", p.devices()));
         }
@@ -111,8 +112,9 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
         } catch (RuntimeException e) {
             VerbsFailure f = Failures.describe(e); // core's VerbsException too (not a VerbsFailure itself)
             if (f != null) {
-                return new Probe(List.of(), "no RDMA device: ibv_get_device_list: " + Errno.name(f.errno()) + " ("
-                        + e.getMessage() + ")");
+                return new Probe(
+                        List.of(),
+                        "no RDMA device: ibv_get_device_list: " + Errno.name(f.errno()) + " (" + e.getMessage() + ")");
             }
             return new Probe(List.of(), "no RDMA device: probing libibverbs failed: " + e);
         } catch (LinkageError e) {

@@ -33,7 +33,8 @@ final class RdmaResourceReport implements AutoCloseable {
     public void close() {
         String after = run(List.of("rdma", "res", "show"));
         StringBuilder out = new StringBuilder();
-        out.append("===== rdma resources after all tests (test JVM pid ").append(ProcessHandle.current().pid())
+        out.append("===== rdma resources after all tests (test JVM pid ")
+                .append(ProcessHandle.current().pid())
                 .append(" still alive) =====\n");
         out.append("before the first @RdmaTest: ").append(baseline.strip()).append('\n');
         out.append("after all tests:            ").append(after.strip()).append('\n');
@@ -49,13 +50,22 @@ final class RdmaResourceReport implements AutoCloseable {
         for (String kind : KINDS) {
             for (String line : run(List.of("rdma", "res", "show", kind)).split("\n")) {
                 if (line.contains(" pid ")) {
-                    held.append("  ").append(kind).append(": ").append(line.strip()).append('\n');
+                    held.append("  ")
+                            .append(kind)
+                            .append(": ")
+                            .append(line.strip())
+                            .append('\n');
                 }
             }
         }
-        out.append(grew.isEmpty() ? "rdma resource counts: no growth\n" : "rdma resource counts grew (possible leak):" + grew + "\n");
-        out.append(held.isEmpty() ? "user-space rdma resources still held: none\n"
-                : "user-space rdma resources still held (possible leaks):\n" + held);
+        out.append(
+                grew.isEmpty()
+                        ? "rdma resource counts: no growth\n"
+                        : "rdma resource counts grew (possible leak):" + grew + "\n");
+        out.append(
+                held.isEmpty()
+                        ? "user-space rdma resources still held: none\n"
+                        : "user-space rdma resources still held (possible leaks):\n" + held);
         System.out.print(out);
         System.out.flush();
     }

@@ -14,8 +14,7 @@ public final class RdmaTestSupport {
     /** The guest's address when {@link #GUEST_IP_ENV} is not set. */
     public static final String DEFAULT_GUEST_IP = "10.0.0.1";
 
-    private RdmaTestSupport() {
-    }
+    private RdmaTestSupport() {}
 
     /**
      * The device to test: {@code $VERBS4J_DEVICE}, else the first device that

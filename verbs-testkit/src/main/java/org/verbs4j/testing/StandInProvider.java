@@ -90,9 +90,18 @@ public final class StandInProvider implements AutoCloseable {
      * @param imm          imm_data as stored in the WR (big-endian on the wire)
      * @param totalLength  the sum of the WR's SGE lengths
      */
-    public record Wqe(long wrId, long addr, int length, int lkey, int opcode, int sendFlags, long remoteAddr,
-                      int rkey, int imm, int numSge, int totalLength) {
-    }
+    public record Wqe(
+            long wrId,
+            long addr,
+            int length,
+            int lkey,
+            int opcode,
+            int sendFlags,
+            long remoteAddr,
+            int rkey,
+            int imm,
+            int numSge,
+            int totalLength) {}
 
     private static volatile Library library;
 
@@ -308,10 +317,20 @@ public final class StandInProvider implements AutoCloseable {
 
     /** WQE #{@code index} (0-based since reset; the ring keeps the last 1024). */
     public Wqe wqe(long index) {
-        MemorySegment w = MemorySegment.ofAddress(lib.ptrCall("standin_wqe", index)).reinterpret(WQE_SIZE);
-        return new Wqe(w.get(JAVA_LONG, 0), w.get(JAVA_LONG, 8), w.get(JAVA_INT, 16), w.get(JAVA_INT, 20),
-                w.get(JAVA_INT, 24), w.get(JAVA_INT, 28), w.get(JAVA_LONG, 32), w.get(JAVA_INT, 40),
-                w.get(JAVA_INT, 44), w.get(JAVA_INT, 48), w.get(JAVA_INT, 52));
+        MemorySegment w =
+                MemorySegment.ofAddress(lib.ptrCall("standin_wqe", index)).reinterpret(WQE_SIZE);
+        return new Wqe(
+                w.get(JAVA_LONG, 0),
+                w.get(JAVA_LONG, 8),
+                w.get(JAVA_INT, 16),
+                w.get(JAVA_INT, 20),
+                w.get(JAVA_INT, 24),
+                w.get(JAVA_INT, 28),
+                w.get(JAVA_LONG, 32),
+                w.get(JAVA_INT, 40),
+                w.get(JAVA_INT, 44),
+                w.get(JAVA_INT, 48),
+                w.get(JAVA_INT, 52));
     }
 
     /** Completions waiting to be polled. */
@@ -325,53 +344,101 @@ public final class StandInProvider implements AutoCloseable {
     }
 
     /** What the stand-in recorded of the last call: qp ({@code standin_last_qp}). */
-    public long lastQp() { return lib.ptrCall("standin_last_qp"); }
+    public long lastQp() {
+        return lib.ptrCall("standin_last_qp");
+    }
     /** What the stand-in recorded of the last call: wr ({@code standin_last_wr}). */
-    public long lastWr() { return lib.ptrCall("standin_last_wr"); }
+    public long lastWr() {
+        return lib.ptrCall("standin_last_wr");
+    }
     /** What the stand-in recorded of the last call: bad wr ptr ({@code standin_last_bad_wr_ptr}). */
-    public long lastBadWrPtr() { return lib.ptrCall("standin_last_bad_wr_ptr"); }
+    public long lastBadWrPtr() {
+        return lib.ptrCall("standin_last_bad_wr_ptr");
+    }
     /** What the stand-in recorded of the last call: recv qp ({@code standin_last_recv_qp}). */
-    public long lastRecvQp() { return lib.ptrCall("standin_last_recv_qp"); }
+    public long lastRecvQp() {
+        return lib.ptrCall("standin_last_recv_qp");
+    }
     /** What the stand-in recorded of the last call: recv wr ({@code standin_last_recv_wr}). */
-    public long lastRecvWr() { return lib.ptrCall("standin_last_recv_wr"); }
+    public long lastRecvWr() {
+        return lib.ptrCall("standin_last_recv_wr");
+    }
     /** What the stand-in recorded of the last call: recv bad wr ptr ({@code standin_last_recv_bad_wr_ptr}). */
-    public long lastRecvBadWrPtr() { return lib.ptrCall("standin_last_recv_bad_wr_ptr"); }
+    public long lastRecvBadWrPtr() {
+        return lib.ptrCall("standin_last_recv_bad_wr_ptr");
+    }
     /** What the stand-in recorded of the last call: srq ({@code standin_last_srq}). */
-    public long lastSrq() { return lib.ptrCall("standin_last_srq"); }
+    public long lastSrq() {
+        return lib.ptrCall("standin_last_srq");
+    }
     /** What the stand-in recorded of the last call: srq wr ({@code standin_last_srq_wr}). */
-    public long lastSrqWr() { return lib.ptrCall("standin_last_srq_wr"); }
+    public long lastSrqWr() {
+        return lib.ptrCall("standin_last_srq_wr");
+    }
     /** What the stand-in recorded of the last call: srq bad wr ptr ({@code standin_last_srq_bad_wr_ptr}). */
-    public long lastSrqBadWrPtr() { return lib.ptrCall("standin_last_srq_bad_wr_ptr"); }
+    public long lastSrqBadWrPtr() {
+        return lib.ptrCall("standin_last_srq_bad_wr_ptr");
+    }
     /** What the stand-in recorded of the last call: cq ({@code standin_last_cq}). */
-    public long lastCq() { return lib.ptrCall("standin_last_cq"); }
+    public long lastCq() {
+        return lib.ptrCall("standin_last_cq");
+    }
     /** What the stand-in recorded of the last call: num entries ({@code standin_last_num_entries}). */
-    public int lastNumEntries() { return (int) lib.call("standin_last_num_entries"); }
+    public int lastNumEntries() {
+        return (int) lib.call("standin_last_num_entries");
+    }
     /** What the stand-in recorded of the last call: wc ptr ({@code standin_last_wc_ptr}). */
-    public long lastWcPtr() { return lib.ptrCall("standin_last_wc_ptr"); }
+    public long lastWcPtr() {
+        return lib.ptrCall("standin_last_wc_ptr");
+    }
     /** What the stand-in recorded of the last call: notify cq ({@code standin_last_notify_cq}). */
-    public long lastNotifyCq() { return lib.ptrCall("standin_last_notify_cq"); }
+    public long lastNotifyCq() {
+        return lib.ptrCall("standin_last_notify_cq");
+    }
     /** The solicited_only argument of the last req_notify_cq (-1 after a reset). */
-    public int lastSolicited() { return (int) lib.call("standin_last_solicited"); }
+    public int lastSolicited() {
+        return (int) lib.call("standin_last_solicited");
+    }
     /** What the stand-in recorded of the last call: port ctx ({@code standin_last_port_ctx}). */
-    public long lastPortCtx() { return lib.ptrCall("standin_last_port_ctx"); }
+    public long lastPortCtx() {
+        return lib.ptrCall("standin_last_port_ctx");
+    }
     /** The port_num of the last query_port (-1 after a reset). */
-    public int lastPortNum() { return (int) lib.call("standin_last_port_num"); }
+    public int lastPortNum() {
+        return (int) lib.call("standin_last_port_num");
+    }
     /** What the stand-in recorded of the last call: port attr ptr ({@code standin_last_port_attr_ptr}). */
-    public long lastPortAttrPtr() { return lib.ptrCall("standin_last_port_attr_ptr"); }
+    public long lastPortAttrPtr() {
+        return lib.ptrCall("standin_last_port_attr_ptr");
+    }
     /** What the stand-in recorded of the last call: port attr size ({@code standin_last_port_attr_size}). */
-    public long lastPortAttrSize() { return lib.ptrCall("standin_last_port_attr_size"); }
+    public long lastPortAttrSize() {
+        return lib.ptrCall("standin_last_port_attr_size");
+    }
     /** What the stand-in recorded of the last call: query device ex ctx ({@code standin_last_query_device_ex_ctx}). */
-    public long lastQueryDeviceExCtx() { return lib.ptrCall("standin_last_query_device_ex_ctx"); }
+    public long lastQueryDeviceExCtx() {
+        return lib.ptrCall("standin_last_query_device_ex_ctx");
+    }
     /** What the stand-in recorded of the last call: query device ex input ({@code standin_last_query_device_ex_input}). */
-    public long lastQueryDeviceExInput() { return lib.ptrCall("standin_last_query_device_ex_input"); }
+    public long lastQueryDeviceExInput() {
+        return lib.ptrCall("standin_last_query_device_ex_input");
+    }
     /** What the stand-in recorded of the last call: query device ex attr ({@code standin_last_query_device_ex_attr}). */
-    public long lastQueryDeviceExAttr() { return lib.ptrCall("standin_last_query_device_ex_attr"); }
+    public long lastQueryDeviceExAttr() {
+        return lib.ptrCall("standin_last_query_device_ex_attr");
+    }
     /** What the stand-in recorded of the last call: query device ex attr size ({@code standin_last_query_device_ex_attr_size}). */
-    public long lastQueryDeviceExAttrSize() { return lib.ptrCall("standin_last_query_device_ex_attr_size"); }
+    public long lastQueryDeviceExAttrSize() {
+        return lib.ptrCall("standin_last_query_device_ex_attr_size");
+    }
     /** What the stand-in recorded of the last call: create cq ex ctx ({@code standin_last_create_cq_ex_ctx}). */
-    public long lastCreateCqExCtx() { return lib.ptrCall("standin_last_create_cq_ex_ctx"); }
+    public long lastCreateCqExCtx() {
+        return lib.ptrCall("standin_last_create_cq_ex_ctx");
+    }
     /** What the stand-in recorded of the last call: create cq ex attr ({@code standin_last_create_cq_ex_attr}). */
-    public long lastCreateCqExAttr() { return lib.ptrCall("standin_last_create_cq_ex_attr"); }
+    public long lastCreateCqExAttr() {
+        return lib.ptrCall("standin_last_create_cq_ex_attr");
+    }
 
     // ---- device memory registration (dma-buf, nvidia-peermem) ----------------------------------
 
@@ -449,8 +516,11 @@ public final class StandInProvider implements AutoCloseable {
         Library(Path path, SymbolLookup lookup) {
             this.path = path;
             this.lookup = lookup;
-            this.cLoop = Linker.nativeLinker().downcallHandle(lookup.findOrThrow("standin_c_loop"),
-                    FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
+            this.cLoop = Linker.nativeLinker()
+                    .downcallHandle(
+                            lookup.findOrThrow("standin_c_loop"),
+                            FunctionDescriptor.of(
+                                    JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
         }
 
         private static final Map<String, FunctionDescriptor> SIGNATURES = Map.ofEntries(
@@ -463,7 +533,8 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_wqe", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG)),
                 Map.entry("standin_pending_completions", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_pending_recvs", FunctionDescriptor.of(JAVA_INT)),
-                Map.entry("standin_queue_completion",
+                Map.entry(
+                        "standin_queue_completion",
                         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT)),
                 Map.entry("standin_deliver_recv", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT)),
                 Map.entry("standin_last_num_entries", FunctionDescriptor.of(JAVA_INT)),
@@ -476,9 +547,13 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_free", FunctionDescriptor.ofVoid(JAVA_LONG)),
                 Map.entry("standin_set_vctx_sz", FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG)),
                 Map.entry("standin_ref_ctx_op", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT)),
-                Map.entry("standin_reg_dmabuf_mr",
-                        FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT)),
-                Map.entry("standin_reg_device_mr", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT)),
+                Map.entry(
+                        "standin_reg_dmabuf_mr",
+                        FunctionDescriptor.of(
+                                JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT)),
+                Map.entry(
+                        "standin_reg_device_mr",
+                        FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT)),
                 Map.entry("standin_dereg_device_mr", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
                 Map.entry("standin_set_device_reg_errno", FunctionDescriptor.ofVoid(JAVA_INT, JAVA_INT)),
                 Map.entry("standin_device_mr_live", FunctionDescriptor.of(JAVA_INT)),

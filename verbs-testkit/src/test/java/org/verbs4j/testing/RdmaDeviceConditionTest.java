@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ConditionEvaluationResult;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -38,7 +38,9 @@ class RdmaDeviceConditionTest {
     @Test
     void annotationCarriesTheTagAndTheCondition() {
         assertEquals("rdma", RdmaTest.class.getAnnotation(Tag.class).value());
-        assertEquals(RdmaDeviceCondition.class, RdmaTest.class.getAnnotation(ExtendWith.class).value()[0]);
+        assertEquals(
+                RdmaDeviceCondition.class,
+                RdmaTest.class.getAnnotation(ExtendWith.class).value()[0]);
     }
 
     @Test
@@ -51,7 +53,9 @@ class RdmaDeviceConditionTest {
         assertTrue(r.isDisabled());
         assertEquals(p.unavailableReason(), r.getReason().orElseThrow());
         String env = System.getenv(RdmaTestSupport.DEVICE_ENV);
-        assertEquals(env == null || env.isBlank() ? null : env.trim(), RdmaTestSupport.deviceName(),
+        assertEquals(
+                env == null || env.isBlank() ? null : env.trim(),
+                RdmaTestSupport.deviceName(),
                 "without a device the device name comes only from " + RdmaTestSupport.DEVICE_ENV);
     }
 
@@ -59,8 +63,8 @@ class RdmaDeviceConditionTest {
     void whenADeviceIsRequiredItsAbsenceFailsTheTest() {
         System.setProperty(RdmaDeviceCondition.REQUIRE_PROPERTY, "true");
         assertTrue(RdmaDeviceCondition.rdmaRequired());
-        IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> new RdmaDeviceCondition().evaluateExecutionCondition(null));
+        IllegalStateException e = assertThrows(
+                IllegalStateException.class, () -> new RdmaDeviceCondition().evaluateExecutionCondition(null));
         assertTrue(e.getMessage().contains(RdmaDeviceCondition.probeResult().unavailableReason()), e.getMessage());
         assertTrue(e.getMessage().contains("never skip"), e.getMessage());
     }

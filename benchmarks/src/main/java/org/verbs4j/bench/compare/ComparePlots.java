@@ -20,8 +20,7 @@ import org.verbs4j.bench.compare.PerfCompare.Run;
 
 /** The side-by-side report's plots (JFreeChart, headless): BW average or t_typical against message size. Stateless. */
 final class ComparePlots {
-    private ComparePlots() {
-    }
+    private ComparePlots() {}
 
     /** BW average (or t_typical) against size, one series per pair and test. */
     static void plot(List<Run> runs, boolean bandwidth, Path file) throws IOException {
@@ -57,16 +56,23 @@ final class ComparePlots {
         for (int i = 0; i < data.getSeriesCount(); i++) {
             String key = data.getSeriesKey(i).toString();
             if (key.contains("perftest")) {
-                renderer.setSeriesStroke(i, new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f,
-                        new float[] {6f, 4f}, 0f));
+                renderer.setSeriesStroke(
+                        i,
+                        new BasicStroke(
+                                2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
             }
         }
         XYPlot plot = new XYPlot(data, x, y, renderer);
         plot.setBackgroundPaint(Color.WHITE);
         plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
         plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
-        JFreeChart chart = new JFreeChart(bandwidth ? "Bandwidth vs message size (verbs-perf solid, perftest dashed)"
-                : "Latency vs message size (verbs-perf solid, perftest dashed)", JFreeChart.DEFAULT_TITLE_FONT, plot, true);
+        JFreeChart chart = new JFreeChart(
+                bandwidth
+                        ? "Bandwidth vs message size (verbs-perf solid, perftest dashed)"
+                        : "Latency vs message size (verbs-perf solid, perftest dashed)",
+                JFreeChart.DEFAULT_TITLE_FONT,
+                plot,
+                true);
         chart.setBackgroundPaint(Color.WHITE);
         File f = file.toFile();
         ChartUtils.saveChartAsPNG(f, chart, 1000, 600);

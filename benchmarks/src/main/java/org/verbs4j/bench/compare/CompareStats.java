@@ -11,8 +11,7 @@ import java.util.Locale;
  * sign test, Student's t quantile). Stateless but for {@link Tally}; any thread.
  */
 final class CompareStats {
-    private CompareStats() {
-    }
+    private CompareStats() {}
 
     /** The share of the baseline runs' mean that the noise band is widened by at least. */
     static final double NOISE_FLOOR = 0.03;
@@ -84,7 +83,8 @@ final class CompareStats {
      */
     record Noise(int runs, double mean, double lo, double hi) {
         static Noise of(List<Double> values) {
-            List<Double> v = values.stream().filter(x -> Double.isFinite(x) && x > 0).toList();
+            List<Double> v =
+                    values.stream().filter(x -> Double.isFinite(x) && x > 0).toList();
             if (v.size() < 2) {
                 return null;
             }
@@ -157,7 +157,10 @@ final class CompareStats {
             if (n < 3) {
                 return null;
             }
-            double m = logRatios.stream().mapToDouble(Double::doubleValue).average().orElseThrow();
+            double m = logRatios.stream()
+                    .mapToDouble(Double::doubleValue)
+                    .average()
+                    .orElseThrow();
             double ss = logRatios.stream().mapToDouble(x -> (x - m) * (x - m)).sum();
             double half = tQuantile975(n - 1) * Math.sqrt(ss / (n - 1) / n);
             return new Paired(pair, bandwidth, n, Math.exp(m), Math.exp(m - half), Math.exp(m + half));
@@ -169,11 +172,15 @@ final class CompareStats {
         double z = 1.959964;
         double z3 = z * z * z;
         double z5 = z3 * z * z;
-        return z + (z3 + z) / (4.0 * df) + (5 * z5 + 16 * z3 + 3 * z) / (96.0 * df * df)
+        return z
+                + (z3 + z) / (4.0 * df)
+                + (5 * z5 + 16 * z3 + 3 * z) / (96.0 * df * df)
                 + (3 * z5 * z * z + 19 * z5 + 17 * z3 - 15 * z) / (384.0 * df * df * df);
     }
 
     static double mean(List<Double> v) {
-        return v.isEmpty() ? Double.NaN : v.stream().mapToDouble(Double::doubleValue).average().orElseThrow();
+        return v.isEmpty()
+                ? Double.NaN
+                : v.stream().mapToDouble(Double::doubleValue).average().orElseThrow();
     }
 }

@@ -44,11 +44,9 @@ import org.verbs4j.bench.compare.CompareStats.Tally;
  * the baseline's has no rows, or a JSON report disagrees. Stateless; one thread.
  */
 public final class PerfCompare {
-    private PerfCompare() {
-    }
+    private PerfCompare() {}
 
-    record Run(String pair, String test, PerfOutput output) {
-    }
+    record Run(String pair, String test, PerfOutput output) {}
 
     /** The command line: the runs' directory, where the plots go (or null), the baseline pair, whether to check the JSON reports. */
     record Options(Path dir, Path png, String baseline, boolean json) {
@@ -137,7 +135,9 @@ public final class PerfCompare {
                 continue;
             }
             if (isBaseline(r.pair(), baseline) || isControl(r.pair(), baseline)) {
-                out.printf("BASELINE FAILED: %s %s printed no result rows (perftest against itself)%n", r.pair(), r.test());
+                out.printf(
+                        "BASELINE FAILED: %s %s printed no result rows (perftest against itself)%n",
+                        r.pair(), r.test());
             } else {
                 out.printf("FAILED: %s %s printed no result rows%n", r.pair(), r.test());
                 rc = 1;
@@ -159,8 +159,10 @@ public final class PerfCompare {
                         continue;
                     }
                     if (r.pair().startsWith("pt-")) { // the numbers are the perftest client's
-                        out.printf("NOTE: %s %s %d: perftest printed %s (it could not calibrate its cycle counter; "
-                                + "happens under TCG); the run itself succeeded%n", r.pair(), r.test(), size.getKey(), a);
+                        out.printf(
+                                "NOTE: %s %s %d: perftest printed %s (it could not calibrate its cycle counter; "
+                                        + "happens under TCG); the run itself succeeded%n",
+                                r.pair(), r.test(), size.getKey(), a);
                     } else {
                         out.printf("FAILED: %s %s %d: verbs-perf printed %s%n", r.pair(), r.test(), size.getKey(), a);
                         rc = 1;
@@ -208,7 +210,9 @@ public final class PerfCompare {
     static int checkJson(Path dir, List<Run> runs, PrintStream out) {
         List<Path> all;
         try (Stream<Path> files = Files.list(dir)) {
-            all = files.filter(p -> p.getFileName().toString().endsWith(".json")).sorted().toList();
+            all = files.filter(p -> p.getFileName().toString().endsWith(".json"))
+                    .sorted()
+                    .toList();
         } catch (IOException e) {
             out.printf("FAILED: cannot list %s: %s%n", dir, e.getMessage());
             return 1;
@@ -225,8 +229,9 @@ public final class PerfCompare {
                 }
             }
         }
-        out.printf("JSON reports: %d results parsed back, %s%n", checked,
-                rc == 0 ? "all match the printed rows" : "FAILURES above");
+        out.printf(
+                "JSON reports: %d results parsed back, %s%n",
+                checked, rc == 0 ? "all match the printed rows" : "FAILURES above");
         return rc;
     }
 
@@ -237,7 +242,9 @@ public final class PerfCompare {
         try {
             JsonNode root = m.readTree(f.toFile());
             JsonNode results = root.path("results");
-            if (!results.isArray() || results.isEmpty() || !root.path("test_info").has("test")) {
+            if (!results.isArray()
+                    || results.isEmpty()
+                    || !root.path("test_info").has("test")) {
                 out.printf("FAILED: %s has no test_info.test or no results%n", f.getFileName());
                 return new int[] {0, 1};
             }
@@ -255,8 +262,9 @@ public final class PerfCompare {
                     }
                 }
                 if (!(Math.abs(printed - inJson) <= 0.011 + 1e-6 * Math.abs(printed))) {
-                    out.printf("FAILED: %s size %d: %s %s in JSON, %s printed%n", f.getFileName(), size, key, inJson,
-                            printed);
+                    out.printf(
+                            "FAILED: %s size %d: %s %s in JSON, %s printed%n",
+                            f.getFileName(), size, key, inJson, printed);
                     rc = 1;
                 }
                 checked++;
@@ -268,8 +276,16 @@ public final class PerfCompare {
         return new int[] {checked, rc};
     }
 
-    private static final List<String> PARAM_KEYS = List.of("TX depth", "CQ Moderation", "Post List", "RX depth", "Mtu",
-            "Max inline data", "Outstand reads", "GID index", "Warm-up");
+    private static final List<String> PARAM_KEYS = List.of(
+            "TX depth",
+            "CQ Moderation",
+            "Post List",
+            "RX depth",
+            "Mtu",
+            "Max inline data",
+            "Outstand reads",
+            "GID index",
+            "Warm-up");
 
     static void printParameters(List<Run> runs, String baseline, PrintStream out) {
         out.println();
@@ -326,7 +342,8 @@ public final class PerfCompare {
             return (bandwidth == value < n.lo() ? "slower" : "faster") + " (outside the band)";
         }
         long half = Math.round(100 * n.halfWidth());
-        return n.halfWidth() <= CompareStats.DECISIVE_BAND ? "same within \u00b1" + half + "%"
+        return n.halfWidth() <= CompareStats.DECISIVE_BAND
+                ? "same within \u00b1" + half + "%"
                 : "band \u00b1" + half + "% wider than the difference: undecided";
     }
 
@@ -342,6 +359,7 @@ public final class PerfCompare {
         private final boolean repeats;
         /** The baseline's runs (pt-pt, pt-pt.N) by test. */
         private final Map<String, List<Run>> base = new TreeMap<>();
+
         private final Tally vp = new Tally(); // verbs-perf's rows
         private final Tally ctl = new Tally(); // the control's rows (perftest against itself, judged alike)
 
@@ -380,19 +398,39 @@ public final class PerfCompare {
             out.println();
             int bestOf = runs.stream().mapToInt(r -> r.output().repeats()).max().orElse(1);
             if (bestOf > 1) {
-                out.printf("Each pair ran each test and size up to %d times (perftest-compare.sh --repeats %d, perftest's runs "
-                        + "alike): a row is that pair's best run (the highest BW average, the lowest t_typical, with its own "
-                        + "MsgRate or 99%%)%n", bestOf, bestOf);
+                out.printf(
+                        "Each pair ran each test and size up to %d times (perftest-compare.sh --repeats %d, perftest's runs "
+                                + "alike): a row is that pair's best run (the highest BW average, the lowest t_typical, with its own "
+                                + "MsgRate or 99%%)%n",
+                        bestOf, bestOf);
             }
-            out.printf("Ratio table: each pair / %s (bw: BW average and MsgRate, >1 = faster; lat: t_typical and 99%%, "
-                    + "<1 = faster)%s%n", baseline, repeats ? "; base = the mean of perftest's own runs (" + baseline + ", "
-                    + baseline + ".N), noise = the band they span widened by their range (at least "
-                    + Math.round(100 * NOISE_FLOOR) + "% of their mean); verdict: slower or faster when this run's BW average "
-                    + "/ t_typical lies outside that band, the same within it when the band is at most \u00b1"
-                    + Math.round(100 * CompareStats.DECISIVE_BAND) + "%, else undecided (the band is wider than the "
-                    + "difference)" : "");
-            out.printf(Locale.ROOT, "%-11s %-9s %8s %14s %14s %8s %14s %14s %8s%s%n", "test", "pair", "bytes", "base", "this",
-                    "ratio", "base", "this", "ratio", repeats ? String.format(Locale.ROOT, " %13s  %s", "noise", "verdict") : "");
+            out.printf(
+                    "Ratio table: each pair / %s (bw: BW average and MsgRate, >1 = faster; lat: t_typical and 99%%, "
+                            + "<1 = faster)%s%n",
+                    baseline,
+                    repeats
+                            ? "; base = the mean of perftest's own runs (" + baseline + ", "
+                                    + baseline + ".N), noise = the band they span widened by their range (at least "
+                                    + Math.round(100 * NOISE_FLOOR)
+                                    + "% of their mean); verdict: slower or faster when this run's BW average "
+                                    + "/ t_typical lies outside that band, the same within it when the band is at most \u00b1"
+                                    + Math.round(100 * CompareStats.DECISIVE_BAND)
+                                    + "%, else undecided (the band is wider than the "
+                                    + "difference)"
+                            : "");
+            out.printf(
+                    Locale.ROOT,
+                    "%-11s %-9s %8s %14s %14s %8s %14s %14s %8s%s%n",
+                    "test",
+                    "pair",
+                    "bytes",
+                    "base",
+                    "this",
+                    "ratio",
+                    "base",
+                    "this",
+                    "ratio",
+                    repeats ? String.format(Locale.ROOT, " %13s  %s", "noise", "verdict") : "");
         }
 
         /** One pair's row of one test and size: its numbers against the mean of the baseline's runs of that size. */
@@ -412,9 +450,19 @@ public final class PerfCompare {
             double t1 = bw ? PerfOutput.bwAverage(t) : PerfOutput.tTypical(t);
             double t2 = bw ? PerfOutput.msgRate(t) : PerfOutput.p99(t);
             String judged = repeats ? judge(test, r, size, Noise.of(b1s), t1, b1) : "";
-            out.printf(Locale.ROOT, "%-11s %-9s %8d %14s %14s %8s %14s %14s %8s%s%n", test, r.pair(), size,
-                    fmt(b1, bw ? " MB/s" : " us"), fmt(t1, bw ? " MB/s" : " us"), ratio(t1, b1),
-                    fmt(b2, bw ? " Mpps" : " us"), fmt(t2, bw ? " Mpps" : " us"), ratio(t2, b2), judged);
+            out.printf(
+                    Locale.ROOT,
+                    "%-11s %-9s %8d %14s %14s %8s %14s %14s %8s%s%n",
+                    test,
+                    r.pair(),
+                    size,
+                    fmt(b1, bw ? " MB/s" : " us"),
+                    fmt(t1, bw ? " MB/s" : " us"),
+                    ratio(t1, b1),
+                    fmt(b2, bw ? " Mpps" : " us"),
+                    fmt(t2, bw ? " Mpps" : " us"),
+                    ratio(t2, b2),
+                    judged);
         }
 
         /** The band and verdict columns of a row, counted in verbs-perf's or the control's tally. */
@@ -426,8 +474,11 @@ public final class PerfCompare {
             } else {
                 verdict = verdict(n, t1, bw);
                 if (n != null && Double.isFinite(t1)) {
-                    (isControl(r.pair(), baseline) ? ctl : vp).count(n.contains(t1), bw ? t1 < b1 : t1 > b1,
-                            String.format(Locale.ROOT, "%s %s %d (%s)", test, r.pair(), size, ratio(t1, b1)));
+                    (isControl(r.pair(), baseline) ? ctl : vp)
+                            .count(
+                                    n.contains(t1),
+                                    bw ? t1 < b1 : t1 > b1,
+                                    String.format(Locale.ROOT, "%s %s %d (%s)", test, r.pair(), size, ratio(t1, b1)));
                 }
             }
             return String.format(Locale.ROOT, " %13s  %s", n == null ? "?" : n.band(), verdict);
@@ -435,19 +486,37 @@ public final class PerfCompare {
 
         /** verbs-perf's rows: how many within the band, their direction, and what chance alone would give. */
         private void summary() {
-            out.printf(Locale.ROOT, "Within perftest's own noise: %d of %d rows%s%n", vp.within(), vp.judged,
+            out.printf(
+                    Locale.ROOT,
+                    "Within perftest's own noise: %d of %d rows%s%n",
+                    vp.within(),
+                    vp.judged,
                     vp.outsideList());
             if (vp.judged > 0) {
-                out.printf(Locale.ROOT, "Direction: verbs-perf slower than perftest's mean in %d of %d rows (of the %d outside "
-                        + "the band, %d slower); sign test, two-sided: p = %.3f%n", vp.slower, vp.judged, vp.outside.size(),
-                        vp.slowerOutside, signTest(vp.slower, vp.judged));
+                out.printf(
+                        Locale.ROOT,
+                        "Direction: verbs-perf slower than perftest's mean in %d of %d rows (of the %d outside "
+                                + "the band, %d slower); sign test, two-sided: p = %.3f%n",
+                        vp.slower,
+                        vp.judged,
+                        vp.outside.size(),
+                        vp.slowerOutside,
+                        signTest(vp.slower, vp.judged));
             }
-            int baseRuns = (int) runs.stream().map(Run::pair).filter(p -> isBaseline(p, baseline)).distinct().count();
+            int baseRuns = (int) runs.stream()
+                    .map(Run::pair)
+                    .filter(p -> isBaseline(p, baseline))
+                    .distinct()
+                    .count();
             if (baseRuns == 2) {
-                out.printf(Locale.ROOT, "  (a band from two runs: a tool no different from perftest lands outside it in "
-                        + "about 1 row of 3 (exactly 1/3 for normal noise, less where the %d%% floor applies), "
-                        + "so ~%.1f of these %d rows are expected outside by chance alone)%n",
-                        Math.round(100 * NOISE_FLOOR), vp.judged * TWO_RUN_FALSE_ALARM, vp.judged);
+                out.printf(
+                        Locale.ROOT,
+                        "  (a band from two runs: a tool no different from perftest lands outside it in "
+                                + "about 1 row of 3 (exactly 1/3 for normal noise, less where the %d%% floor applies), "
+                                + "so ~%.1f of these %d rows are expected outside by chance alone)%n",
+                        Math.round(100 * NOISE_FLOOR),
+                        vp.judged * TWO_RUN_FALSE_ALARM,
+                        vp.judged);
             }
         }
 
@@ -456,17 +525,36 @@ public final class PerfCompare {
             if (ctl.judged == 0) {
                 return;
             }
-            out.printf(Locale.ROOT, "The control (%s.ctl, perftest against itself judged by the same rule): %d of %d rows "
-                    + "within%s%n", baseline, ctl.within(), ctl.judged, ctl.outsideList());
-            out.printf(Locale.ROOT, "  the control: slower than perftest's mean in %d of %d rows (of the %d outside, %d slower)%n",
-                    ctl.slower, ctl.judged, ctl.outside.size(), ctl.slowerOutside);
+            out.printf(
+                    Locale.ROOT,
+                    "The control (%s.ctl, perftest against itself judged by the same rule): %d of %d rows "
+                            + "within%s%n",
+                    baseline,
+                    ctl.within(),
+                    ctl.judged,
+                    ctl.outsideList());
+            out.printf(
+                    Locale.ROOT,
+                    "  the control: slower than perftest's mean in %d of %d rows (of the %d outside, %d slower)%n",
+                    ctl.slower,
+                    ctl.judged,
+                    ctl.outside.size(),
+                    ctl.slowerOutside);
             if (vp.judged > 0) {
                 double p = fisherAtLeast(vp.outside.size(), vp.judged, ctl.outside.size(), ctl.judged);
-                out.printf(Locale.ROOT, "Outside the band: verbs-perf %d of %d rows (%.0f%%), the control %d of %d (%.0f%%); "
-                        + "one-sided Fisher exact test of the two shares: p = %.3f (%s)%n", vp.outside.size(), vp.judged,
-                        100.0 * vp.outside.size() / vp.judged, ctl.outside.size(), ctl.judged,
-                        100.0 * ctl.outside.size() / ctl.judged, p,
-                        p < 0.05 ? "verbs-perf lands outside perftest's noise more often than perftest itself does"
+                out.printf(
+                        Locale.ROOT,
+                        "Outside the band: verbs-perf %d of %d rows (%.0f%%), the control %d of %d (%.0f%%); "
+                                + "one-sided Fisher exact test of the two shares: p = %.3f (%s)%n",
+                        vp.outside.size(),
+                        vp.judged,
+                        100.0 * vp.outside.size() / vp.judged,
+                        ctl.outside.size(),
+                        ctl.judged,
+                        100.0 * ctl.outside.size() / ctl.judged,
+                        p,
+                        p < 0.05
+                                ? "verbs-perf lands outside perftest's noise more often than perftest itself does"
                                 : "no evidence that verbs-perf lands outside it more often than perftest itself does");
             }
         }
@@ -481,7 +569,8 @@ public final class PerfCompare {
             byTest.computeIfAbsent(r.test(), k -> new ArrayList<>()).add(r);
         }
         for (List<Run> test : byTest.values()) {
-            List<Run> base = test.stream().filter(r -> isBaseline(r.pair(), baseline)).toList();
+            List<Run> base =
+                    test.stream().filter(r -> isBaseline(r.pair(), baseline)).toList();
             if (!base.isEmpty()) {
                 pairTest(test, base, baseline, base.getFirst().output().bandwidth() ? bw : lat);
             }
@@ -506,9 +595,14 @@ public final class PerfCompare {
      * baseline's own run of that k alone (not the mean it is part of).
      */
     private static void pairTest(List<Run> test, List<Run> base, String baseline, Map<String, List<Double>> into) {
-        Run own = base.stream().filter(r -> r.pair().equals(baseline)).findFirst().orElse(null);
+        Run own =
+                base.stream().filter(r -> r.pair().equals(baseline)).findFirst().orElse(null);
         for (long size : base.getFirst().output().all().keySet()) {
-            int repeats = base.stream().mapToInt(b -> b.output().all().getOrDefault(size, List.of()).size()).max().orElse(0);
+            int repeats = base.stream()
+                    .mapToInt(
+                            b -> b.output().all().getOrDefault(size, List.of()).size())
+                    .max()
+                    .orElse(0);
             for (int k = 0; k < repeats; k++) {
                 List<Double> baseLogs = new ArrayList<>();
                 for (Run b : base) {
@@ -529,7 +623,8 @@ public final class PerfCompare {
                     boolean repeat = isBaseline(r.pair(), baseline);
                     double against = !repeat ? b0 : own != null ? logSpeed(own, size, k) : Double.NaN;
                     if (!Double.isNaN(against)) {
-                        into.computeIfAbsent(repeat ? r.pair() + " against " + baseline : r.pair(), x -> new ArrayList<>())
+                        into.computeIfAbsent(
+                                        repeat ? r.pair() + " against " + baseline : r.pair(), x -> new ArrayList<>())
                                 .add(v - against);
                     }
                 }
@@ -556,13 +651,22 @@ public final class PerfCompare {
             return;
         }
         out.println();
-        out.printf("Paired by run (every run, not only the best: each against the mean of perftest's own runs (%s, "
-                + "%s.N) of the same repeat, a repeat of %s against %s's run alone; the geometric mean of the speed "
-                + "ratios, >1 = faster, bandwidth: BW average, latency: 1 / t_typical; 95%% interval from their spread):%n",
+        out.printf(
+                "Paired by run (every run, not only the best: each against the mean of perftest's own runs (%s, "
+                        + "%s.N) of the same repeat, a repeat of %s against %s's run alone; the geometric mean of the speed "
+                        + "ratios, >1 = faster, bandwidth: BW average, latency: 1 / t_typical; 95%% interval from their spread):%n",
                 baseline, baseline, baseline, baseline);
         for (Paired p : all) {
-            out.printf(Locale.ROOT, "  %-22s %-9s %.3f (%.3f..%.3f, %d runs)%s%n", p.pair(), p.bandwidth() ? "bandwidth"
-                    : "latency", p.ratio(), p.lo(), p.hi(), p.n(), p.hi() < 1 ? "  slower" : p.lo() > 1 ? "  faster" : "");
+            out.printf(
+                    Locale.ROOT,
+                    "  %-22s %-9s %.3f (%.3f..%.3f, %d runs)%s%n",
+                    p.pair(),
+                    p.bandwidth() ? "bandwidth" : "latency",
+                    p.ratio(),
+                    p.lo(),
+                    p.hi(),
+                    p.n(),
+                    p.hi() < 1 ? "  slower" : p.lo() > 1 ? "  faster" : "");
         }
     }
 

@@ -17,8 +17,8 @@ import java.util.Map;
  *               latency: size, iterations, t_min, t_max, t_typical, t_avg, t_stdev, 99%, 99.9%)
  * @param all    size -> every row of that size, in the order printed
  */
-public record PerfOutput(Map<String, String> params, Map<Long, double[]> rows, Map<Long, List<double[]>> all,
-                         boolean bandwidth) {
+public record PerfOutput(
+        Map<String, String> params, Map<Long, double[]> rows, Map<Long, List<double[]>> all, boolean bandwidth) {
 
     /** Parses a run's stdout; rows come after a " #bytes" header line. */
     public static PerfOutput parse(String text) {
@@ -45,7 +45,10 @@ public record PerfOutput(Map<String, String> params, Map<Long, double[]> rows, M
                 continue;
             }
             int colon = l.indexOf(':');
-            if (colon > 0 && !l.startsWith("local address") && !l.startsWith("remote address") && !l.startsWith("GID")) {
+            if (colon > 0
+                    && !l.startsWith("local address")
+                    && !l.startsWith("remote address")
+                    && !l.startsWith("GID")) {
                 // perftest prints two "key : value" pairs per line, separated by tabs
                 for (String part : line.split("\t+")) {
                     int c = part.indexOf(':');

@@ -29,16 +29,31 @@ class PerfCompareTest {
     void ratioTableJsonCheckAndPlots(@TempDir Path dir) throws Exception {
         ByteArrayOutputStream pt = new ByteArrayOutputStream();
         PerfReporter ptRep = new PerfReporter(new PrintStream(pt, true, StandardCharsets.UTF_8));
-        Files.writeString(dir.resolve("pt-pt__write_bw.out"), " TX depth        : 128\n" + run(ptRep, pt,
-                new BwReport(4096, 5000, 110, 100, 0.0256), new BwReport(65536, 5000, 220, 200, 0.0032)));
+        Files.writeString(
+                dir.resolve("pt-pt__write_bw.out"),
+                " TX depth        : 128\n"
+                        + run(
+                                ptRep,
+                                pt,
+                                new BwReport(4096, 5000, 110, 100, 0.0256),
+                                new BwReport(65536, 5000, 220, 200, 0.0032)));
         ByteArrayOutputStream vp = new ByteArrayOutputStream();
         PerfReporter vpRep = new PerfReporter(new PrintStream(vp, true, StandardCharsets.UTF_8));
         vpRep.testInfo().put("test", "RDMA_Write_BW_Test");
-        Files.writeString(dir.resolve("vp-vp__write_bw.out"), " TX depth        : 128\n" + run(vpRep, vp,
-                new BwReport(4096, 5000, 110, 97, 0.0248), new BwReport(65536, 5000, 220, 210, 0.00336)));
+        Files.writeString(
+                dir.resolve("vp-vp__write_bw.out"),
+                " TX depth        : 128\n"
+                        + run(
+                                vpRep,
+                                vp,
+                                new BwReport(4096, 5000, 110, 97, 0.0248),
+                                new BwReport(65536, 5000, 220, 210, 0.00336)));
         vpRep.writeJson(dir.resolve("vp-vp__write_bw__all.json"));
         ByteArrayOutputStream report = new ByteArrayOutputStream();
-        int rc = PerfCompare.run(new String[] {dir.toString(), "--json", "--png", dir.resolve("img").toString()},
+        int rc = PerfCompare.run(
+                new String[] {
+                    dir.toString(), "--json", "--png", dir.resolve("img").toString()
+                },
                 new PrintStream(report, true, StandardCharsets.UTF_8));
         String text = report.toString(StandardCharsets.UTF_8);
         assertEquals(0, rc, text);
@@ -49,11 +64,14 @@ class PerfCompareTest {
         assertTrue(Files.size(dir.resolve("img/perf-bw.png")) > 1000);
 
         // a JSON report that disagrees with the printed row fails the check
-        Files.writeString(dir.resolve("vp-vp__write_bw__all.json"),
+        Files.writeString(
+                dir.resolve("vp-vp__write_bw__all.json"),
                 "{\"test_info\":{\"test\":\"x\"},\"results\":[{\"MsgSize\":4096,\"BW_average\":55.0}]}");
         ByteArrayOutputStream again = new ByteArrayOutputStream();
-        assertEquals(1, PerfCompare.run(new String[] {dir.toString(), "--json"},
-                new PrintStream(again, true, StandardCharsets.UTF_8)));
+        assertEquals(
+                1,
+                PerfCompare.run(
+                        new String[] {dir.toString(), "--json"}, new PrintStream(again, true, StandardCharsets.UTF_8)));
         assertTrue(again.toString(StandardCharsets.UTF_8).contains("FAILED"));
     }
 
@@ -63,15 +81,22 @@ class PerfCompareTest {
         Files.writeString(dir.resolve("conditions.txt"), "warm runs before each measured run: 1\n");
         String text = compare(dir);
         assertTrue(text.contains("warm runs before each measured run: 1"), text);
-        assertTrue(text.matches("(?s).*write_bw\\s+vp-pt\\s+4096\\s+102\\.0 MB/s\\s+97\\.000 MB/s\\s+0\\.95"
-                + "\\s+\\S+ Mpps\\s+\\S+ Mpps\\s+\\S+\\s+-6%\\.\\.\\+6%\\s+band \u00b16% wider than the difference: undecided\\n.*"),
+        assertTrue(
+                text.matches(
+                        "(?s).*write_bw\\s+vp-pt\\s+4096\\s+102\\.0 MB/s\\s+97\\.000 MB/s\\s+0\\.95"
+                                + "\\s+\\S+ Mpps\\s+\\S+ Mpps\\s+\\S+\\s+-6%\\.\\.\\+6%\\s+band \u00b16% wider than the difference: undecided\\n.*"),
                 text);
-        assertTrue(text.matches("(?s).*write_bw\\s+vp-pt\\s+65536\\s+.*-3%\\.\\.\\+3%\\s+slower \\(outside the band\\)\\n.*"), text);
+        assertTrue(
+                text.matches(
+                        "(?s).*write_bw\\s+vp-pt\\s+65536\\s+.*-3%\\.\\.\\+3%\\s+slower \\(outside the band\\)\\n.*"),
+                text);
         assertTrue(text.matches("(?s).*write_bw\\s+pt-vp\\s+4096\\s+.*\\s+faster \\(outside the band\\)\\n.*"), text);
         assertTrue(text.matches("(?s).*write_bw\\s+pt-vp\\s+65536\\s+.*\\s+same within \u00b13%\\n.*"), text);
         assertTrue(text.matches("(?s).*write_bw\\s+pt-pt\\.2\\s+4096\\s+.*\\(base\\)\\n.*"), text);
-        assertTrue(text.contains("Within perftest's own noise: 2 of 4 rows; outside: write_bw pt-vp 4096 (1.07), "
-                + "write_bw vp-pt 65536 (0.95)"), text);
+        assertTrue(
+                text.contains("Within perftest's own noise: 2 of 4 rows; outside: write_bw pt-vp 4096 (1.07), "
+                        + "write_bw vp-pt 65536 (0.95)"),
+                text);
     }
 
     /** perftest twice (its band) and verbs-perf both ways: two of verbs-perf's four rows inside the band. */
@@ -98,22 +123,39 @@ class PerfCompareTest {
     void theControlIsJudgedByTheSameRuleAndCountedApart(@TempDir Path dir) throws Exception {
         writeBandAndVerbsPerf(dir); // the band as above: [96, 108] at 4 KiB, [194, 206] at 64 KiB
         // the control is not part of the band (else 64 KiB's band would widen to take in 180): 1 of 2 outside
-        write(dir, "pt-pt.ctl", new BwReport(4096, 5000, 110, 101, 0.0258), new BwReport(65536, 5000, 220, 180, 0.0029));
+        write(
+                dir,
+                "pt-pt.ctl",
+                new BwReport(4096, 5000, 110, 101, 0.0258),
+                new BwReport(65536, 5000, 220, 180, 0.0029));
         String text = compare(dir);
         // the base stays the mean of pt-pt and pt-pt.2: 102 and 200
-        assertTrue(text.matches("(?s).*write_bw\\s+pt-pt\\.ctl\\s+65536\\s+200\\.0 MB/s\\s+180\\.0 MB/s\\s+0\\.90"
-                + ".*-3%\\.\\.\\+3%\\s+slower \\(outside the band\\)\\n.*"), text);
+        assertTrue(
+                text.matches("(?s).*write_bw\\s+pt-pt\\.ctl\\s+65536\\s+200\\.0 MB/s\\s+180\\.0 MB/s\\s+0\\.90"
+                        + ".*-3%\\.\\.\\+3%\\s+slower \\(outside the band\\)\\n.*"),
+                text);
         assertTrue(text.matches("(?s).*write_bw\\s+pt-pt\\.ctl\\s+4096\\s+102\\.0 MB/s.*\\s+undecided\\n.*"), text);
-        assertTrue(text.contains("Within perftest's own noise: 2 of 4 rows; outside: write_bw pt-vp 4096 (1.07), "
-                + "write_bw vp-pt 65536 (0.95)"), text);
+        assertTrue(
+                text.contains("Within perftest's own noise: 2 of 4 rows; outside: write_bw pt-vp 4096 (1.07), "
+                        + "write_bw vp-pt 65536 (0.95)"),
+                text);
         assertTrue(text.contains("~1.3 of these 4 rows are expected outside by chance alone"), text);
-        assertTrue(text.contains("Direction: verbs-perf slower than perftest's mean in 2 of 4 rows (of the 2 outside the band, "
-                + "1 slower); sign test, two-sided: p = 1.000"), text);
-        assertTrue(text.contains("the control: slower than perftest's mean in 2 of 2 rows (of the 1 outside, 1 slower)"), text);
-        assertTrue(text.contains("The control (pt-pt.ctl, perftest against itself judged by the same rule): 1 of 2 rows "
-                + "within; outside: write_bw pt-pt.ctl 65536 (0.90)"), text);
-        assertTrue(text.contains("Outside the band: verbs-perf 2 of 4 rows (50%), the control 1 of 2 (50%); "
-                + "one-sided Fisher exact test of the two shares: p = 0.800 (no evidence"), text);
+        assertTrue(
+                text.contains(
+                        "Direction: verbs-perf slower than perftest's mean in 2 of 4 rows (of the 2 outside the band, "
+                                + "1 slower); sign test, two-sided: p = 1.000"),
+                text);
+        assertTrue(
+                text.contains("the control: slower than perftest's mean in 2 of 2 rows (of the 1 outside, 1 slower)"),
+                text);
+        assertTrue(
+                text.contains("The control (pt-pt.ctl, perftest against itself judged by the same rule): 1 of 2 rows "
+                        + "within; outside: write_bw pt-pt.ctl 65536 (0.90)"),
+                text);
+        assertTrue(
+                text.contains("Outside the band: verbs-perf 2 of 4 rows (50%), the control 1 of 2 (50%); "
+                        + "one-sided Fisher exact test of the two shares: p = 0.800 (no evidence"),
+                text);
     }
 
     @Test
@@ -156,22 +198,31 @@ class PerfCompareTest {
         ByteArrayOutputStream vp = new ByteArrayOutputStream();
         PerfReporter vpRep = new PerfReporter(new PrintStream(vp, true, StandardCharsets.UTF_8));
         vpRep.testInfo().put("test", "RDMA_Write_BW_Test");
-        Files.writeString(dir.resolve("vp-pt__write_bw.out"), " TX depth        : 128\n" + run(vpRep, vp,
-                new BwReport(4096, 5000, 80, 60, 0.0154), new BwReport(4096, 5000, 110, 99, 0.0253)));
+        Files.writeString(
+                dir.resolve("vp-pt__write_bw.out"),
+                " TX depth        : 128\n"
+                        + run(
+                                vpRep,
+                                vp,
+                                new BwReport(4096, 5000, 80, 60, 0.0154),
+                                new BwReport(4096, 5000, 110, 99, 0.0253)));
         vpRep.writeJson(dir.resolve("vp-pt__write_bw__4096.r2.json")); // holds both rows; each must match one
         PerfOutput parsed = PerfOutput.parse(Files.readString(dir.resolve("vp-pt__write_bw.out")));
         assertEquals(2, parsed.repeats());
         assertEquals(2, parsed.all().get(4096L).size());
         assertEquals(99.0, PerfOutput.bwAverage(parsed.rows().get(4096L)), 1e-9);
         ByteArrayOutputStream report = new ByteArrayOutputStream();
-        int rc = PerfCompare.run(new String[] {dir.toString(), "--json"}, new PrintStream(report, true, StandardCharsets.UTF_8));
+        int rc = PerfCompare.run(
+                new String[] {dir.toString(), "--json"}, new PrintStream(report, true, StandardCharsets.UTF_8));
         String text = report.toString(StandardCharsets.UTF_8);
         assertEquals(0, rc, text);
         assertTrue(text.contains("2 results parsed back, all match"), text);
         assertTrue(text.contains("up to 2 times"), text);
         // base: perftest's bests 100 and 104 -> mean 102, band [96, 108] (widened by the range 4)
-        assertTrue(text.matches("(?s).*write_bw\\s+vp-pt\\s+4096\\s+102\\.0 MB/s\\s+99\\.000 MB/s\\s+0\\.97"
-                + "\\s+\\S+ Mpps\\s+\\S+ Mpps\\s+\\S+\\s+-6%\\.\\.\\+6%\\s+band \u00b16% wider than the difference: undecided\\n.*"),
+        assertTrue(
+                text.matches(
+                        "(?s).*write_bw\\s+vp-pt\\s+4096\\s+102\\.0 MB/s\\s+99\\.000 MB/s\\s+0\\.97"
+                                + "\\s+\\S+ Mpps\\s+\\S+ Mpps\\s+\\S+\\s+-6%\\.\\.\\+6%\\s+band \u00b16% wider than the difference: undecided\\n.*"),
                 text);
 
         // a latency run keeps its lowest t_typical; a run perftest could not report (inf) is never the best
@@ -206,15 +257,22 @@ class PerfCompareTest {
         write(dir, "pt-pt.2", ptB);
         write(dir, "vp-pt", vpPt);
         write(dir, "pt-vp", ptVp);
-        write(dir, "pt-pt.ctl", ptVp); // the control, as fast as perftest's mean: paired like a candidate, not as a repeat
+        write(
+                dir,
+                "pt-pt.ctl",
+                ptVp); // the control, as fast as perftest's mean: paired like a candidate, not as a repeat
         ByteArrayOutputStream report = new ByteArrayOutputStream();
         int rc = PerfCompare.run(new String[] {dir.toString()}, new PrintStream(report, true, StandardCharsets.UTF_8));
         String text = report.toString(StandardCharsets.UTF_8);
         assertEquals(0, rc, text);
         // the best rows (200 against 200 x 0.9) are judged one by one; the pairing sees the 10% in every repeat
-        assertTrue(text.matches("(?s).*\\n  vp-pt\\s+bandwidth 0\\.900 \\(0\\.900\\.\\.0\\.900, 4 runs\\)  slower\\n.*"), text);
+        assertTrue(
+                text.matches("(?s).*\\n  vp-pt\\s+bandwidth 0\\.900 \\(0\\.900\\.\\.0\\.900, 4 runs\\)  slower\\n.*"),
+                text);
         assertTrue(text.matches("(?s).*\\n  pt-vp\\s+bandwidth 1\\.000 \\(1\\.000\\.\\.1\\.000, 4 runs\\)\\n.*"), text);
-        assertTrue(text.matches("(?s).*\\n  pt-pt\\.ctl\\s+bandwidth 1\\.000 \\(1\\.000\\.\\.1\\.000, 4 runs\\)\\n.*"), text);
+        assertTrue(
+                text.matches("(?s).*\\n  pt-pt\\.ctl\\s+bandwidth 1\\.000 \\(1\\.000\\.\\.1\\.000, 4 runs\\)\\n.*"),
+                text);
         assertTrue(!text.contains("pt-pt.ctl against"), text);
         // perftest's repeat against perftest's own run of the same repeat: 1.05 / 0.95 each time
         assertTrue(text.matches("(?s).*\\n  pt-pt\\.2 against pt-pt\\s+bandwidth 1\\.105 .*"), text);
@@ -237,22 +295,33 @@ class PerfCompareTest {
         assertEquals(5, p.getFirst().n());
         double gm = 1 / (1.25 * Math.pow(1.0 * 1.1 * 0.9 * 1.05 * 0.95, 1 / 5.0));
         assertEquals(gm, p.getFirst().ratio(), 1e-9);
-        assertTrue(p.getFirst().lo() < gm && gm < p.getFirst().hi() && p.getFirst().hi() < 1.0, p.toString());
+        assertTrue(
+                p.getFirst().lo() < gm && gm < p.getFirst().hi() && p.getFirst().hi() < 1.0, p.toString());
         // fewer than three runs: no estimate
-        assertEquals(List.of(), PerfCompare.paired(List.of(lat.get(0), new PerfCompare.Run("vp-pt", "write_lat",
-                PerfOutput.parse(LAT_HEADER + latRow(12) + latRow(13)))), "pt-pt"));
+        assertEquals(
+                List.of(),
+                PerfCompare.paired(
+                        List.of(
+                                lat.get(0),
+                                new PerfCompare.Run(
+                                        "vp-pt", "write_lat", PerfOutput.parse(LAT_HEADER + latRow(12) + latRow(13)))),
+                        "pt-pt"));
         // Student's t: 12.706 at 1 degree of freedom is beyond the expansion; 3.182 at 3, 2.262 at 9, 2.042 at 30
         assertEquals(3.182, CompareStats.tQuantile975(3), 0.03);
         assertEquals(2.262, CompareStats.tQuantile975(9), 0.005);
         assertEquals(2.042, CompareStats.tQuantile975(30), 0.002);
     }
 
-    private static final String LAT_HEADER = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
-            + "    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n";
+    private static final String LAT_HEADER =
+            " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
+                    + "    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n";
 
     private static String latRow(double typical) {
-        return String.format(java.util.Locale.ROOT, " 2       200          1.0          90.0      %.4f  %.4f  1.0  30.0  40.0%n",
-                typical, typical);
+        return String.format(
+                java.util.Locale.ROOT,
+                " 2       200          1.0          90.0      %.4f  %.4f  1.0  30.0  40.0%n",
+                typical,
+                typical);
     }
 
     @Test

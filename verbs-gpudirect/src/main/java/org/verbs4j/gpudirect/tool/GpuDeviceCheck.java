@@ -22,8 +22,7 @@ import org.verbs4j.gpudirect.GpuMemory;
  * <p>Arguments: {@code [bytes]} (default 1 GiB) and {@code [repetitions]} of the timed copy (default 5).
  */
 public final class GpuDeviceCheck {
-    private GpuDeviceCheck() {
-    }
+    private GpuDeviceCheck() {}
 
     public static void main(String[] args) {
         long bytes = args.length > 0 ? Long.parseLong(args[0]) : 1L << 30;
@@ -53,8 +52,10 @@ public final class GpuDeviceCheck {
         GpuDevice gpu = cuda.device(0);
         out.println("GPU 0: " + gpu);
         boolean ok = true;
-        try (Arena host = Arena.ofShared(); GpuMemory mem = GpuMemory.allocate(cuda, 0, bytes)) {
-            out.printf("allocated %d MiB at 0x%x (cuMemAlloc_v2, SYNC_MEMOPS set)%n", mem.byteSize() >> 20, mem.address());
+        try (Arena host = Arena.ofShared();
+                GpuMemory mem = GpuMemory.allocate(cuda, 0, bytes)) {
+            out.printf(
+                    "allocated %d MiB at 0x%x (cuMemAlloc_v2, SYNC_MEMOPS set)%n", mem.byteSize() >> 20, mem.address());
             MemorySegment src = host.allocate(bytes, GpuMemory.hostPageSize());
             MemorySegment dst = host.allocate(bytes, GpuMemory.hostPageSize());
             for (long i = 0; i < bytes; i += 8) {
@@ -63,28 +64,31 @@ public final class GpuDeviceCheck {
             mem.copyFromHost(src, 0);
             mem.copyToHost(0, dst);
             long mismatch = src.mismatch(dst);
-            out.println("host -> device -> host of " + (bytes >> 20) + " MiB: " + (mismatch == -1 ? "identical"
-                    : "MISMATCH at byte " + mismatch));
+            out.println("host -> device -> host of " + (bytes >> 20) + " MiB: "
+                    + (mismatch == -1 ? "identical" : "MISMATCH at byte " + mismatch));
             ok &= mismatch == -1;
 
             double[] gbs = new double[reps];
             for (int r = 0; r < reps; r++) {
                 long t0 = System.nanoTime();
-                mem.copyFromHost(src, 0);             // cuMemcpyHtoD is synchronous for pageable memory
+                mem.copyFromHost(src, 0); // cuMemcpyHtoD is synchronous for pageable memory
                 long ns = System.nanoTime() - t0;
-                gbs[r] = bytes / (double) ns;         // bytes per ns = GB/s
+                gbs[r] = bytes / (double) ns; // bytes per ns = GB/s
             }
             double[] sorted = gbs.clone();
             Arrays.sort(sorted);
-            out.printf("binding: 1 GiB host->device (pageable, cuMemcpyHtoD_v2), %d runs: median %.2f GB/s, best %.2f GB/s%n",
+            out.printf(
+                    "binding: 1 GiB host->device (pageable, cuMemcpyHtoD_v2), %d runs: median %.2f GB/s, best %.2f GB/s%n",
                     reps, sorted[reps / 2], sorted[reps - 1]);
             out.printf("BINDING_HTOD_GBPS=%.3f%n", sorted[reps / 2]);
 
             try (DmaBuf d = mem.exportDmaBuf()) {
                 out.println("dma-buf export: " + d);
             } catch (VerbsException e) {
-                out.println("dma-buf export failed: " + e.getMessage() + (gpu.dmaBufSupported()
-                        ? " (the GPU reports dma-buf support: this is a failure)" : " (the GPU reports no dma-buf support)"));
+                out.println("dma-buf export failed: " + e.getMessage()
+                        + (gpu.dmaBufSupported()
+                                ? " (the GPU reports dma-buf support: this is a failure)"
+                                : " (the GPU reports no dma-buf support)"));
                 ok &= !gpu.dmaBufSupported() || isSandboxed();
             }
         } catch (VerbsException e) {
