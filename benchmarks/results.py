@@ -11,10 +11,10 @@ Inputs, each optional (a missing one gives a section that names the command that
     --jmh FILE    JMH's JSON (-rf json) of benchmarks/jmh-overhead.sh
                   (default benchmarks/target/jmh-overhead.json)
     --gate FILE   the instruction-count gate's result (default target/insn-gate/result.json):
-                  {date, machine, command, rows: [{test, vp_insns_per_op, pt_insns_per_op, ratio,
-                  baseline, verdict}]}
+                  {date, machine, command, rows: [{test, size, verbs_perf, perftest, ratio,
+                  baseline_verbs_perf, baseline_ratio, verdict}]}
     --noise DIR   the output folder of the noise pass (default target/perf-noise): compare.txt (the
-                  report of `verbs-perf compare DIR`) and conditions.txt (written by
+                  report of `PerfCompare DIR`, kept by perftest-compare.sh) and conditions.txt (written by
                   perftest-compare.sh)
 
 Date, machine and command of the JMH run and of the noise pass come from a stamp beside them
@@ -37,9 +37,7 @@ DEFAULT_NOISE = "target/perf-noise"
 
 JMH_COMMAND = "WI=4 I=6 W=1s R=1s benchmarks/jmh-overhead.sh --build"
 GATE_COMMAND = "benchmarks/insn-gate.sh"
-NOISE_COMMAND = ("benchmarks/perftest-compare.sh --guest --pairs 'pt-pt vp-pt pt-pt.ctl pt-vp pt-pt.2' "
-                 "--bw-sizes '4096 65536' --lat-sizes '2 4096' --lat-iters 20000 --bw-extra '-D 4 -f 1' --extra -F "
-                 "--warm-runs 1 --repeats 2 --timeout 60 --interleave --out " + DEFAULT_NOISE)
+NOISE_COMMAND = "benchmarks/noise-pass.sh"
 
 CK, UN = "PostPollBenchmark", "PostPollUncheckedBenchmark"
 FC, FU = "PostPollConfinedBenchmark", "PostPollConfinedUncheckedBenchmark"
@@ -103,11 +101,18 @@ def shown(path):
         return str(path)
 
 
+def machine_text(m):
+    """A machine as one line: a stamp's string as it is, the gate's record as 'key value' pairs."""
+    if isinstance(m, dict):
+        return ", ".join("%s %s" % (k, v) for k, v in m.items())
+    return str(m)
+
+
 def provenance(meta, source):
     """The 'where from' lines of a section."""
     return [
         "- date: %s" % meta.get("date", "not recorded"),
-        "- machine: %s" % meta.get("machine", "not recorded"),
+        "- machine: %s" % machine_text(meta.get("machine", "not recorded")),
         "- command: `%s`" % meta["command"] if meta.get("command") else "- command: not recorded",
         "- source: `%s`" % shown(source),
     ]
@@ -207,12 +212,13 @@ def gate_section(path):
         "boot; the gate fails when verbs-perf's count or its ratio to perftest grows past the committed "
         "baseline.",
         "",
-        "| test | verbs-perf insns/op | perftest insns/op | ratio | baseline | verdict |",
-        "|---|---|---|---|---|---|",
+        "| test | verbs-perf insns/op | perftest insns/op | ratio | baseline insns/op | baseline ratio | verdict |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        out.append("| %s |" % " | ".join(cell(r.get(k)) for k in
-                                          ("test", "vp_insns_per_op", "pt_insns_per_op", "ratio", "baseline", "verdict")))
+        test = "%s %s B" % (r.get("test"), r["size"]) if r.get("size") is not None else r.get("test")
+        out.append("| %s |" % " | ".join([cell(test)] + [cell(r.get(k)) for k in
+                   ("verbs_perf", "perftest", "ratio", "baseline_verbs_perf", "baseline_ratio", "verdict")]))
     return out
 
 

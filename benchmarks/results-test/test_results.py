@@ -27,7 +27,7 @@ class Absent(unittest.TestCase):
         text = render()
         self.assertIn("Not yet measured on this machine: run `WI=4 I=6 W=1s R=1s benchmarks/jmh-overhead.sh --build`", text)
         self.assertIn("Not yet measured on this machine: run `benchmarks/insn-gate.sh`", text)
-        self.assertIn("Not yet measured on this machine: run `benchmarks/perftest-compare.sh --guest --pairs", text)
+        self.assertIn("Not yet measured on this machine: run `benchmarks/noise-pass.sh`", text)
         self.assertNotIn("|", text, "no table without a result file")
 
     def test_a_pass_without_its_report_says_how_to_make_it(self):
@@ -72,8 +72,9 @@ class Gate(unittest.TestCase):
         text = render(gate="insn-gate.json")
         self.assertIn("- date: 2026-01-02 04:05 UTC", text)
         self.assertIn("- command: `benchmarks/insn-gate.sh`", text)
-        self.assertIn("| write_lat 2 B | 1150 | 310 | 3.710 | vp_insns_per_op 1140, ratio 3.700 | ok |", text)
-        self.assertIn("| write_bw 4 KiB | 570 | 290 | 1.966 | 1.950 | FAIL: ratio 1.97 > 1.95 x 1.03 |", text)
+        self.assertIn("- machine: host sample, cpu Sample CPU, cpus 2, kernel 6.1.0, qemu QEMU emulator version 7.2", text)
+        self.assertIn("| write_lat 2 B | 1150 | 310 | 3.710 | 1140 | 3.700 | ok (verbs-perf +0.9%) |", text)
+        self.assertIn("| write_bw 2 B | 990 | 358 | 2.765 | 698 | 1.950 | FAIL: verbs-perf +41.8%, ratio +41.8% |", text)
 
 
 class Noise(unittest.TestCase):
