@@ -23,7 +23,7 @@ CHECK_NAME=cleanup-test
 . "$ROOT/.ci/checks.sh"
 leftovers() { # prints what of perftest-compare.sh's still runs (nothing: none)
     local p
-    pgrep -a -f 'org\.verbs4j\.bench\.VerbsPerf' || true
+    pgrep -a -f 'org\.verbs4j\.perf\.VerbsPerf' || true
     pgrep -a -f '(^|[ /])ib_(write|send|read|atomic)_(bw|lat)( |$)' || true
     pgrep -a -x timeout || true
     for p in /proc/[0-9]*; do
@@ -33,7 +33,7 @@ leftovers() { # prints what of perftest-compare.sh's still runs (nothing: none)
 }
 stopped_jvm() { # a verbs-perf JVM in state T
     local p
-    for p in $(pgrep -f 'org\.verbs4j\.bench\.VerbsPerf'); do
+    for p in $(pgrep -f 'org\.verbs4j\.perf\.VerbsPerf'); do
         [[ "$(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null)" != T ]] || return 0
     done
     return 1
