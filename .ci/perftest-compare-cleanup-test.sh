@@ -8,7 +8,7 @@
 #
 #   .ci/perftest-compare-cleanup-test.sh    (in a Soft-RoCE guest, or on a host with an RDMA
 #                                            device and nothing else of perftest's running;
-#                                            .ci/run's perf tier runs it in its guest; ~2 min)
+#                                            .ci/run's perf-modes tier runs it in its guest; ~2 min)
 #
 # Exit status: 0 when both rounds leave nothing; 1 otherwise. Logs in target/perf-tier-cleanup/.
 # PERFTEST_COMPARE (default benchmarks/perftest-compare.sh): the script under test, e.g. an older

@@ -12,8 +12,21 @@
 #       TEST_DIRS  the snapshot test-classes folders
 #       CP         the whole class path (OWN first, then the de-duplicated dependencies)
 #     and writes CP, one entry a line, to WORK/classpath.txt. Returns non-zero on failure.
+#     Callers in one work tree take turns (a lock on target/.test-classpath.lock): Maven and the
+#     per-module target/guest-tier-classpath.txt files are shared (.ci/run runs tiers side by side).
 
 build_test_classpath() {
+    mkdir -p "$1/target"
+    local lock_fd
+    exec {lock_fd}>"$1/target/.test-classpath.lock"
+    flock "$lock_fd"
+    local rc=0
+    build_test_classpath_locked "$@" || rc=$?
+    exec {lock_fd}>&-
+    return $rc
+}
+
+build_test_classpath_locked() {
     local ROOT="$1" WORK="$2"
     shift 2
     local MVN=("$@")
