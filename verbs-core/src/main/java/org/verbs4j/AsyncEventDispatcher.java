@@ -236,7 +236,7 @@ final class AsyncEventDispatcher {
      */
     Optional<AsyncEvent> next(Duration timeout, java.util.function.Supplier<VerbsException> closedException) {
         ensureStarted();
-        long nanos = Math.max(0, timeout.toNanos());
+        long nanos = Timeouts.nanos(timeout);
         boolean interrupted = false;
         lock.lock();
         try {

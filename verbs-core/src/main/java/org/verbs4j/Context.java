@@ -134,22 +134,67 @@ public final class Context extends NativeResource {
 
     /** {@code ibv_query_port} (the full attribute set, through the provider's extended op). */
     public PortAttributes queryPort(int port) {
+        checkPort("ibv_query_port", port);
         pin("ibv_query_port");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(ibv_port_attr.layout());
-            InlineVerbs.queryPort(handle, port, attr);
+            try {
+                InlineVerbs.queryPort(handle, port, attr);
+            } catch (VerbsException e) {
+                throw e.errno() == Errno.EINVAL ? noSuchPort("ibv_query_port", port) : e;
+            }
             return PortAttributes.read(attr);
         } finally {
             unpin();
         }
     }
 
+    /** Ports are numbered from 1 (a {@code uint8_t}): refused before the call. */
+    private void checkPort(String verb, int port) {
+        if (port < 1 || port > 255) {
+            throw noSuchPort(verb, port);
+        }
+    }
+
+    /** The EINVAL of a port query, with the ports the device has (when it can say). */
+    private VerbsException noSuchPort(String verb, int port) {
+        String ports;
+        try {
+            int n = queryDevice().physPortCount();
+            ports = n == 1 ? "it has port 1 only" : "its ports are 1.." + n;
+        } catch (VerbsException e) {
+            ports = "ports are numbered from 1";
+        }
+        return new InvalidRequestException(
+                verb,
+                "port " + port + " does not exist on " + deviceName + " (" + ports + ")",
+                "pass a port number the device has (queryDevice().physPortCount())");
+    }
+
     /** {@code ibv_query_gid}. */
     public Gid queryGid(int port, int index) {
+        checkPort("ibv_query_gid", port);
         pin("ibv_query_gid");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment gid = arena.allocate(Gid.BYTES);
-            LibIbverbs.queryGid(handle, port, index, gid);
+            try {
+                LibIbverbs.queryGid(handle, port, index, gid);
+            } catch (VerbsException e) {
+                if (e.errno() != Errno.EINVAL) {
+                    throw e;
+                }
+                int len;
+                try {
+                    len = queryPort(port).gidTableLength();
+                } catch (VerbsException noPort) {
+                    throw noSuchPort("ibv_query_gid", port);
+                }
+                throw new InvalidRequestException(
+                        "ibv_query_gid",
+                        "GID index " + index + " is not in port " + port + "'s table of " + deviceName
+                                + (index < 0 || index >= len ? " (indexes 0.." + (len - 1) + ")" : " (an empty entry)"),
+                        "pass an index below queryPort(port).gidTableLength(), or list the entries with gidTable(port)");
+            }
             return Gid.read(gid, 0);
         } finally {
             unpin();
@@ -158,6 +203,7 @@ public final class Context extends NativeResource {
 
     /** The populated entries of a port's GID table, with their types ({@code ibv_query_gid_ex}). */
     public List<GidEntry> gidTable(int port) {
+        checkPort("ibv_query_gid_ex", port);
         int len = queryPort(port).gidTableLength();
         List<GidEntry> out = new ArrayList<>();
         pin("ibv_query_gid_ex");
@@ -325,7 +371,10 @@ public final class Context extends NativeResource {
         ensureOpen("ibv_create_cq");
         if (minEntries <= 0) {
             throw VerbsException.create(
-                    "ibv_create_cq", Errno.EINVAL, "minEntries must be positive, not " + minEntries, null);
+                    "ibv_create_cq",
+                    Errno.EINVAL,
+                    "minEntries " + minEntries + " is not positive",
+                    "ask for at least 1 entry (the provider rounds up), at most queryDevice().maxCqe()");
         }
         pinAll("ibv_create_cq", this, channel);
         try {

@@ -75,7 +75,8 @@ public final class ProtectionDomain extends NativeResource {
     /** {@link #allocateMemoryRegion(long, Access...)} with a set of rights. */
     public MemoryRegion allocateMemoryRegion(long size, Set<Access> access) {
         if (size <= 0) {
-            throw new InvalidRequestException("ibv_reg_mr", "the size must be positive: " + size, null);
+            throw new InvalidRequestException(
+                    "ibv_reg_mr", "the size " + size + " is not positive", "allocate at least 1 byte");
         }
         checkAccess("ibv_reg_mr", access);
         pin("ibv_reg_mr");
@@ -91,9 +92,13 @@ public final class ProtectionDomain extends NativeResource {
         MemorySegment memory;
         try {
             memory = owned.allocate(size, LibC.PAGE_SIZE);
-        } catch (OutOfMemoryError e) {
+        } catch (OutOfMemoryError | IllegalArgumentException e) {
             owned.close();
-            throw new VerbsException("ibv_reg_mr", Errno.ENOMEM, "cannot allocate " + size + " bytes", null, e);
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    Errno.ENOMEM,
+                    "no memory for a region of " + size + " bytes",
+                    "allocate a smaller region (the machine's free memory is the limit)");
         }
         try {
             MemorySegment mr = InlineVerbs.regMr(handle, memory.address(), size, Access.mask(access));

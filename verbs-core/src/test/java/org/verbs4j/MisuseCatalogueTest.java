@@ -42,6 +42,7 @@ class MisuseCatalogueTest {
             Class<T> type, String verb, int errno, Executable call, String... says) {
         T e = assertThrows(type, call);
         assertEquals(verb, e.verb(), e.getMessage());
+        UserMessages.check(e);
         assertEquals(errno, e.errno(), e.getMessage());
         assertTrue(e.getMessage().startsWith(verb + " failed: " + Errno.name(errno)), e.getMessage());
         for (String s : says) {
@@ -664,15 +665,36 @@ class MisuseCatalogueTest {
 
         @Test
         void chainsOfNothingAreRefusedAtConstruction() {
-            refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> new SendWorkRequests(0, 1));
-            refused(InvalidRequestException.class, "ibv_post_recv", Errno.EINVAL, () -> new ReceiveWorkRequests(4, 0));
             refused(
                     InvalidRequestException.class,
-                    "ibv_post_send",
+                    "SendWorkRequests",
                     Errno.EINVAL,
-                    () -> new SendWorkRequests(1 << 20, 1 << 10));
-            refused(InvalidRequestException.class, "ibv_poll_cq", Errno.EINVAL, () -> new WorkCompletions(0));
-            refused(InvalidRequestException.class, "ibv_post_send", Errno.EINVAL, () -> new SendWorkRequests(1, 1, -1));
+                    () -> new SendWorkRequests(0, 1),
+                    "capacity 0");
+            refused(
+                    InvalidRequestException.class,
+                    "ReceiveWorkRequests",
+                    Errno.EINVAL,
+                    () -> new ReceiveWorkRequests(4, 0),
+                    "maxSgePerRequest 0");
+            refused(
+                    InvalidRequestException.class,
+                    "SendWorkRequests",
+                    Errno.EINVAL,
+                    () -> new SendWorkRequests(1 << 20, 1 << 10),
+                    "at most 2^26");
+            refused(
+                    InvalidRequestException.class,
+                    "WorkCompletions",
+                    Errno.EINVAL,
+                    () -> new WorkCompletions(0),
+                    "capacity 0");
+            refused(
+                    InvalidRequestException.class,
+                    "SendWorkRequests",
+                    Errno.EINVAL,
+                    () -> new SendWorkRequests(1, 1, -1),
+                    "maxInlinePerRequest -1");
         }
 
         @Test
