@@ -194,10 +194,17 @@ class CloseRacesHostTest {
      * {@link #ROUNDS} rounds of {@code create} from a fresh parent on one thread against the
      * parent's close on another, both released by one barrier.
      */
-    private static <P extends NativeResource, C extends NativeResource> void race(
+    static <P extends NativeResource, C extends NativeResource> void race(
             Supplier<P> parents, Function<P, C> create, Usable<P, C> usable) throws Exception {
+        race(ROUNDS, threads, parents, create, usable);
+    }
+
+    /** {@code rounds} rounds on {@code threads} (two at least). */
+    static <P extends NativeResource, C extends NativeResource> void race(
+            int rounds, ExecutorService threads, Supplier<P> parents, Function<P, C> create, Usable<P, C> usable)
+            throws Exception {
         int closesWon = 0, createsWon = 0;
-        for (int round = 0; round < ROUNDS; round++) {
+        for (int round = 0; round < rounds; round++) {
             P parent = parents.get();
             CyclicBarrier start = new CyclicBarrier(2);
             Future<Object> created = threads.submit(() -> {
@@ -245,6 +252,6 @@ class CloseRacesHostTest {
                 parent.close();
             }
         }
-        assertEquals(ROUNDS, closesWon + createsWon);
+        assertEquals(rounds, closesWon + createsWon);
     }
 }
