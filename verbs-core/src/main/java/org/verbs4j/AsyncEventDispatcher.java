@@ -475,7 +475,7 @@ final class AsyncEventDispatcher {
             case AsyncEvent.DEVICE_FATAL ->
                 new Explanation(
                         Errno.EIO,
-                        name + ": the device failed; every object of its context is unusable",
+                        name + ": the device reported a fatal error; every object of its context is unusable",
                         "close everything created from the context and the context, then open the device again");
             default -> new Explanation(Errno.EIO, name + " (" + e.description() + ")", null);
         };
