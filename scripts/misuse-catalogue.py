@@ -7,6 +7,8 @@ import re, pathlib
 SOURCES = [
     ("host, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/MisuseCatalogueTest.java"),
     ("host, checked", "verbs-core/src/test/java/org/verbs4j/HostMisuseTest.java"),
+    ("host, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/CloseRacesHostTest.java"),
+    ("guest (rxe0)", "verbs-core/src/test/java/org/verbs4j/CloseRacesGuestTest.java"),
     ("guest (rxe0)", "verbs-core/src/test/java/org/verbs4j/MemorySafetyGuestTest.java"),
     ("guest (rxe0)", "verbs-core/src/test/java/org/verbs4j/ResourceCyclesGuestTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolMisuseTest.java"),

@@ -15,7 +15,11 @@ public final class AddressHandle extends NativeResource {
     final long address;
 
     AddressHandle(ProtectionDomain pd, MemorySegment ah, AddressVector vector) {
-        super(pd, "address handle", "ibv_destroy_ah", ah, LibIbverbs::destroyAh, null);
+        this(pd, ah, vector, LibIbverbs::destroyAh);
+    }
+
+    AddressHandle(ProtectionDomain pd, MemorySegment ah, AddressVector vector, Destroyer destroy) {
+        super(pd, "address handle", "ibv_destroy_ah", ah, destroy, null);
         this.vector = vector;
         this.address = ah.address();
     }

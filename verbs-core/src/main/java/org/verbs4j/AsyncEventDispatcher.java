@@ -236,7 +236,7 @@ final class AsyncEventDispatcher {
      */
     Optional<AsyncEvent> next(Duration timeout, java.util.function.Supplier<VerbsException> closedException) {
         ensureStarted();
-        long nanos = Math.max(0, timeout.toNanos());
+        long nanos = Timeouts.nanos(timeout);
         boolean interrupted = false;
         lock.lock();
         try {
@@ -475,7 +475,7 @@ final class AsyncEventDispatcher {
             case AsyncEvent.DEVICE_FATAL ->
                 new Explanation(
                         Errno.EIO,
-                        name + ": the device failed; every object of its context is unusable",
+                        name + ": the device reported a fatal error; every object of its context is unusable",
                         "close everything created from the context and the context, then open the device again");
             default -> new Explanation(Errno.EIO, name + " (" + e.description() + ")", null);
         };

@@ -323,7 +323,7 @@ public final class CompletionQueue extends NativeResource {
      */
     public int poll(WorkCompletions wcs, int min, Duration timeout) {
         checkMin(wcs, min);
-        long deadline = System.nanoTime() + timeout.toNanos();
+        long deadline = System.nanoTime() + Timeouts.nanos(timeout);
         int have = 0;
         wcs.count = 0;
         while (have < min) {

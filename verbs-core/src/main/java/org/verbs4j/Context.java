@@ -112,44 +112,101 @@ public final class Context extends NativeResource {
 
     /** The number of completion vectors (the valid range of a CQ's {@code comp_vector}). */
     public int numCompVectors() {
-        ensureOpen("ibv_context");
-        return handle.get(JAVA_INT, ContextLayout.NUM_COMP_VECTORS);
+        pin("ibv_context");
+        try {
+            return handle.get(JAVA_INT, ContextLayout.NUM_COMP_VECTORS);
+        } finally {
+            unpin();
+        }
     }
 
     /** {@code ibv_query_device}. */
     public DeviceAttributes queryDevice() {
-        ensureOpen("ibv_query_device");
+        pin("ibv_query_device");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(ibv_device_attr.layout());
             LibIbverbs.queryDevice(handle, attr);
             return DeviceAttributes.read(attr);
+        } finally {
+            unpin();
         }
     }
 
     /** {@code ibv_query_port} (the full attribute set, through the provider's extended op). */
     public PortAttributes queryPort(int port) {
-        ensureOpen("ibv_query_port");
+        checkPort("ibv_query_port", port);
+        pin("ibv_query_port");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(ibv_port_attr.layout());
-            InlineVerbs.queryPort(handle, port, attr);
+            try {
+                InlineVerbs.queryPort(handle, port, attr);
+            } catch (VerbsException e) {
+                throw e.errno() == Errno.EINVAL ? noSuchPort("ibv_query_port", port) : e;
+            }
             return PortAttributes.read(attr);
+        } finally {
+            unpin();
         }
+    }
+
+    /** Ports are numbered from 1 (a {@code uint8_t}): refused before the call. */
+    private void checkPort(String verb, int port) {
+        if (port < 1 || port > 255) {
+            throw noSuchPort(verb, port);
+        }
+    }
+
+    /** The EINVAL of a port query, with the ports the device has (when it can say). */
+    private VerbsException noSuchPort(String verb, int port) {
+        String ports;
+        try {
+            int n = queryDevice().physPortCount();
+            ports = n == 1 ? "it has port 1 only" : "its ports are 1.." + n;
+        } catch (VerbsException e) {
+            ports = "ports are numbered from 1";
+        }
+        return new InvalidRequestException(
+                verb,
+                "port " + port + " does not exist on " + deviceName + " (" + ports + ")",
+                "pass a port number the device has (queryDevice().physPortCount())");
     }
 
     /** {@code ibv_query_gid}. */
     public Gid queryGid(int port, int index) {
-        ensureOpen("ibv_query_gid");
+        checkPort("ibv_query_gid", port);
+        pin("ibv_query_gid");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment gid = arena.allocate(Gid.BYTES);
-            LibIbverbs.queryGid(handle, port, index, gid);
+            try {
+                LibIbverbs.queryGid(handle, port, index, gid);
+            } catch (VerbsException e) {
+                if (e.errno() != Errno.EINVAL) {
+                    throw e;
+                }
+                int len;
+                try {
+                    len = queryPort(port).gidTableLength();
+                } catch (VerbsException noPort) {
+                    throw noSuchPort("ibv_query_gid", port);
+                }
+                throw new InvalidRequestException(
+                        "ibv_query_gid",
+                        "GID index " + index + " is not in port " + port + "'s table of " + deviceName
+                                + (index < 0 || index >= len ? " (indexes 0.." + (len - 1) + ")" : " (an empty entry)"),
+                        "pass an index below queryPort(port).gidTableLength(), or list the entries with gidTable(port)");
+            }
             return Gid.read(gid, 0);
+        } finally {
+            unpin();
         }
     }
 
     /** The populated entries of a port's GID table, with their types ({@code ibv_query_gid_ex}). */
     public List<GidEntry> gidTable(int port) {
+        checkPort("ibv_query_gid_ex", port);
         int len = queryPort(port).gidTableLength();
         List<GidEntry> out = new ArrayList<>();
+        pin("ibv_query_gid_ex");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment e = arena.allocate(ibv_gid_entry.layout());
             for (int i = 0; i < len; i++) {
@@ -171,6 +228,8 @@ public final class Context extends NativeResource {
                             ibv_gid_entry.ndev_ifindex(e)));
                 }
             }
+        } finally {
+            unpin();
         }
         return out;
     }
@@ -208,19 +267,42 @@ public final class Context extends NativeResource {
 
     /** {@code ibv_alloc_pd}. */
     public ProtectionDomain allocateProtectionDomain() {
-        ensureOpen("ibv_alloc_pd");
-        return new ProtectionDomain(this, LibIbverbs.allocPd(handle));
+        return allocateProtectionDomain(LibIbverbs::allocPd, LibIbverbs::deallocPd);
+    }
+
+    /** Makes a native object from its parent's handle (the verb; a test's stand-in). */
+    @FunctionalInterface
+    interface Creator {
+        MemorySegment create(MemorySegment parent);
+    }
+
+    /**
+     * A protection domain made by {@code alloc} and released by {@code dealloc}. The context is
+     * pinned meanwhile: a close on another thread is refused (EBUSY) until the PD exists, and
+     * then while it is open; a close that came first makes this throw EBADF.
+     */
+    ProtectionDomain allocateProtectionDomain(Creator alloc, Destroyer dealloc) {
+        pin("ibv_alloc_pd");
+        try {
+            return new ProtectionDomain(this, alloc.create(handle), dealloc);
+        } finally {
+            unpin();
+        }
     }
 
     /** {@code ibv_create_comp_channel}. */
     public CompletionChannel createCompletionChannel() {
-        ensureOpen("ibv_create_comp_channel");
-        MemorySegment ch = LibIbverbs.createCompChannel(handle);
+        pin("ibv_create_comp_channel");
         try {
-            return new CompletionChannel(this, ch);
-        } catch (RuntimeException e) {
-            LibIbverbs.destroyCompChannel(ch); // making its fd non-blocking or its wake-up eventfd failed
-            throw e;
+            MemorySegment ch = LibIbverbs.createCompChannel(handle);
+            try {
+                return new CompletionChannel(this, ch);
+            } catch (RuntimeException e) {
+                LibIbverbs.destroyCompChannel(ch); // making its fd non-blocking or its wake-up eventfd failed
+                throw e;
+            }
+        } finally {
+            unpin();
         }
     }
 
@@ -266,17 +348,42 @@ public final class Context extends NativeResource {
     }
 
     private CompletionQueue createCq(int minEntries, CompletionChannel channel, int compVector, Thread confinedTo) {
+        return createCq(minEntries, channel, compVector, confinedTo, LibIbverbs::createCq, LibIbverbs::destroyCq);
+    }
+
+    /** Makes a {@code struct ibv_cq} (ibv_create_cq; a test's stand-in). */
+    @FunctionalInterface
+    interface CqCreator {
+        MemorySegment create(MemorySegment context, int cqe, MemorySegment channel, int compVector);
+    }
+
+    /**
+     * A completion queue made by {@code create} and released by {@code destroy}; the context and
+     * the channel are pinned meanwhile (see {@link #allocateProtectionDomain(Creator, Destroyer)}).
+     */
+    CompletionQueue createCq(
+            int minEntries,
+            CompletionChannel channel,
+            int compVector,
+            Thread confinedTo,
+            CqCreator create,
+            Destroyer destroy) {
         ensureOpen("ibv_create_cq");
         if (minEntries <= 0) {
             throw VerbsException.create(
-                    "ibv_create_cq", Errno.EINVAL, "minEntries must be positive, not " + minEntries, null);
+                    "ibv_create_cq",
+                    Errno.EINVAL,
+                    "minEntries " + minEntries + " is not positive",
+                    "ask for at least 1 entry (the provider rounds up), at most queryDevice().maxCqe()");
         }
-        if (channel != null) {
-            channel.ensureOpen("ibv_create_cq");
+        pinAll("ibv_create_cq", this, channel);
+        try {
+            MemorySegment cq = create.create(
+                    handle, minEntries, channel == null ? MemorySegment.NULL : channel.handle, compVector);
+            return new CompletionQueue(this, cq, channel, destroy, confinedTo);
+        } finally {
+            unpinAll(this, channel);
         }
-        MemorySegment cq = LibIbverbs.createCq(
-                handle, minEntries, channel == null ? MemorySegment.NULL : channel.handle, compVector);
-        return new CompletionQueue(this, cq, channel, LibIbverbs::destroyCq, confinedTo);
     }
 
     /**

@@ -46,13 +46,16 @@ public final class ForeignHandles {
     /** Wraps a {@code struct ibv_pd *} of {@code context}. */
     public static ProtectionDomain protectionDomain(Context context, MemorySegment ibvPd) {
         Restricted.check("ForeignHandles.protectionDomain");
-        return new ProtectionDomain(context, ibvPd, BORROWED);
+        return wrap("ForeignHandles.protectionDomain", () -> new ProtectionDomain(context, ibvPd, BORROWED), context);
     }
 
     /** Wraps a {@code struct ibv_cq *} of {@code context} (no completion channel). */
     public static CompletionQueue completionQueue(Context context, MemorySegment ibvCq) {
         Restricted.check("ForeignHandles.completionQueue");
-        return new CompletionQueue(context, ibvCq.reinterpret(ObjectLayout.CQ_SIZE), null, BORROWED);
+        return wrap(
+                "ForeignHandles.completionQueue",
+                () -> new CompletionQueue(context, ibvCq.reinterpret(ObjectLayout.CQ_SIZE), null, BORROWED),
+                context);
     }
 
     /**
@@ -61,8 +64,11 @@ public final class ForeignHandles {
      */
     public static CompletionQueue confinedCompletionQueue(Context context, MemorySegment ibvCq) {
         Restricted.check("ForeignHandles.confinedCompletionQueue");
-        return new CompletionQueue(
-                context, ibvCq.reinterpret(ObjectLayout.CQ_SIZE), null, BORROWED, Thread.currentThread());
+        Thread confinedTo = Thread.currentThread();
+        return wrap(
+                "ForeignHandles.confinedCompletionQueue",
+                () -> new CompletionQueue(context, ibvCq.reinterpret(ObjectLayout.CQ_SIZE), null, BORROWED, confinedTo),
+                context);
     }
 
     /**
@@ -72,16 +78,22 @@ public final class ForeignHandles {
     public static QueuePair queuePair(
             ProtectionDomain pd, MemorySegment ibvQp, QueuePairInit init, QueuePairState state) {
         Restricted.check("ForeignHandles.queuePair");
-        QueuePair qp = new QueuePair(
+        QueuePair qp = wrap(
+                "ForeignHandles.queuePair",
+                () -> new QueuePair(
+                        pd,
+                        ibvQp.reinterpret(ObjectLayout.QP_SIZE),
+                        init,
+                        init.maxSendWr,
+                        init.maxRecvWr,
+                        init.maxSendSge,
+                        init.maxRecvSge,
+                        init.maxInlineData,
+                        BORROWED),
                 pd,
-                ibvQp.reinterpret(ObjectLayout.QP_SIZE),
-                init,
-                init.maxSendWr,
-                init.maxRecvWr,
-                init.maxSendSge,
-                init.maxRecvSge,
-                init.maxInlineData,
-                BORROWED);
+                init.sendCq,
+                init.recvCq,
+                init.srq);
         qp.assumeState(state);
         return qp;
     }
@@ -90,14 +102,21 @@ public final class ForeignHandles {
     public static SharedReceiveQueue sharedReceiveQueue(
             ProtectionDomain pd, MemorySegment ibvSrq, int maxWr, int maxSge) {
         Restricted.check("ForeignHandles.sharedReceiveQueue");
-        return new SharedReceiveQueue(pd, ibvSrq, maxWr, maxSge, BORROWED);
+        return wrap(
+                "ForeignHandles.sharedReceiveQueue",
+                () -> new SharedReceiveQueue(pd, ibvSrq, maxWr, maxSge, BORROWED),
+                pd);
     }
 
     /** Wraps memory registered elsewhere under {@code lkey}/{@code rkey} (e.g. by C code). */
     public static MemoryRegion memoryRegion(
             ProtectionDomain pd, MemorySegment segment, int lkey, int rkey, Set<Access> access) {
         Restricted.check("ForeignHandles.memoryRegion");
-        return new MemoryRegion(pd, MemorySegment.NULL, segment, segment.address(), access, BORROWED, lkey, rkey);
+        return wrap(
+                "ForeignHandles.memoryRegion",
+                () -> new MemoryRegion(
+                        pd, MemorySegment.NULL, segment, segment.address(), access, BORROWED, lkey, rkey),
+                pd);
     }
 
     /**
@@ -110,6 +129,22 @@ public final class ForeignHandles {
             ProtectionDomain pd, long address, long length, int lkey, int rkey, Set<Access> access, Runnable release) {
         Restricted.check("ForeignHandles.deviceMemoryRegion");
         NativeResource.Destroyer destroy = release == null ? BORROWED : h -> release.run();
-        return new MemoryRegion(pd, MemorySegment.NULL, address, length, address, access, destroy, lkey, rkey);
+        return wrap(
+                "ForeignHandles.deviceMemoryRegion",
+                () -> new MemoryRegion(pd, MemorySegment.NULL, address, length, address, access, destroy, lkey, rkey),
+                pd);
+    }
+
+    /**
+     * Makes a wrapper while the objects it is created from or uses are pinned: one of them closed
+     * (or closed by another thread meanwhile) refuses it with EBADF naming {@code method}.
+     */
+    private static <T> T wrap(String method, java.util.function.Supplier<T> make, NativeResource... parents) {
+        NativeResource.pinAll(method, parents);
+        try {
+            return make.get();
+        } finally {
+            NativeResource.unpinAll(parents);
+        }
     }
 }

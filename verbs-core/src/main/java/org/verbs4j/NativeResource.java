@@ -126,6 +126,10 @@ abstract sealed class NativeResource implements AutoCloseable
             }
         }
         this.held = held.toArray(new NativeResource[0]);
+        // each object it is created from or uses counts it as a child from here on: refused (EBADF)
+        // when one of them is closed, or closed by another thread meanwhile (never an open child
+        // of a closed parent); a close on another thread that is still deciding is waited out
+        pinAll("create a " + kind, this.held);
         this.releaser = new Releaser(
                 kind,
                 destroyVerb,
@@ -134,9 +138,6 @@ abstract sealed class NativeResource implements AutoCloseable
                 this.held,
                 extra,
                 LEAK_SITES ? new Throwable(kind + " created here") : null);
-        for (NativeResource h : this.held) {
-            h.liveChildren.incrementAndGet();
-        }
         this.cleanable = CLEANER.register(this, releaser);
     }
 
@@ -221,10 +222,43 @@ abstract sealed class NativeResource implements AutoCloseable
         return (int) STATE.get(this) == OPEN;
     }
 
-    /** Throws the use-after-close exception for {@code verb} if this object is closed. */
+    /**
+     * Throws the use-after-close exception for {@code verb} if this object is closed. While a
+     * close on another thread is deciding, waits (bounded) for its outcome: a refused close
+     * leaves the object usable.
+     */
     final void ensureOpen(String verb) {
-        if (state != OPEN) {
+        if (state != OPEN && settledState(verb) != OPEN) {
             throw closedException(verb);
+        }
+    }
+
+    /** The longest a call waits for a close on another thread to finish or be refused. */
+    private static final long CLOSING_WAIT_NANOS = 30_000_000_000L;
+
+    /**
+     * The state once a close that another thread started has finished (CLOSED) or been refused
+     * (OPEN); throws {@link ResourceBusyException} for {@code verb} if it is still closing after
+     * {@link #CLOSING_WAIT_NANOS} (a close waits at most 10 s for each of its gates).
+     */
+    private int settledState(String verb) {
+        long deadline = System.nanoTime() + CLOSING_WAIT_NANOS;
+        for (int spins = 0; ; spins++) {
+            int s = state;
+            if (s != CLOSING) {
+                return s;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new ResourceBusyException(
+                        verb,
+                        "a close of the " + kind + " on another thread has not finished within 30 s",
+                        "close an object only after the threads that use it have stopped");
+            }
+            if (spins < 1000) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
         }
     }
 
@@ -290,7 +324,10 @@ abstract sealed class NativeResource implements AutoCloseable
      */
     @Override
     public final void close() {
-        if (!STATE.compareAndSet(this, OPEN, CLOSING)) {
+        while (!STATE.compareAndSet(this, OPEN, CLOSING)) {
+            if (settledState(destroyVerb) == OPEN) {
+                continue; // a close on another thread was refused: this one decides afresh
+            }
             throw VerbsException.create(
                     destroyVerb, Errno.EBADF, "the " + kind + " is already closed", "close each object exactly once");
         }
@@ -354,10 +391,17 @@ abstract sealed class NativeResource implements AutoCloseable
      * Pair with {@link #unpin()} in a finally block.
      */
     final void pin(String verb) {
-        liveChildren.incrementAndGet(); // a full fence, as is close()'s CAS: one of the two sees the other
-        if (state != OPEN) {
+        while (true) {
+            liveChildren.incrementAndGet(); // a full fence, as is close()'s CAS: one of the two sees the other
+            if (state == OPEN) {
+                return;
+            }
             liveChildren.decrementAndGet();
-            throw closedException(verb);
+            // a close on another thread is deciding (it may have seen this pin and be refused
+            // because of it): wait for its outcome; only a close that succeeds refuses the call
+            if (settledState(verb) != OPEN) {
+                throw closedException(verb);
+            }
         }
     }
 

@@ -28,7 +28,7 @@ public final class OutOfBandChannel implements AutoCloseable {
     private OutOfBandChannel(Socket socket, Duration timeout) throws IOException {
         this.socket = socket;
         socket.setTcpNoDelay(true);
-        socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis())));
+        socket.setSoTimeout(Timeouts.socketMillis(timeout));
         this.in = new DataInputStream(socket.getInputStream());
         this.out = new DataOutputStream(socket.getOutputStream());
     }
@@ -36,7 +36,7 @@ public final class OutOfBandChannel implements AutoCloseable {
     /** Waits up to {@code timeout} for one peer on {@code server}. */
     public static OutOfBandChannel accept(ServerSocket server, Duration timeout) {
         try {
-            server.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis())));
+            server.setSoTimeout(Timeouts.socketMillis(timeout));
             return new OutOfBandChannel(server.accept(), timeout);
         } catch (SocketTimeoutException e) {
             throw new VerbsTimeoutException(
@@ -50,7 +50,7 @@ public final class OutOfBandChannel implements AutoCloseable {
 
     /** Connects to {@code peer}, retrying refused connections until {@code timeout} passed. */
     public static OutOfBandChannel connect(InetSocketAddress peer, Duration timeout) {
-        long deadline = System.nanoTime() + timeout.toNanos();
+        long deadline = System.nanoTime() + Timeouts.nanos(timeout);
         IOException last = null;
         while (System.nanoTime() - deadline < 0) {
             Socket s = new Socket();

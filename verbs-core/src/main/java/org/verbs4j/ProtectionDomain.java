@@ -75,7 +75,8 @@ public final class ProtectionDomain extends NativeResource {
     /** {@link #allocateMemoryRegion(long, Access...)} with a set of rights. */
     public MemoryRegion allocateMemoryRegion(long size, Set<Access> access) {
         if (size <= 0) {
-            throw new InvalidRequestException("ibv_reg_mr", "the size must be positive: " + size, null);
+            throw new InvalidRequestException(
+                    "ibv_reg_mr", "the size " + size + " is not positive", "allocate at least 1 byte");
         }
         checkAccess("ibv_reg_mr", access);
         pin("ibv_reg_mr");
@@ -91,9 +92,13 @@ public final class ProtectionDomain extends NativeResource {
         MemorySegment memory;
         try {
             memory = owned.allocate(size, LibC.PAGE_SIZE);
-        } catch (OutOfMemoryError e) {
+        } catch (OutOfMemoryError | IllegalArgumentException e) {
             owned.close();
-            throw new VerbsException("ibv_reg_mr", Errno.ENOMEM, "cannot allocate " + size + " bytes", null, e);
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    Errno.ENOMEM,
+                    "no memory for a region of " + size + " bytes",
+                    "allocate a smaller region (the machine's free memory is the limit)");
         }
         try {
             MemorySegment mr = InlineVerbs.regMr(handle, memory.address(), size, Access.mask(access));
@@ -119,12 +124,35 @@ public final class ProtectionDomain extends NativeResource {
 
     /** {@code ibv_reg_mr} (the macro: {@code ibv_reg_mr_iova2} when optional access bits are set); see {@link #register(MemorySegment, Access...)}. */
     public MemoryRegion register(MemorySegment segment, Set<Access> access) {
+        return register(segment, access, InlineVerbs::regMr, LibIbverbs::deregMr);
+    }
+
+    /** Registers memory with this PD's handle (ibv_reg_mr; a test's stand-in). */
+    @FunctionalInterface
+    interface Registrar {
+        MemorySegment register(MemorySegment pd, long address, long length, int access);
+    }
+
+    /**
+     * A region registered by {@code reg} and deregistered by {@code dereg}; the PD is pinned
+     * meanwhile (a close on another thread is refused, or it came first and this throws EBADF).
+     */
+    MemoryRegion register(MemorySegment segment, Set<Access> access, Registrar reg, Destroyer dereg) {
         checkRegistration("ibv_reg_mr", segment, access);
         checkKeptAlive("ibv_reg_mr", segment);
         pin("ibv_reg_mr");
         try {
-            MemorySegment mr = InlineVerbs.regMr(handle, segment.address(), segment.byteSize(), Access.mask(access));
-            return new MemoryRegion(this, mr, segment, segment.address(), access, null);
+            MemorySegment mr = reg.register(handle, segment.address(), segment.byteSize(), Access.mask(access))
+                    .reinterpret(ObjectLayout.MR_SIZE);
+            return new MemoryRegion(
+                    this,
+                    mr,
+                    segment,
+                    segment.address(),
+                    access,
+                    dereg,
+                    mr.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.MR_LKEY),
+                    mr.get(java.lang.foreign.ValueLayout.JAVA_INT, ObjectLayout.MR_RKEY));
         } finally {
             unpin();
         }
@@ -429,7 +457,11 @@ public final class ProtectionDomain extends NativeResource {
         return createQueuePair(init, LibIbverbs::createQp, LibIbverbs::destroyQp);
     }
 
-    /** Creates the {@code struct ibv_qp} from this PD's handle and a filled {@code ibv_qp_init_attr}. */
+    /**
+     * Creates a native object from this PD's handle and a filled attribute struct: the
+     * {@code struct ibv_qp} from an {@code ibv_qp_init_attr} (also an SRQ or address handle from
+     * theirs).
+     */
     @FunctionalInterface
     interface QueuePairCreator {
         MemorySegment create(MemorySegment pd, MemorySegment initAttr);
@@ -474,14 +506,19 @@ public final class ProtectionDomain extends NativeResource {
 
     /** {@code ibv_create_srq}. */
     public SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge) {
+        return createSharedReceiveQueue(maxWr, maxSge, LibIbverbs::createSrq, LibIbverbs::destroySrq);
+    }
+
+    /** An SRQ made by {@code create} (from this PD's handle and a filled {@code ibv_srq_init_attr}) and released by {@code destroy}. */
+    SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, QueuePairCreator create, Destroyer destroy) {
         pin("ibv_create_srq");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment a = arena.allocate(ibv_srq_init_attr.layout());
             MemorySegment attr = ibv_srq_init_attr.attr(a);
             ibv_srq_attr.max_wr(attr, maxWr);
             ibv_srq_attr.max_sge(attr, maxSge);
-            MemorySegment srq = LibIbverbs.createSrq(handle, a);
-            return new SharedReceiveQueue(this, srq, ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr));
+            MemorySegment srq = create.create(handle, a);
+            return new SharedReceiveQueue(this, srq, ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr), destroy);
         } finally {
             unpin();
         }
@@ -489,11 +526,16 @@ public final class ProtectionDomain extends NativeResource {
 
     /** {@code ibv_create_ah}: the destination of UD sends. */
     public AddressHandle createAddressHandle(AddressVector av) {
+        return createAddressHandle(av, LibIbverbs::createAh, LibIbverbs::destroyAh);
+    }
+
+    /** An address handle made by {@code create} (from this PD's handle and a filled {@code ibv_ah_attr}) and released by {@code destroy}. */
+    AddressHandle createAddressHandle(AddressVector av, QueuePairCreator create, Destroyer destroy) {
         pin("ibv_create_ah");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment a = arena.allocate(ibv_ah_attr.layout());
             av.write(a);
-            return new AddressHandle(this, LibIbverbs.createAh(handle, a), av);
+            return new AddressHandle(this, create.create(handle, a), av, destroy);
         } finally {
             unpin();
         }

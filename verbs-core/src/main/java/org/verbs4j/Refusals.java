@@ -126,7 +126,7 @@ final class Refusals {
     static VerbsException failed(String verb, QueueAccount account) {
         return new InvalidRequestException(
                 verb,
-                "the queue pair is in error: a completion failed with " + CompletionStatus.text(account.failedStatus())
+                "the queue pair is in error: a completion ended with " + CompletionStatus.text(account.failedStatus())
                         + " (status " + account.failedStatus() + "); outstanding work is flushed",
                 "poll the remaining (flushed) completions, then reset() and reconnect the queue pair, or create a new one");
     }

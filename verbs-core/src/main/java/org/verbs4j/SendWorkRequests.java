@@ -107,7 +107,9 @@ public final class SendWorkRequests extends WorkRequestChain {
         super("send work request chain", SEND_WR_SIZE, capacity, maxSgePerRequest);
         if (maxInlinePerRequest < 0 || maxInlinePerRequest > 1 << 20) {
             throw new InvalidRequestException(
-                    "ibv_post_send", "maxInlinePerRequest must be 0..1 MiB: " + maxInlinePerRequest, null);
+                    "SendWorkRequests",
+                    "maxInlinePerRequest " + maxInlinePerRequest + " is outside 0..1 MiB",
+                    "give at most 1,048,576 inline bytes per request (the device's max_inline_data is usually far less)");
         }
         this.inlineStride = (maxInlinePerRequest + 7) & ~7;
         this.destinations = new AddressHandle[capacity];

@@ -49,8 +49,8 @@ public final class Verbs {
             } catch (VerbsException e) {
                 String why = e.errno() == Errno.ENOSYS
                         ? "the kernel has no RDMA support (ib_uverbs is not loaded, or /sys/class/infiniband_verbs is missing)"
-                        : e.getMessage();
-                return new Listing(List.of(), "ibv_get_device_list failed: " + Errno.name(e.errno()) + ": " + why);
+                        : Errno.describe(e.errno());
+                return new Listing(List.of(), why + " (ibv_get_device_list: " + Errno.name(e.errno()) + ")");
             }
             try {
                 int n = num.get(JAVA_INT, 0);
@@ -96,7 +96,7 @@ public final class Verbs {
     /** Throws a {@link VerbsException} with the cause when verbs cannot be used here. */
     public static void ensureAvailable() {
         unavailabilityCause().ifPresent(c -> {
-            throw VerbsException.create("ibv_get_device_list", Errno.ENODEV, c, null);
+            throw VerbsException.create("ibv_get_device_list", Errno.ENODEV, c, NO_DEVICE_HINT);
         });
     }
 

@@ -36,7 +36,10 @@ public final class WorkCompletions implements AutoCloseable {
     /** An array of {@code capacity} completions. */
     public WorkCompletions(int capacity) {
         if (capacity <= 0 || capacity > 1 << 24) {
-            throw new InvalidRequestException("ibv_poll_cq", "capacity must be 1..2^24: " + capacity, null);
+            throw new InvalidRequestException(
+                    "WorkCompletions",
+                    "capacity " + capacity + " is outside 1..2^24",
+                    "give a capacity of at least 1 and at most 16,777,216 completions");
         }
         this.leak = new LeakReport(this, "work completion array");
         // a global-scope view: reads are guarded by count, which close() resets (see WorkRequestChain)
@@ -177,7 +180,8 @@ public final class WorkCompletions implements AutoCloseable {
             return MemorySegment.ofAddress(address)
                     .reinterpret(CompletionLayout.WC_SIZE * capacity, views.arena(), null);
         } catch (IllegalStateException e) {
-            throw new ResourceClosedException("WorkCompletions.segment", "the array is closed", null);
+            throw new ResourceClosedException(
+                    "WorkCompletions.segment", "the array is closed", "take the segment of an open array");
         }
     }
 

@@ -14,6 +14,7 @@ import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
 
 import java.lang.foreign.MemorySegment;
+import org.verbs4j.natives.Errno;
 
 /**
  * What send and receive chains share: a native array of work requests whose {@code next} and
@@ -82,12 +83,12 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
     private int end = -1;
 
     WorkRequestChain(String kind, long wrSize, int capacity, int maxSgePerRequest) {
+        String constructor = kind.startsWith("send") ? "SendWorkRequests" : "ReceiveWorkRequests";
         if (capacity <= 0 || maxSgePerRequest <= 0 || (long) capacity * maxSgePerRequest > 1 << 26) {
             throw new InvalidRequestException(
-                    kind.startsWith("send") ? "ibv_post_send" : "ibv_post_recv",
-                    "a chain needs a positive capacity and SGE count (at most 2^26 SGEs in all): " + capacity + " x "
-                            + maxSgePerRequest,
-                    null);
+                    constructor,
+                    "capacity " + capacity + " x maxSgePerRequest " + maxSgePerRequest + " is not a chain it can hold",
+                    "give a capacity and an SGE count of at least 1, with at most 2^26 (67,108,864) SGEs in all");
         }
         this.wrSize = wrSize;
         this.leak = new LeakReport(this, kind);
@@ -95,9 +96,18 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         this.maxSge = maxSgePerRequest;
         this.sgeStride = SGE_SIZE * maxSgePerRequest;
         java.lang.foreign.Arena auto = java.lang.foreign.Arena.ofAuto();
-        this.wrs = globalView(auto.allocate(wrSize * capacity, 64));
-        this.sges = globalView(auto.allocate(sgeStride * capacity, 64));
-        this.sgeRegions = new MemoryRegion[capacity * maxSgePerRequest];
+        try {
+            this.wrs = globalView(auto.allocate(wrSize * capacity, 64));
+            this.sges = globalView(auto.allocate(sgeStride * capacity, 64));
+            this.sgeRegions = new MemoryRegion[capacity * maxSgePerRequest];
+        } catch (OutOfMemoryError e) {
+            throw new VerbsException(
+                    constructor,
+                    Errno.ENOMEM,
+                    "no memory for " + capacity + " requests of " + maxSgePerRequest + " SGEs ("
+                            + (wrSize + sgeStride) * capacity + " bytes of native memory)",
+                    "use a smaller chain and post it more often");
+        }
         this.memory = auto;
         this.address = wrs.address();
         long sgeBase = sges.address();
@@ -207,7 +217,10 @@ abstract sealed class WorkRequestChain implements AutoCloseable permits SendWork
         try {
             return MemorySegment.ofAddress(address).reinterpret(wrSize * capacity, views.arena(), null);
         } catch (IllegalStateException e) {
-            throw new ResourceClosedException(getClass().getSimpleName() + ".segment", "the chain is closed", null);
+            throw new ResourceClosedException(
+                    getClass().getSimpleName() + ".segment",
+                    "the chain is closed",
+                    "take the segment of an open chain");
         }
     }
 

@@ -228,6 +228,8 @@ class CConstantsConformanceTest {
                 "CompletionChannel.CLOSE_WAIT_MILLIS",
                 "CompletionQueue.ACK_BATCH",
                 "Gate.CLOSE_WAIT_NANOS",
+                "NativeResource.CLOSING_WAIT_NANOS",
+                "Timeouts.MAX_NANOS",
                 "BufferPool.MAX_PARK_NANOS",
                 "CompletionWaiter.BLOCK_SLICE_NANOS");
         notC(

@@ -35,6 +35,7 @@ class HostMisuseTest {
     static VerbsException refused(String verb, int errno, Executable call, String... says) {
         VerbsException e = assertThrows(VerbsException.class, call);
         assertEquals(verb, e.verb(), e.getMessage());
+        UserMessages.check(e);
         assertEquals(errno, e.errno(), e.getMessage());
         assertTrue(e.getMessage().startsWith(verb + " failed: " + Errno.name(errno)), e.getMessage());
         for (String s : says) {

@@ -8,10 +8,15 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -74,6 +79,56 @@ class UserMessagesHostTest {
                 assertEquals(expected[i] + " (closed)", all.get(i).toString());
             }
         }
+    }
+
+    /** Refusals of arguments the API accepts the types of: the verb or constructor at fault, the value, a fix. */
+    @Test
+    void sizesAndCapacitiesAreRefusedNamingTheValueAndTheLimit() {
+        try (StandInProvider p = StandInProvider.open();
+                Arena arena = Arena.ofShared();
+                StandInObjects o =
+                        new StandInObjects(p, arena, p.context(), ForeignHandles.context(p.context(), "standin0"))) {
+            VerbsException e = refused("ibv_create_cq", () -> o.ctx.createCompletionQueue(-1), "minEntries -1");
+            assertFalse(e.getMessage().contains("device attributes"), e.getMessage());
+            e = refused("ibv_reg_mr", () -> o.pd.allocateMemoryRegion(-4096), "size -4096 is not positive");
+            assertFalse(e.getMessage().contains("access flags"), e.getMessage());
+            e = refused("ibv_reg_mr", () -> o.pd.allocateMemoryRegion(Long.MAX_VALUE), "no memory for a region");
+            assertEquals(org.verbs4j.natives.Errno.ENOMEM, e.errno());
+        }
+        refused("SendWorkRequests", () -> new SendWorkRequests(-1, 1), "capacity -1");
+        refused("SendWorkRequests", () -> new SendWorkRequests(4, 1, 2 << 20), "maxInlinePerRequest 2097152");
+        refused("ReceiveWorkRequests", () -> new ReceiveWorkRequests(1 << 30, 1), "at most 2^26");
+        refused("WorkCompletions", () -> new WorkCompletions(-5), "capacity -5");
+        refused("WorkCompletions", () -> new WorkCompletions((1 << 24) + 1), "16,777,216");
+    }
+
+    /** A bound of any length is accepted: a wait that ends at once does so, never an ArithmeticException. */
+    @Test
+    void anyDurationIsABound() throws Exception {
+        Duration forever = Duration.ofSeconds(Long.MAX_VALUE, 999_999_999);
+        try (StandInProvider p = StandInProvider.open();
+                Arena arena = Arena.ofShared();
+                StandInObjects o =
+                        new StandInObjects(p, arena, p.context(), ForeignHandles.context(p.context(), "standin0"));
+                WorkCompletions wcs = new WorkCompletions(4)) {
+            p.queueCompletion(9, 0, CompletionOpcode.RDMA_WRITE, 0, 0x7777);
+            assertEquals(1, o.cq.poll(wcs, 1, forever));
+            assertEquals(0, o.cq.poll(wcs, 1, Duration.ofSeconds(Long.MIN_VALUE)));
+        }
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                OutOfBandChannel c = OutOfBandChannel.connect(
+                        new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort()), forever);
+                OutOfBandChannel a = OutOfBandChannel.accept(server, forever)) {
+            assertTrue(c != null && a != null);
+        }
+    }
+
+    private static VerbsException refused(String verb, Executable call, String says) {
+        VerbsException e = assertThrows(VerbsException.class, call);
+        UserMessages.check(e);
+        assertEquals(verb, e.verb(), e.getMessage());
+        assertTrue(e.getMessage().contains(says), "'" + says + "' not in: " + e.getMessage());
+        return e;
     }
 
     private static void assertNoAddress(NativeResource r) {
