@@ -14,6 +14,9 @@ SOURCES = [
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolMisuseTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolLeakTest.java"),
+    ("host, waits", "verbs-core/src/test/java/org/verbs4j/BlockingWaitsHostTest.java"),
+    ("host, waits", "verbs-core/src/test/java/org/verbs4j/TimedCallsHostTest.java"),
+    ("guest (rxe0), waits", "verbs-core/src/test/java/org/verbs4j/BlockingWaitsGuestTest.java"),
     # connection management (org.verbs4j.cm) and device (GPU) memory: only the methods that drive a
     # misuse or a failure (the third element: a regex the method name must match)
     ("host, cm", "verbs-core/src/test/java/org/verbs4j/cm/CmHostTest.java",

@@ -17,6 +17,7 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibIbverbs;
@@ -229,15 +230,16 @@ final class AsyncEventDispatcher {
     // ---- the consumers -------------------------------------------------------------------
 
     /**
-     * The next queued event, waiting up to {@code timeout}; empty on timeout. Any number of
-     * threads may wait; each returns by its deadline.
+     * The next queued event, waiting up to {@code timeout}; empty on timeout or interrupt (the
+     * interrupt status kept; a queued event is returned first). Any number of threads may wait;
+     * each returns by its deadline. Waits on a {@link Condition}: a virtual thread unmounts.
      *
      * @throws VerbsException EBADF (through {@code closed}) when the context closes meanwhile
      */
     Optional<AsyncEvent> next(Duration timeout, java.util.function.Supplier<VerbsException> closedException) {
         ensureStarted();
-        long nanos = Timeouts.nanos(timeout);
-        boolean interrupted = false;
+        long nanos = Timeouts.nanos("ibv_get_async_event", timeout);
+        boolean interrupted = Thread.currentThread().isInterrupted();
         lock.lock();
         try {
             while (true) {
@@ -248,13 +250,13 @@ final class AsyncEventDispatcher {
                 if (e != null) {
                     return Optional.of(e);
                 }
-                if (nanos <= 0) {
+                if (nanos <= 0 || interrupted) {
                     return Optional.empty();
                 }
                 try {
                     nanos = arrived.awaitNanos(nanos);
                 } catch (InterruptedException ie) {
-                    interrupted = true; // keep waiting: the deadline, not an interrupt, bounds the call
+                    interrupted = true; // ends the wait (after one more look at the queue)
                 }
             }
         } finally {

@@ -13,6 +13,8 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.verbs4j.internal.FdReadiness;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibIbverbs;
@@ -24,11 +26,13 @@ import org.verbs4j.natives.ObjectLayout;
  *
  * <p>{@link #awaitEvent} waits with a timeout (never forever) and acknowledges events in
  * batches; the rest are acknowledged when the CQ closes (destroying a CQ with unacknowledged
- * events would block forever). Owned by its {@link Context}; owns the channel and an eventfd
- * that wakes waiters at close. The channel fd is made non-blocking, so any number of threads may
- * wait at once and each returns by its deadline (one gets the event, the others keep waiting).
- * {@link #close()} may race with waiters: they throw EBADF, and the channel is destroyed only
- * after they left.
+ * events would block forever). Owned by its {@link Context}. The channel fd is made
+ * non-blocking, so any number of threads may wait at once and each returns by its deadline (one
+ * gets the event, the others keep waiting). A waiter does not block in native code: it parks
+ * until the JVM's fd poller thread sees the fd readable ({@code epoll}), so a virtual thread
+ * unmounts while it waits and an interrupt ends the wait at once. {@link #close()} may race with
+ * waiters: it wakes them, they throw {@link ResourceClosedException}, and the channel is
+ * destroyed only after they left.
  */
 public final class CompletionChannel extends NativeResource {
     private static final Logger LOG = LoggerFactory.getLogger(CompletionChannel.class);
@@ -60,8 +64,8 @@ public final class CompletionChannel extends NativeResource {
 
     /**
      * Waiters share the read lock; close takes the write lock after waking them, so it destroys
-     * the channel only once no waiter polls its fd or reads from it. Never references the channel
-     * object (it is part of the release, which must not).
+     * the channel only once no waiter waits on its fd or reads from it. Never references the
+     * channel object (it is part of the release, which must not).
      */
     private static final class Gate {
         final int fd;
@@ -69,37 +73,38 @@ public final class CompletionChannel extends NativeResource {
         /** Serialises a waiter's CQ lookup and ack counting with a CQ's detach. */
         final ReentrantLock acks = new ReentrantLock();
 
-        volatile int wakeFd;
+        volatile FdReadiness.Watch watch;
         volatile boolean closed;
 
         Gate(int fd) {
             this.fd = fd;
             LibC.setNonBlocking("ibv_create_comp_channel", fd);
-            this.wakeFd = LibC.eventFd("ibv_create_comp_channel", LibC.O_NONBLOCK | LibC.EFD_CLOEXEC);
+            this.watch = FdReadiness.watch("ibv_create_comp_channel", fd);
         }
 
         Destroyer closeThen(Destroyer destroy) {
             return h -> {
                 closed = true;
-                LibC.signalEventFd("ibv_destroy_comp_channel", wakeFd);
+                watch.wakeAll();
                 if (!lockForClose()) { // the woken waiters leave at once, unless one is stuck in a blocking read
-                    reopen();
+                    closed = false;
                     throw VerbsException.create(
                             "ibv_destroy_comp_channel",
                             Errno.EBUSY,
-                            "a thread waiting in awaitEvent " + "did not leave within " + CLOSE_WAIT_MILLIS
+                            "a thread waiting in awaitEvent did not leave within " + CLOSE_WAIT_MILLIS
                                     + " ms; the channel was not destroyed",
                             "do not make the channel's fd blocking again (fcntl) while threads wait on it");
                 }
                 try {
+                    watch.close(); // before the fd closes
                     destroy.destroy(h);
                 } catch (RuntimeException e) {
-                    reopen();
+                    watch = FdReadiness.watch("ibv_destroy_comp_channel", fd);
+                    closed = false;
                     throw e;
                 } finally {
                     waiters.writeLock().unlock();
                 }
-                LibC.close(wakeFd);
             };
         }
 
@@ -120,13 +125,6 @@ public final class CompletionChannel extends NativeResource {
                     Thread.currentThread().interrupt();
                 }
             }
-        }
-
-        /** After a close that did not happen: open again, with a fresh (unsignalled) wake-up fd. */
-        private void reopen() {
-            LibC.close(wakeFd);
-            wakeFd = LibC.eventFd("ibv_destroy_comp_channel", LibC.O_NONBLOCK | LibC.EFD_CLOEXEC);
-            closed = false;
         }
     }
 
@@ -158,26 +156,29 @@ public final class CompletionChannel extends NativeResource {
      * Waits up to {@code timeout} for the next completion event ({@code ibv_get_cq_event}) and
      * returns the CQ that raised it, or null on timeout. The CQ must be re-armed with
      * {@link CompletionQueue#requestNotify} and then polled, in that order, to miss nothing.
-     * Any number of threads may wait; each returns by its deadline. An interrupt ends the wait
-     * early (null, with the interrupt status kept).
+     * Any number of threads may wait; each returns by its deadline. Blocks the calling thread
+     * (a virtual one unmounts). Interruptible: an interrupt, before or during the wait, ends it
+     * at once with null and the interrupt status kept (an event already there is returned
+     * first). Any {@code timeout} is accepted: a negative one counts as zero, a huge one
+     * saturates.
      *
-     * @throws VerbsException EBADF when the channel is closed, also while waiting
+     * @throws ResourceClosedException when the channel is closed, also while waiting
      */
     public CompletionQueue awaitEvent(Duration timeout) {
         ensureOpen("ibv_get_cq_event");
-        long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
+        long deadline = System.nanoTime() + Timeouts.nanos("ibv_get_cq_event", timeout);
         try (Arena arena = Arena.ofConfined()) {
             return awaitEventUntil(deadline, arena.allocate(SCRATCH_SIZE, 8));
         }
     }
 
-    /** The scratch memory {@link #awaitEventUntil} needs: the two out-pointers and two {@code struct pollfd}. */
-    static final long SCRATCH_SIZE = 16 + LibC.POLLFD_PAIR_SIZE;
+    /** The scratch memory {@link #awaitEventUntil} needs: the two out-pointers and an {@code epoll_event}. */
+    static final long SCRATCH_SIZE = 16 + FdReadiness.SCRATCH_SIZE;
 
     /**
      * {@link #awaitEvent} until {@code deadline} ({@link System#nanoTime()}) with the caller's
-     * scratch memory ({@link #SCRATCH_SIZE} bytes, 8-aligned, one thread at a time): allocates
-     * nothing on its way to an event.
+     * scratch memory ({@link #SCRATCH_SIZE} bytes, 8-aligned, one thread at a time): allocates no
+     * native memory on its way to an event. Returns null on timeout or interrupt (the status kept).
      */
     CompletionQueue awaitEventUntil(long deadline, MemorySegment scratch) {
         try {
@@ -191,22 +192,21 @@ public final class CompletionChannel extends NativeResource {
         try {
             MemorySegment cqOut = scratch.asSlice(0, ADDRESS.byteSize());
             MemorySegment ctxOut = scratch.asSlice(8, ADDRESS.byteSize());
-            MemorySegment pollFds = scratch.asSlice(16, LibC.POLLFD_PAIR_SIZE);
+            MemorySegment epollEvent = scratch.asSlice(16, FdReadiness.SCRATCH_SIZE);
+            FdReadiness.Watch watch = gate.watch;
             while (true) {
                 if (gate.closed) {
                     throw closedException("ibv_get_cq_event");
                 }
-                long left = Math.max(0, (deadline - System.nanoTime() + 999_999L) / 1_000_000L);
-                int r = LibC.pollReadableOrWoken("ibv_get_cq_event", fd, gate.wakeFd, left, pollFds);
-                if (r == LibC.WOKEN) {
-                    throw closedException("ibv_get_cq_event");
-                }
-                if (r == LibC.TIMED_OUT) {
-                    return null;
-                }
                 int e = LibIbverbs.tryGetCqEvent(handle, cqOut, ctxOut);
                 if (e == Errno.EAGAIN || e == Errno.EINTR) {
-                    continue; // another waiter took it; poll again with the time left
+                    // nothing there (or another waiter took it): park until readable, the deadline or an interrupt
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0 || Thread.currentThread().isInterrupted()) {
+                        return null;
+                    }
+                    watch.await("ibv_get_cq_event", left, epollEvent);
+                    continue;
                 }
                 if (e != 0) {
                     throw VerbsException.of("ibv_get_cq_event", e, "reading the completion channel failed");
@@ -235,6 +235,11 @@ public final class CompletionChannel extends NativeResource {
         } finally {
             gate.waiters.readLock().unlock();
         }
+    }
+
+    /** How many threads are parked on the channel's fd right now (for tests). */
+    int parked() {
+        return gate.watch.waiting();
     }
 
     @Override

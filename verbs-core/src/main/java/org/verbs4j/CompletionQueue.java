@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.CompletionLayout;
 import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.Errno;
@@ -323,7 +324,7 @@ public final class CompletionQueue extends NativeResource {
      */
     public int poll(WorkCompletions wcs, int min, Duration timeout) {
         checkMin(wcs, min);
-        long deadline = System.nanoTime() + Timeouts.nanos(timeout);
+        long deadline = Timeouts.deadline("ibv_poll_cq", timeout);
         int have = 0;
         wcs.count = 0;
         while (have < min) {

@@ -3,6 +3,7 @@ package org.verbs4j;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 
 /**
@@ -26,27 +27,25 @@ import org.verbs4j.natives.Errno;
  * }</pre>
  *
  * <p>The spin path allocates nothing. The block path (system calls: {@code ibv_req_notify_cq},
- * {@code poll(2)} on the channel, {@code ibv_get_cq_event}) reuses the waiter's scratch memory and
- * allocates no native memory; on the Java heap at most a few short-lived objects per event. The
+ * {@code ibv_get_cq_event}, {@code epoll_ctl(2)} to arm the channel's fd) reuses the waiter's
+ * scratch memory and allocates no native memory; on the Java heap at most a few short-lived
+ * objects per block. A blocked wait parks the thread (see {@link CompletionChannel}): a virtual
+ * thread unmounts from its carrier meanwhile. The
  * channel should report this CQ only: an event of another CQ on it wakes this waiter and is
  * consumed here (it still counts as an event, and that CQ's own waiter would not see it).
  *
  * <p>Thread rules: a waiter belongs to the one thread that polls the CQ (as polling does); a
  * second thread calling {@link #await} at the same moment, or polling the CQ, gets a
- * {@link ResourceBusyException} from the CQ's poll gate. An interrupt ends a wait, spinning or
- * blocked (within {@value #BLOCK_SLICE_NANOS} ns: a block waits in slices of that length), with a
- * {@link VerbsException} (EINTR) and the interrupt status kept. It holds nothing
+ * {@link ResourceBusyException} from the CQ's poll gate. Interruptible: an interrupt ends a
+ * wait, spinning or blocked, at once with a {@link VerbsException} (EINTR) and the interrupt
+ * status kept. It holds nothing
  * native of its own beyond a few bytes of scratch memory freed with it; closing the CQ or the
  * channel makes the next wait throw EBADF.
  */
 public final class CompletionWaiter {
-    /** The longest single block on the channel: an interrupt is seen within it. */
-    static final long BLOCK_SLICE_NANOS = 100_000_000L;
-
     private final CompletionQueue cq;
     private final CompletionChannel channel;
     private final long spinNanos;
-    private final long blockSliceNanos;
     /** The out-pointers and pollfds of the channel wait, reused by every block. */
     private final MemorySegment scratch = Arena.ofAuto().allocate(CompletionChannel.SCRATCH_SIZE, 8);
 
@@ -60,11 +59,6 @@ public final class CompletionWaiter {
      *                  {@code Long.MAX_VALUE}: never block)
      */
     public CompletionWaiter(CompletionQueue cq, long spinNanos) {
-        this(cq, spinNanos, BLOCK_SLICE_NANOS);
-    }
-
-    /** With the longest single block on the channel chosen (tests: one block for a whole wait). */
-    CompletionWaiter(CompletionQueue cq, long spinNanos, long blockSliceNanos) {
         cq.ensureOpen("CompletionWaiter");
         if (cq.channel() == null) {
             throw new InvalidRequestException(
@@ -78,18 +72,21 @@ public final class CompletionWaiter {
         this.cq = cq;
         this.channel = cq.channel();
         this.spinNanos = spinNanos;
-        this.blockSliceNanos = blockSliceNanos;
     }
 
-    /** {@link #await(WorkCompletions, int, long)} with a {@link Duration} (converting it allocates nothing). */
+    /**
+     * {@link #await(WorkCompletions, int, long)} with a {@link Duration} (converting it allocates
+     * nothing; a negative one counts as zero, a huge one saturates).
+     */
     public int await(WorkCompletions wcs, int min, Duration timeout) {
-        return await(wcs, min, timeout.toNanos());
+        return await(wcs, min, Timeouts.nanos("CompletionWaiter.await", timeout));
     }
 
     /**
      * Reaps completions into {@code wcs} (appended after one another, from its first entry) until
      * it holds at least {@code min} or {@code timeoutNanos} passed, and returns how many it holds
-     * (fewer than {@code min} only on timeout; it may hold more, up to its capacity).
+     * (fewer than {@code min} only on timeout; it may hold more, up to its capacity). Blocks the
+     * calling thread (a virtual one unmounts); a negative {@code timeoutNanos} counts as zero.
      *
      * @throws VerbsException EINTR when the thread is interrupted (its status stays set); EBADF
      *                        when the CQ or its channel closes; what {@link CompletionQueue#poll}
@@ -98,7 +95,7 @@ public final class CompletionWaiter {
     public int await(WorkCompletions wcs, int min, long timeoutNanos) {
         cq.checkMin(wcs, min);
         long start = System.nanoTime();
-        long deadline = start + Math.max(0, timeoutNanos);
+        long deadline = start + Math.max(0, Math.min(Timeouts.FOREVER_NANOS, timeoutNanos));
         long spinUntil = spinNanos >= Long.MAX_VALUE - start ? Long.MAX_VALUE : start + spinNanos;
         int have = 0;
         wcs.count = 0;
@@ -129,9 +126,7 @@ public final class CompletionWaiter {
                 continue; // more may follow at once: poll again before arming
             }
             blocks++;
-            // in slices, so that an interrupt (which does not wake poll(2)) ends the wait soon
-            long until = deadline - now > blockSliceNanos ? now + blockSliceNanos : deadline;
-            CompletionQueue woke = channel.awaitEventUntil(until, scratch);
+            CompletionQueue woke = channel.awaitEventUntil(deadline, scratch); // an interrupt unparks it
             if (woke != null) {
                 events++;
             } else if (Thread.currentThread().isInterrupted()) {
@@ -148,7 +143,7 @@ public final class CompletionWaiter {
                 "the interrupt status is kept");
     }
 
-    /** How many times a wait blocked on the completion channel, in slices (owner thread). */
+    /** How many times a wait blocked on the completion channel (owner thread). */
     public long blocks() {
         return blocks;
     }

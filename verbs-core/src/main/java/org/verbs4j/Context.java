@@ -392,6 +392,9 @@ public final class Context extends NativeResource {
      * takes them from its bounded queue ({@value AsyncEventDispatcher#QUEUE_CAPACITY} events;
      * older unread ones are dropped and logged at DEBUG). Any number of threads may wait: each
      * returns by its deadline. A {@link #close()} meanwhile makes the waiters throw EBADF.
+     * Blocks the calling thread (a virtual one unmounts). Interruptible: an interrupt ends the
+     * wait at once with empty and the interrupt status kept. Any {@code timeout} is accepted: a
+     * negative one counts as zero, a huge one saturates.
      */
     public Optional<AsyncEvent> nextAsyncEvent(Duration timeout) {
         ensureOpen("ibv_get_async_event");

@@ -9,6 +9,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 
 /**
@@ -28,7 +29,7 @@ public final class OutOfBandChannel implements AutoCloseable {
     private OutOfBandChannel(Socket socket, Duration timeout) throws IOException {
         this.socket = socket;
         socket.setTcpNoDelay(true);
-        socket.setSoTimeout(Timeouts.socketMillis(timeout));
+        socket.setSoTimeout(Math.max(1, Timeouts.intMillis("oob_read", timeout)));
         this.in = new DataInputStream(socket.getInputStream());
         this.out = new DataOutputStream(socket.getOutputStream());
     }
@@ -36,7 +37,7 @@ public final class OutOfBandChannel implements AutoCloseable {
     /** Waits up to {@code timeout} for one peer on {@code server}. */
     public static OutOfBandChannel accept(ServerSocket server, Duration timeout) {
         try {
-            server.setSoTimeout(Timeouts.socketMillis(timeout));
+            server.setSoTimeout(Math.max(1, Timeouts.intMillis("oob_accept", timeout)));
             return new OutOfBandChannel(server.accept(), timeout);
         } catch (SocketTimeoutException e) {
             throw new VerbsTimeoutException(
@@ -50,7 +51,7 @@ public final class OutOfBandChannel implements AutoCloseable {
 
     /** Connects to {@code peer}, retrying refused connections until {@code timeout} passed. */
     public static OutOfBandChannel connect(InetSocketAddress peer, Duration timeout) {
-        long deadline = System.nanoTime() + Timeouts.nanos(timeout);
+        long deadline = Timeouts.deadline("oob_connect", timeout);
         IOException last = null;
         while (System.nanoTime() - deadline < 0) {
             Socket s = new Socket();

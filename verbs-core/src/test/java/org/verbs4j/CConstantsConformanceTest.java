@@ -229,9 +229,7 @@ class CConstantsConformanceTest {
                 "CompletionQueue.ACK_BATCH",
                 "Gate.CLOSE_WAIT_NANOS",
                 "NativeResource.CLOSING_WAIT_NANOS",
-                "Timeouts.MAX_NANOS",
-                "BufferPool.MAX_PARK_NANOS",
-                "CompletionWaiter.BLOCK_SLICE_NANOS");
+                "BufferPool.MAX_PARK_NANOS");
         notC(
                 "a state of verbs4j's own lifecycle machines",
                 "Gate.IDLE",
@@ -260,6 +258,12 @@ class CConstantsConformanceTest {
                 "CompletionChannel.SCRATCH_SIZE");
         notC("the default huge page size of x86-64 and arm64, a kernel setting", "HugePageAllocator.HUGE_PAGE");
         notC("verbs4j's out-of-band wire format", "OutOfBandChannel.MAGIC");
+        notC(
+                "the fd poller's epoll fd (opened at run time) and its batch and scratch sizes",
+                "Poller.EPOLL_FD",
+                "FdReadiness.BATCH",
+                "FdReadiness.SCRATCH_SIZE");
+        notC("verbs4j's longest wait (Long.MAX_VALUE / 2 ns)", "Timeouts.FOREVER_NANOS", "Timeouts.MAX_SECONDS");
         notC("verbs4j's own reading of the dma-buf probe's errno", "Verdict");
     }
 

@@ -20,7 +20,7 @@ import org.verbs4j.testing.RdmaTest;
  * Guest tier, rxe: {@link CompletionWaiter} on an RC loopback pair whose receiving side's CQ has a
  * completion channel. The spin path reaps a receive without blocking; the block path arms the CQ
  * and sleeps on the channel until the peer sends, which it does only once the waiter is seen
- * inside the channel wait (the channel's waiter count), so the block is proven by the event
+ * parked on the channel (the channel's parked count), so the block is proven by the event
  * count, not by timing. Timeouts and interrupts: CompletionWaiterHostTest.
  */
 @RdmaTest
@@ -95,16 +95,16 @@ class CompletionWaiterGuestTest {
     @Test
     @Order(2)
     void theBlockPathSleepsOnTheChannelUntilThePeerSends() throws Exception {
-        // one block for the whole wait: the peer sends while the waiter is inside it, so the
-        // completion's event (the CQ was armed before the block) is what wakes it
-        CompletionWaiter blocker = new CompletionWaiter(cqA, 0, TimeUnit.SECONDS.toNanos(90));
+        // one block for the whole wait: the peer sends while the waiter is parked on the channel,
+        // so the completion's event (the CQ was armed before the block) is what wakes it
+        CompletionWaiter blocker = new CompletionWaiter(cqA, 0);
         AtomicReference<Throwable> peerFailure = new AtomicReference<>();
         try (WorkCompletions wcs = new WorkCompletions(4)) {
             postReceive(12);
             Thread peer = Thread.ofPlatform().start(() -> {
                 try {
                     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-                    while (channel.waiters() == 0 && System.nanoTime() < deadline) {
+                    while (channel.parked() == 0 && System.nanoTime() < deadline) {
                         Thread.sleep(1);
                     }
                     sendFromB(22);
@@ -122,6 +122,36 @@ class CompletionWaiterGuestTest {
             assertEquals(1, blocker.events(), "woken by the completion's event");
             System.out.println("[CompletionWaiterGuestTest] block path: " + blocker.blocks() + " channel waits, "
                     + blocker.events() + " events");
+        }
+    }
+
+    @Test
+    @Order(3)
+    void aVirtualThreadParkedOnTheChannelIsWokenByTheEvent() throws Exception {
+        CompletionWaiter blocker = new CompletionWaiter(cqA, 0);
+        AtomicReference<Object> outcome = new AtomicReference<>("did not return");
+        AtomicReference<Boolean> virtual = new AtomicReference<>();
+        try (WorkCompletions wcs = new WorkCompletions(4)) {
+            postReceive(13);
+            Thread waiter = Thread.ofVirtual().start(() -> {
+                virtual.set(Thread.currentThread().isVirtual());
+                try {
+                    outcome.set(blocker.await(wcs, 1, Duration.ofSeconds(Long.MAX_VALUE)));
+                } catch (Throwable t) {
+                    outcome.set(t);
+                }
+            });
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (channel.parked() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            assertEquals(1, channel.parked(), "the virtual waiter parked on the channel");
+            sendFromB(23);
+            assertTrue(waiter.join(Duration.ofSeconds(60)), "the event woke the parked virtual thread");
+            assertEquals(Boolean.TRUE, virtual.get());
+            assertEquals(1, outcome.get());
+            assertEquals(13, wcs.wrId(0));
+            assertEquals(1, blocker.events(), "woken by the completion's event");
         }
     }
 }

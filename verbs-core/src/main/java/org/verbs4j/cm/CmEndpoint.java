@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.function.Supplier;
 import org.verbs4j.VerbsException;
 import org.verbs4j.internal.CoreAccess;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 
 /**
@@ -80,7 +81,7 @@ abstract class CmEndpoint {
      * it waits.
      */
     final <T> T await(Duration timeout, Supplier<T> ready, Supplier<? extends RuntimeException> onTimeout) {
-        long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
+        long deadline = Timeouts.deadline("rdma_get_cm_event", timeout);
         while (true) {
             long left;
             synchronized (lock) {

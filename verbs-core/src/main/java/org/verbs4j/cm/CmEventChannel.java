@@ -20,6 +20,7 @@ import org.verbs4j.ResourceBusyException;
 import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsException;
 import org.verbs4j.internal.CoreAccess;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibRdmacm;
@@ -424,7 +425,7 @@ public final class CmEventChannel implements AutoCloseable {
                     "use CmEventChannel.openPolled() to read the events from your own loop");
         }
         ensureOpen("rdma_get_cm_event");
-        return core.drive(Math.max(0, timeout.toMillis()));
+        return core.drive(Timeouts.millis("rdma_get_cm_event", timeout));
     }
 
     int drive(long timeoutMillis) {
@@ -517,7 +518,7 @@ public final class CmEventChannel implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        long deadline = System.nanoTime() + Math.max(0, bound.toNanos());
+        long deadline = Timeouts.deadline("rdma_destroy_event_channel", bound);
         Thread t = core.thread;
         if (t != null && t != Thread.currentThread()) {
             try {

@@ -7,6 +7,7 @@ import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.InvalidRequestException;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibRdmacm;
 
@@ -103,7 +104,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
             throw new InvalidRequestException("rdma_accept", "the timeout must be positive: " + timeout);
         }
         claim("rdma_accept");
-        long deadline = System.nanoTime() + timeout.toNanos();
+        long deadline = Timeouts.deadline("rdma_accept", timeout);
         RdmaConnection c = new RdmaConnection(channel, idState, false, ud, setup, ConnectionState.ACCEPTING);
         c.peerPrivateData(this.privateData);
         c.addresses(peer, local);

@@ -10,6 +10,7 @@ import org.verbs4j.CompletionQueue;
 import org.verbs4j.ConnectOptions;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.ProtectionDomain;
+import org.verbs4j.internal.Timeouts;
 
 /**
  * How a connection's queue pair is made and connected; a mutable builder used by one thread, read
@@ -181,7 +182,7 @@ public final class ConnectionSetup {
     }
 
     private static Duration timeout(String what, Duration d) {
-        if (d.isNegative() || d.isZero() || d.toMillis() > Integer.MAX_VALUE) {
+        if (d.isNegative() || d.isZero() || Timeouts.millis(what, d) > Integer.MAX_VALUE) {
             throw new InvalidRequestException(
                     "rdma_resolve_addr", what + " must be positive and fit in an int of ms: " + d);
         }

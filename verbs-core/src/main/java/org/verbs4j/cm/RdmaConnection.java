@@ -24,6 +24,7 @@ import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsException;
 import org.verbs4j.VerbsTimeoutException;
 import org.verbs4j.internal.CoreAccess;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.LibRdmacm;
@@ -223,7 +224,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             state = ConnectionState.RESOLVING_ADDRESS;
         }
         peer = remote;
-        resolveAndConnect(remote, setup, privateData, System.nanoTime() + timeout.toNanos());
+        resolveAndConnect(remote, setup, privateData, Timeouts.deadline("rdma_connect", timeout));
     }
 
     private void resolveAndConnect(InetSocketAddress remote, ConnectionSetup setup, byte[] privateData, long deadline) {

@@ -26,6 +26,7 @@ import org.verbs4j.ProtectionDomain;
 import org.verbs4j.ResourceBusyException;
 import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsException;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 
 /**
@@ -284,7 +285,7 @@ public final class BufferPool implements AutoCloseable {
             return t;
         }
         counters.exhaustions.increment();
-        return awaitOrFail(k, size, ExhaustionPolicy.await(timeout).timeoutNanos());
+        return awaitOrFail(k, size, Timeouts.nanos("BufferPool.lease", timeout));
     }
 
     /** {@link #leaseToken(int)}, or {@link #NO_TOKEN} at once when the class is empty. */

@@ -3,6 +3,7 @@ package org.verbs4j.natives;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import java.lang.foreign.Arena;
@@ -34,6 +35,12 @@ public final class LibC {
             NativeBinding.symbol(LIBC, "close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle SYSCONF =
             NativeBinding.symbol(LIBC, "sysconf", FunctionDescriptor.of(JAVA_LONG, JAVA_INT));
+    private static final MethodHandle EPOLL_CREATE1 =
+            NativeBinding.symbol(LIBC, "epoll_create1", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle EPOLL_CTL = NativeBinding.symbol(
+            LIBC, "epoll_ctl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
+    private static final MethodHandle EPOLL_WAIT = NativeBinding.symbol(
+            LIBC, "epoll_wait", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
     /** {@code _SC_PAGESIZE} (Linux). */
     static final int _SC_PAGESIZE = 30;
     /** The size of a memory page of this machine, from {@code sysconf(_SC_PAGESIZE)}, read once. */
@@ -48,6 +55,17 @@ public final class LibC {
     public static final int EFD_CLOEXEC = 0x80000;
 
     private static final int F_GETFL = 3, F_SETFL = 4;
+
+    /** {@code EPOLLIN}, {@code EPOLLONESHOT}. */
+    public static final int EPOLLIN = 1, EPOLLONESHOT = 1 << 30;
+    /** {@code EPOLL_CTL_ADD}, {@code EPOLL_CTL_DEL}, {@code EPOLL_CTL_MOD}. */
+    public static final int EPOLL_CTL_ADD = 1, EPOLL_CTL_DEL = 2, EPOLL_CTL_MOD = 3;
+    /** {@code EPOLL_CLOEXEC}. */
+    public static final int EPOLL_CLOEXEC = 0x80000;
+    /** {@code sizeof(struct epoll_event)}: packed on x86_64 (12 bytes), naturally aligned elsewhere (16). */
+    public static final long EPOLL_EVENT_SIZE = isX86() ? 12 : 16;
+    /** The offset of {@code epoll_event.data} (its {@code u64}). */
+    public static final long EPOLL_DATA_OFFSET = isX86() ? 4 : 8;
 
     private LibC() {}
 
@@ -268,6 +286,66 @@ public final class LibC {
 
     /** Results of {@link #pollReadableOrWoken}. */
     public static final int TIMED_OUT = 0, READABLE = 1, WOKEN = 2;
+
+    /** {@code epoll_create1(EPOLL_CLOEXEC)}: a new epoll fd. */
+    public static int epollCreate(String verb) {
+        try {
+            MemorySegment cap = Errno.captureSegment();
+            int fd = (int) EPOLL_CREATE1.invokeExact(cap, EPOLL_CLOEXEC);
+            if (fd < 0) {
+                throw Failures.of(verb, Errno.captured(cap), "epoll_create1(2) failed");
+            }
+            return fd;
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code epoll_ctl(epfd, op, fd, {events, data})} with the caller's scratch memory
+     * ({@link #EPOLL_EVENT_SIZE} bytes, 8-aligned, one thread at a time).
+     *
+     * @return 0, or the errno of the failure (e.g. EBADF for a closed fd)
+     */
+    public static int epollCtl(int epfd, int op, int fd, int events, long data, MemorySegment event) {
+        try {
+            event.set(JAVA_INT, 0, events);
+            event.set(JAVA_LONG_UNALIGNED, EPOLL_DATA_OFFSET, data);
+            MemorySegment cap = Errno.captureSegment();
+            int rc = (int) EPOLL_CTL.invokeExact(cap, epfd, op, fd, event);
+            return rc == 0 ? 0 : Errno.captured(cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code epoll_wait(epfd, events, max, timeoutMillis)} ({@code events}: {@code max} entries
+     * of {@link #EPOLL_EVENT_SIZE} bytes).
+     *
+     * @return the number of ready entries (0 on timeout), or minus the errno (EINTR included)
+     */
+    public static int epollWait(int epfd, MemorySegment events, int max, int timeoutMillis) {
+        try {
+            MemorySegment cap = Errno.captureSegment();
+            int n = (int) EPOLL_WAIT.invokeExact(cap, epfd, events, max, timeoutMillis);
+            return n >= 0 ? n : -Errno.captured(cap);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /** The {@code data.u64} of entry {@code i} of an {@link #epollWait} result. */
+    public static long epollData(MemorySegment events, int i) {
+        return events.get(JAVA_LONG_UNALIGNED, i * EPOLL_EVENT_SIZE + EPOLL_DATA_OFFSET);
+    }
+
+    private static boolean isX86() {
+        String arch = System.getProperty("os.arch");
+        return "amd64".equals(arch) || "x86_64".equals(arch);
+    }
 
     private static long pageSize() {
         MemorySegment cap = Errno.captureSegment();

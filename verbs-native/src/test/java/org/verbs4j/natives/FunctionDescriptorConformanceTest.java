@@ -70,6 +70,9 @@ class FunctionDescriptorConformanceTest {
             new Prototype("write", "ssize_t (int, const void *, size_t)"),
             new Prototype("close", "int (int)"),
             new Prototype("sysconf", "long (int)"),
+            new Prototype("epoll_create1", "int (int)"),
+            new Prototype("epoll_ctl", "int (int, int, int, struct epoll_event *)"),
+            new Prototype("epoll_wait", "int (int, struct epoll_event *, int, int)"),
             new Prototype("strerror", "char *(int)"));
 
     /** LibC's hand-written constants, named as in C; every int/short constant of LibC must be here or in NOT_C. */
@@ -82,7 +85,13 @@ class FunctionDescriptorConformanceTest {
             "EFD_CLOEXEC",
             "F_GETFL",
             "F_SETFL",
-            "_SC_PAGESIZE");
+            "_SC_PAGESIZE",
+            "EPOLLIN",
+            "EPOLLONESHOT",
+            "EPOLL_CTL_ADD",
+            "EPOLL_CTL_DEL",
+            "EPOLL_CTL_MOD",
+            "EPOLL_CLOEXEC");
 
     /** LibC constants that are not C's: the results of pollReadableOrWoken. */
     private static final Set<String> NOT_C = Set.of("TIMED_OUT", "READABLE", "WOKEN");
@@ -100,7 +109,10 @@ class FunctionDescriptorConformanceTest {
         Map<String, String> consts = new LinkedHashMap<>();
         Stream.concat(LIBC_CONSTANTS.stream(), Stream.of("EFD_NONBLOCK")).forEach(n -> consts.put(n, n));
         probe = CBoundary.probe(
-                "libc_probe", List.of("poll.h", "fcntl.h", "unistd.h", "string.h", "sys/eventfd.h"), LIBC, consts);
+                "libc_probe",
+                List.of("poll.h", "fcntl.h", "unistd.h", "string.h", "sys/eventfd.h", "sys/epoll.h"),
+                LIBC,
+                consts);
     }
 
     /**
