@@ -9,7 +9,7 @@ SOURCES = [
     ("host, checked", "verbs-core/src/test/java/org/verbs4j/HostMisuseTest.java"),
     ("guest (rxe0)", "verbs-core/src/test/java/org/verbs4j/MemorySafetyGuestTest.java"),
     ("guest (rxe0)", "verbs-core/src/test/java/org/verbs4j/ResourceCyclesGuestTest.java"),
-    ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolMisuseTest.java"),
+    ("host, pool, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolMisuseTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolLeakTest.java"),
     # connection management (org.verbs4j.cm) and device (GPU) memory: only the methods that drive a
