@@ -11,7 +11,7 @@ SOURCES = [
     ("guest (rxe0)", "verbs-core/src/test/java/org/verbs4j/CloseRacesGuestTest.java"),
     ("guest (rxe0)", "verbs-core/src/test/java/org/verbs4j/MemorySafetyGuestTest.java"),
     ("guest (rxe0)", "verbs-core/src/test/java/org/verbs4j/ResourceCyclesGuestTest.java"),
-    ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolMisuseTest.java"),
+    ("host, pool, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolMisuseTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolLeakTest.java"),
     ("host, waits", "verbs-core/src/test/java/org/verbs4j/BlockingWaitsHostTest.java"),

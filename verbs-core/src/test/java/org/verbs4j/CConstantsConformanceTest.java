@@ -229,7 +229,8 @@ class CConstantsConformanceTest {
                 "CompletionQueue.ACK_BATCH",
                 "Gate.CLOSE_WAIT_NANOS",
                 "NativeResource.CLOSING_WAIT_NANOS",
-                "BufferPool.MAX_PARK_NANOS");
+                "BufferPool.MAX_PARK_NANOS",
+                "LeaseViews.CLOSE_WAIT_NANOS");
         notC(
                 "a state of verbs4j's own lifecycle machines",
                 "Gate.IDLE",
@@ -240,7 +241,8 @@ class CConstantsConformanceTest {
                 "NativeResource.CLOSED",
                 "PoolResources.OPEN",
                 "PoolResources.CLOSING",
-                "PoolResources.CLOSED");
+                "PoolResources.CLOSED",
+                "PoolResources.RELEASING");
         notC(
                 "the buffer pool's slot and token encoding",
                 "BufferPool.NO_TOKEN",

@@ -1,6 +1,7 @@
 package org.verbs4j.bench;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -24,7 +25,8 @@ import org.verbs4j.pool.PooledBuffer;
  * Lease+release of the {@link BufferPool} on any host, no RDMA device: the protection domain is a
  * borrowed stand-in ({@link ForeignHandles}) and the registrar wraps memory under made-up keys,
  * which the hot path never looks at. Single-threaded (the thread cache) and with two threads
- * sharing one pool; {@code -prof gc} shows the allocation rate (0 B/op expected).
+ * sharing one pool, in the safe default and with the opt-in unsafe shared flyweights;
+ * {@code -prof gc} shows the allocation rate (0 B/op expected for tokens and the flyweights).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -33,6 +35,10 @@ import org.verbs4j.pool.PooledBuffer;
 public class PoolHostBenchmark {
     @Param({"4096", "65536"})
     int size;
+
+    /** false: the safe default (an object and, on segment(), a view per lease); true: the opt-in flyweights. */
+    @Param({"false", "true"})
+    boolean unsafeShared;
 
     private Arena arena;
     private Context context;
@@ -52,6 +58,7 @@ public class PoolHostBenchmark {
                 .registrar((p, mem, access) -> ForeignHandles.memoryRegion(p, mem, ++key[0], key[0], access))
                 .leakTracking(false)
                 .leakSites(false)
+                .unsafeSharedBuffers(unsafeShared)
                 .build();
     }
 
@@ -67,6 +74,15 @@ public class PoolHostBenchmark {
     @Benchmark
     public PooledBuffer leaseRelease() {
         PooledBuffer b = pool.lease(size);
+        pool.release(b);
+        return b;
+    }
+
+    /** One thread: lease, write one int through the buffer's segment, release. */
+    @Benchmark
+    public PooledBuffer leaseWriteRelease() {
+        PooledBuffer b = pool.lease(size);
+        b.segment().set(ValueLayout.JAVA_INT, 0, size);
         pool.release(b);
         return b;
     }

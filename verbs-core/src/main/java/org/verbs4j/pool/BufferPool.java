@@ -15,6 +15,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -64,14 +65,14 @@ import org.verbs4j.natives.Errno;
  * through a lease that ended (released twice, or released after its buffer was leased again) is
  * refused with a {@link StaleLeaseException} that says what happened: {@link #release(long)} with
  * a token, {@link #buffer(long)} and {@link #isCurrent(long)} check the generation, in every mode,
- * allocation-free. {@link #lease(int)} hands out the slot's shared {@link PooledBuffer} flyweight
- * (so that leasing allocates nothing), which carries no generation of its own: a release through
- * it is refused when the slot is free (double release) but cannot be told from the new holder's
- * once the slot was leased again. Carry the token wherever a reference may outlive its lease (a
- * work request's wr_id, a completion handler, another thread), or build the pool with
- * {@link Builder#strictLeases(boolean)} (implied by leak tracking): then each lease gets its own
- * small {@link PooledBuffer} (one allocation per lease) and a release or use through a stale one
- * is refused as well.
+ * allocation-free. By default {@link #lease(int)} gives each lease a small {@link PooledBuffer}
+ * of its own (one allocation per lease) that carries its token, so a release or use through a
+ * reference kept past its lease is refused too, and its {@linkplain PooledBuffer#segment()
+ * segment} is a view that dies with the lease (made on the lease's first {@code segment()} call,
+ * closed by its release), so a write through a kept segment throws instead of landing in the next
+ * holder's buffer. A measured hot path may opt out with {@link Builder#unsafeSharedBuffers}: then
+ * {@link #lease(int)} hands out the slot's one shared flyweight (nothing allocated), which cannot
+ * tell its holders apart, and whose segment lives as long as the pool; tokens stay checked.
  *
  * <h2>Lifetime</h2>
  * The regions and their memory stay alive while the pool is open; {@link #close()} refuses while
@@ -95,8 +96,9 @@ import org.verbs4j.natives.Errno;
  *
  * <p>Thread-safety: {@link #lease}, {@link #tryLease}, the token methods, {@link #release} and
  * {@link #metrics} may be called by any number of threads at once. {@link #close()} may race
- * with them, with a defined outcome: it refuses while any buffer is leased; a lease racing with
- * a successful close fails with ResourceClosedException, and a successful lease holds the close
+ * with them, with a defined outcome: it refuses while any buffer is leased, and a refused close
+ * leaves the pool fully usable (a lease or waiter that raced it goes on); a lease racing with
+ * a close that goes ahead fails with ResourceClosedException, and a successful lease holds the close
  * off until it is released; so a close can only go ahead when no release of a live lease is left
  * (a release after it is refused: the pool is closed). The pool owns its regions and their
  * memory; the protection domain must outlive it (it refuses to close while the regions are
@@ -107,15 +109,19 @@ public final class BufferPool implements AutoCloseable {
     public static final String LEAK_TRACKING_PROPERTY = "verbs4j.pool.leakTracking";
     /** Records the stack trace of every lease (implies leak tracking). */
     public static final String LEAK_SITES_PROPERTY = "verbs4j.pool.leakSites";
-    /** Turns strict leases (a {@link PooledBuffer} per lease) on for pools whose builder did not decide. */
-    public static final String STRICT_LEASES_PROPERTY = "verbs4j.pool.strictLeases";
+    /**
+     * Turns the unsafe shared flyweights ({@link Builder#unsafeSharedBuffers(boolean)}) on for
+     * pools whose builder did not decide.
+     */
+    public static final String UNSAFE_SHARED_BUFFERS_PROPERTY = "verbs4j.pool.unsafeSharedBuffers";
     /** What {@link #tryLeaseToken(int)} returns when the class is empty; never a valid token. */
     public static final long NO_TOKEN = -1L;
 
     private static final Logger LOG = LoggerFactory.getLogger(BufferPool.class);
     private static final boolean DEFAULT_SITES = Boolean.getBoolean(LEAK_SITES_PROPERTY);
     private static final boolean DEFAULT_TRACKING = DEFAULT_SITES || Boolean.getBoolean(LEAK_TRACKING_PROPERTY);
-    private static final boolean DEFAULT_STRICT = Boolean.getBoolean(STRICT_LEASES_PROPERTY);
+    private static final boolean DEFAULT_SHARED = Boolean.getBoolean(UNSAFE_SHARED_BUFFERS_PROPERTY);
+    private static final AtomicInteger IDS = new AtomicInteger();
     private static final Cleaner CLEANER = Cleaner.create();
     /** Slot state words (longs) are spaced a cache line apart, so neighbouring slots never false-share. */
     static final int STATE_SHIFT = 3;
@@ -133,6 +139,9 @@ public final class BufferPool implements AutoCloseable {
     static final VarHandle STATES = MethodHandles.arrayElementVarHandle(long[].class);
 
     final String name;
+    /** Tells pools of the same name apart in messages. */
+    final int id = IDS.incrementAndGet();
+
     private final SizeClass[] classes;
     private final int[] sizes;
     private final PooledBuffer[] buffers;
@@ -142,7 +151,9 @@ public final class BufferPool implements AutoCloseable {
 
     final long slotMask;
     /** Each lease gets its own PooledBuffer (allocates; stale references are caught). */
-    private final boolean strict;
+    private final boolean perLease;
+    /** The per-lease segments (null with the unsafe shared flyweights: one segment per slot). */
+    private final LeaseViews views;
 
     private final ExhaustionPolicy exhaustion;
     /** Null when thread caches are off. */
@@ -161,7 +172,7 @@ public final class BufferPool implements AutoCloseable {
         this.name = b.name;
         this.exhaustion = b.exhaustion;
         boolean tracking = b.leakTracking || b.leakSites;
-        this.strict = tracking || b.strictLeases;
+        this.perLease = tracking || !b.unsafeSharedBuffers;
         Registrar registrar = b.registrar != null ? b.registrar : b.allocator.registrar();
         this.allocatorDescription = b.allocator.description();
 
@@ -185,6 +196,7 @@ public final class BufferPool implements AutoCloseable {
         for (int s = 0; s < total; s++) {
             states[s << STATE_SHIFT] = salt;
         }
+        this.views = b.unsafeSharedBuffers ? null : new LeaseViews(total);
         this.leaks = tracking ? new LeakTracker(name, classes, states, slotBits, total, b.leakSites) : null;
 
         PoolMemory memory =
@@ -194,6 +206,7 @@ public final class BufferPool implements AutoCloseable {
         this.resources = new PoolResources(
                 name,
                 memory.views,
+                views,
                 regions,
                 memory.allocations,
                 states,
@@ -230,11 +243,10 @@ public final class BufferPool implements AutoCloseable {
     /**
      * Leases a buffer of at least {@code size} bytes (from the smallest size class that fits),
      * applying the pool's {@link ExhaustionPolicy} when that class is empty. Allocation-free and
-     * lock-free unless it has to wait or throw (or the pool has {@linkplain Builder#strictLeases
-     * strict leases}). A size of 0 leases from the smallest class.
-     *
-     * <p>The buffer returned is the slot's shared flyweight unless leases are strict: take its
-     * {@link PooledBuffer#token() token} where the reference may outlive the lease.
+     * lock-free unless it has to wait or throw; it allocates the lease's own {@link PooledBuffer}
+     * unless the pool has {@linkplain Builder#unsafeSharedBuffers unsafe shared buffers}
+     * (then it returns the slot's shared flyweight: take its {@link PooledBuffer#token() token}
+     * where the reference may outlive the lease). A size of 0 leases from the smallest class.
      *
      * @throws PoolExhaustedException   when the class stays empty (fail-fast, or for the whole wait)
      * @throws InvalidRequestException when {@code size} is negative or no size class holds it
@@ -331,7 +343,7 @@ public final class BufferPool implements AutoCloseable {
             if (local == FreeStack.EMPTY) {
                 local = k.steal();
                 if (local == FreeStack.EMPTY) {
-                    if (!resources.isOpen()) {
+                    if (!resources.isOpen() && !resources.awaitOpen()) {
                         throw closedException("lease");
                     }
                     return NO_TOKEN;
@@ -356,7 +368,9 @@ public final class BufferPool implements AutoCloseable {
                             + (s & STATE_BITS) + ")",
                     "report it: this is a verbs4j bug");
         }
-        if (!resources.isOpen()) {
+        // a close() deciding now sees this lease and is refused, or did not see it and goes on:
+        // wait for its decision, so that a refused close fails nothing that raced it
+        if (!resources.isOpen() && !resources.awaitOpen()) {
             STATES.setVolatile(states, at, s);
             k.shared.push(local);
             throw closedException("lease");
@@ -375,13 +389,13 @@ public final class BufferPool implements AutoCloseable {
     }
 
     /**
-     * The object for a lease: the slot's flyweight, or (strict) one of its own; with leak tracking
+     * The object for a lease: one of its own, or the slot's unsafe shared flyweight; with leak tracking
      * and {@code track}, registered for leak detection.
      */
     private PooledBuffer bufferOf(long token, boolean track) {
         int slot = (int) (token & slotMask);
         PooledBuffer shared = buffers[slot];
-        if (!strict) {
+        if (!perLease) {
             return shared;
         }
         PooledBuffer b = new PooledBuffer(shared, token);
@@ -450,8 +464,8 @@ public final class BufferPool implements AutoCloseable {
     }
 
     /**
-     * The buffer of the lease {@code token} names (the slot's flyweight, or with strict leases
-     * an object of its own that checks the token on release and use).
+     * The buffer of the lease {@code token} names: an object of its own that checks the token on
+     * release and use (with unsafe shared buffers, the slot's flyweight).
      *
      * @throws StaleLeaseException      when the lease ended (released, or the buffer leased again since)
      * @throws InvalidRequestException when the token was not issued by this pool
@@ -485,7 +499,7 @@ public final class BufferPool implements AutoCloseable {
 
     /**
      * Returns a leased buffer to the pool. Allocation-free and lock-free. Through the shared
-     * flyweight, a release is refused when the slot is not leased; through a strict lease's own
+     * flyweight, a release is refused when the slot is not leased; through a lease's own
      * object, also when its lease ended (the buffer was leased again).
      *
      * @throws StaleLeaseException      when the lease is not current (released twice, or stale)
@@ -496,8 +510,8 @@ public final class BufferPool implements AutoCloseable {
         if (buffer.pool != this) {
             throw new InvalidRequestException(
                     "BufferPool",
-                    buffer + " belongs to pool '" + buffer.pool.name + "', not to pool '" + name
-                            + "': release it to the pool that leased it (buffer.release())");
+                    buffer + " belongs to " + buffer.pool.label() + ", not to " + label()
+                            + ": release it to the pool that leased it (buffer.release())");
         }
         if (buffer.leaseToken != NO_TOKEN) {
             release(buffer.leaseToken);
@@ -514,7 +528,7 @@ public final class BufferPool implements AutoCloseable {
                 break;
             }
         }
-        freed(buffer.sizeClass, slot);
+        freed(buffer.sizeClass, slot, at);
     }
 
     /**
@@ -542,16 +556,27 @@ public final class BufferPool implements AutoCloseable {
                 break;
             }
         }
-        freed(buffers[slot].sizeClass, slot);
+        freed(buffers[slot].sizeClass, slot, at);
     }
 
-    /** After the CAS to FREE: forget the lease, account, and put the slot back. */
-    private void freed(SizeClass k, int slot) {
+    /**
+     * After the CAS to FREE: end the lease's segment, forget the lease, account, and put the slot
+     * back (nobody can lease it before that, so the old segment is dead before a new holder comes).
+     */
+    private void freed(SizeClass k, int slot, int at) {
         if (leaks != null) {
             leaks.released(slot);
         }
-        int local = slot - k.base;
         counters.released(k.size);
+        if (views != null && !views.retire(slot)) {
+            STATES.setVolatile(states, at, (long) STATES.getVolatile(states, at) + LEAKED);
+            throw new ResourceBusyException(
+                    "BufferPool.release",
+                    "buffer #" + slot + " of " + label() + " was released while a native call kept using its "
+                            + "segment for 10 s: its slot is quarantined (never leased again)",
+                    "release a buffer only after every call using its memory returned");
+        }
+        int local = slot - k.base;
         if (!k.hasWaiters()) {
             ThreadCache c = cache(k);
             if (c != null && c.push(local)) {
@@ -578,9 +603,29 @@ public final class BufferPool implements AutoCloseable {
         return LeaseRefusals.notLeased(this, b, what, s);
     }
 
-    /** Whether the pool is open (for PooledBuffer's checks). */
-    boolean isOpen() {
-        return resources.isOpen();
+    /**
+     * The segment of lease {@code b} (a per-lease object): in safe mode a view that dies with the
+     * lease; with the unsafe shared flyweights, the slot's segment.
+     */
+    MemorySegment leaseSegment(PooledBuffer b, MemorySegment slotSegment) {
+        if (views == null) {
+            return slotSegment;
+        }
+        MemorySegment view = views.segment(this, b.slot, b.leaseToken, slotSegment);
+        if (view == null) {
+            throw b.useRefused("segment()");
+        }
+        return view;
+    }
+
+    /** The pool's name and identity, for messages: {@code pool 'name' (#id)}. */
+    String label() {
+        return "pool '" + name + "' (#" + id + ")";
+    }
+
+    /** Whether a close that goes ahead is under way or done (for PooledBuffer's checks). */
+    boolean isEnding() {
+        return resources.isEnding();
     }
 
     // ---- leaks, metrics ------------------------------------------------------------------------
@@ -674,7 +719,7 @@ public final class BufferPool implements AutoCloseable {
         return resources.state == PoolResources.CLOSED;
     }
 
-    /** With leak tracking: a strict lease's object handed its lease to a token; stop tracking the object. */
+    /** With leak tracking: a lease's object handed its lease to a token; stop tracking the object. */
     void untrack(int slot, long token) {
         if (leaks != null) {
             leaks.untrack(slot, token);
@@ -697,7 +742,7 @@ public final class BufferPool implements AutoCloseable {
     @Override
     public void close() {
         int was = resources.beginClose();
-        if (was == PoolResources.CLOSING) {
+        if (was == PoolResources.CLOSING || was == PoolResources.RELEASING) {
             throw new ResourceBusyException(
                     "BufferPool.close", "pool '" + name + "' is being closed by another thread", "close it once");
         }
@@ -757,11 +802,11 @@ public final class BufferPool implements AutoCloseable {
     }
 
     VerbsException closedException(String what) {
-        if (resources.state == PoolResources.CLOSING) {
+        if (resources.state == PoolResources.RELEASING) {
             return new ResourceClosedException(
                     "BufferPool." + what,
                     "pool '" + name + "' is being closed: a lease racing "
-                            + "with close() fails; lease after the close was refused, or from a new pool");
+                            + "with a close() that goes ahead fails; lease from a new pool");
         }
         String by = resources.closedBy;
         return new ResourceClosedException(
@@ -790,7 +835,7 @@ public final class BufferPool implements AutoCloseable {
         private int threadCacheSize = 16;
         private boolean leakTracking = DEFAULT_TRACKING;
         private boolean leakSites = DEFAULT_SITES;
-        private boolean strictLeases = DEFAULT_STRICT;
+        private boolean unsafeSharedBuffers = DEFAULT_SHARED;
         private Consumer<String> releaseObserver;
         private String name = "pool";
 
@@ -869,14 +914,17 @@ public final class BufferPool implements AutoCloseable {
         }
 
         /**
-         * Give each {@link #lease(int)} its own {@link PooledBuffer} (one small allocation per
-         * lease) instead of the slot's shared flyweight, so that a release or use through a
-         * reference kept past its lease is refused (a {@link StaleLeaseException}) even after the
-         * buffer was leased again. Leak tracking implies it. Default: {@value BufferPool#STRICT_LEASES_PROPERTY}
-         * (false). Tokens ({@link #leaseToken(int)}) are checked either way.
+         * Opts out of the safe leases, for a measured hot path, the way unchecked mode opts out
+         * of checks: {@link #lease(int)} hands out the slot's one shared {@link PooledBuffer}
+         * (no allocation per lease) whose {@link PooledBuffer#segment() segment} lives as long as
+         * the pool. A reference or segment kept past its release then aliases the next holder's
+         * buffer: a write through it lands in their data, and a release through it ends their
+         * lease. Tokens ({@link #leaseToken(int)}) stay checked either way; leak tracking gives
+         * each lease its own object again. Default: {@value BufferPool#UNSAFE_SHARED_BUFFERS_PROPERTY}
+         * (false: every lease is its own object with its own segment, refused once it ended).
          */
-        public Builder strictLeases(boolean on) {
-            this.strictLeases = on;
+        public Builder unsafeSharedBuffers(boolean on) {
+            this.unsafeSharedBuffers = on;
             return this;
         }
 

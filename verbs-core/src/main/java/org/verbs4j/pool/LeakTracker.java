@@ -9,7 +9,7 @@ import org.slf4j.LoggerFactory;
 import org.verbs4j.InvalidRequestException;
 
 /**
- * The leak tracking of one pool (made only when tracking is on): each strict lease's own
+ * The leak tracking of one pool (made only when tracking is on): each lease's own
  * {@link PooledBuffer} is registered with a phantom reference (and, with lease sites, the stack
  * trace of the lease); a lease whose object the GC found unreachable without a release is logged,
  * counted and its slot quarantined (LEASED to LEAKED, so it is never leased again). Any thread.
@@ -55,7 +55,7 @@ final class LeakTracker {
         return sites;
     }
 
-    /** Registers the lease of {@code slot} that {@code b} (a strict lease's own object) holds now. */
+    /** Registers the lease of {@code slot} that {@code b} (a lease's own object) holds now. */
     void track(PooledBuffer b, int slot) {
         long leasedState = (long) BufferPool.STATES.getVolatile(states, slot << BufferPool.STATE_SHIFT);
         refs[slot] = new LeaseRef(b, queue, slot, leasedState);
@@ -77,7 +77,7 @@ final class LeakTracker {
         }
     }
 
-    /** A strict lease's object handed its lease {@code token} to a token: stop tracking the object. */
+    /** A lease's object handed its lease {@code token} to a token: stop tracking the object. */
     void untrack(int slot, long token) {
         LeaseRef r = refs[slot];
         if (r != null && BufferPool.tokenOf(slot, r.leasedState, slotBits) == token) {

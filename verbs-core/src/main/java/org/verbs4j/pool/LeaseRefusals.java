@@ -38,13 +38,13 @@ final class LeaseRefusals {
         }
         int slot = (int) (token & pool.slotMask);
         if (slot >= pool.capacity()) {
-            return foreign(name, token, what);
+            return foreign(pool, token, what);
         }
         long s = (long) STATES.getVolatile(pool.states, slot << STATE_SHIFT);
         long genMask = -1L >>> pool.slotBits;
         long ahead = ((s >>> 2) - (token >>> pool.slotBits)) & genMask;
         String lease = "lease token 0x" + Long.toHexString(token) + " (buffer #" + slot + ")";
-        String closed = pool.resources.isOpen() ? "" : " (pool '" + name + "' is being closed)";
+        String closed = pool.resources.isEnding() ? " (pool '" + name + "' is being closed)" : "";
         if (ahead == 0) {
             if ((s & STATE_BITS) == LEAKED) {
                 return new StaleLeaseException(
@@ -66,20 +66,20 @@ final class LeaseRefusals {
                             + "after its last use, and drop the token afterwards",
                     slot);
         }
-        return foreign(name, token, what);
+        return foreign(pool, token, what);
     }
 
-    private static VerbsException foreign(String name, long token, String what) {
+    private static VerbsException foreign(BufferPool pool, long token, String what) {
         return new InvalidRequestException(
                 "BufferPool",
                 what + ": lease token 0x" + Long.toHexString(token)
-                        + " was not issued by pool '" + name + "' (another pool's, or not a token): "
+                        + " was not issued by " + pool.label() + " (another pool's, or not a token): "
                         + "release it to the pool that leased it");
     }
 
     /** The exception for a use of the shared flyweight of a slot that is not leased ({@code s}: its state word). */
     static RuntimeException notLeased(BufferPool pool, PooledBuffer b, String what, long s) {
-        if (!pool.resources.isOpen()) {
+        if (pool.resources.isEnding()) {
             return pool.closedException(what + " of " + b + " (no buffer is leased once a pool is closed)");
         }
         if ((s & STATE_BITS) == LEAKED) {

@@ -27,7 +27,12 @@ import org.verbs4j.MemoryRegion;
  * the pool). Thread-safe: the state word is changed by CAS only; the release runs once.
  */
 final class PoolResources implements Runnable {
-    static final int OPEN = 0, CLOSING = 1, CLOSED = 2;
+    /**
+     * OPEN; CLOSING: a close() is deciding (it ends in OPEN when refused, or goes on); RELEASING:
+     * a close that can no longer be refused is giving the resources back; CLOSED.
+     */
+    static final int OPEN = 0, CLOSING = 1, CLOSED = 2, RELEASING = 3;
+
     private static final Logger LOG = LoggerFactory.getLogger(PoolResources.class);
     private static final VarHandle STATE;
 
@@ -42,6 +47,8 @@ final class PoolResources implements Runnable {
     final String name;
     /** Scopes every buffer's segment: closed first, so no segment reads freed memory. */
     final Arena views;
+    /** The per-lease views of the safe mode (null with shared flyweights): closed with {@link #views}. */
+    private final LeaseViews leaseViews;
     /** regions.get(i) registers allocations.get(i). */
     private final List<MemoryRegion> regions;
 
@@ -60,6 +67,7 @@ final class PoolResources implements Runnable {
     PoolResources(
             String name,
             Arena views,
+            LeaseViews leaseViews,
             List<MemoryRegion> regions,
             List<RegionAllocator.Allocation> allocations,
             long[] states,
@@ -68,6 +76,7 @@ final class PoolResources implements Runnable {
             Consumer<String> observer) {
         this.name = name;
         this.views = views;
+        this.leaseViews = leaseViews;
         this.regions = regions;
         this.allocations = allocations;
         this.states = states;
@@ -78,6 +87,30 @@ final class PoolResources implements Runnable {
 
     boolean isOpen() {
         return state == OPEN;
+    }
+
+    /**
+     * Whether the pool is open once a close() that is deciding has decided: a refused close
+     * leaves the pool open and what raced it goes on; only a close that goes ahead ends it.
+     */
+    boolean awaitOpen() {
+        while (true) {
+            int s = state;
+            if (s == OPEN) {
+                return true;
+            }
+            if (s != CLOSING) {
+                return false;
+            }
+            Thread.onSpinWait();
+            Thread.yield();
+        }
+    }
+
+    /** Whether a close that can no longer be refused is under way or done. */
+    boolean isEnding() {
+        int s = state;
+        return s == RELEASING || s == CLOSED;
     }
 
     /** close(): OPEN to CLOSING; returns the state it found. */
@@ -153,10 +186,10 @@ final class PoolResources implements Runnable {
             if (s == OPEN) {
                 return true;
             }
-            if (s == CLOSED) {
+            if (s == CLOSED || s == RELEASING) {
                 return false;
             }
-            Thread.onSpinWait(); // a close() is deciding; it ends in OPEN or CLOSED
+            Thread.onSpinWait(); // a close() is deciding; it ends in OPEN or goes on to CLOSED
             Thread.yield();
         }
     }
@@ -180,10 +213,9 @@ final class PoolResources implements Runnable {
      *                          everything that could be released was
      */
     void release(String why, boolean mayRefuse) {
-        boolean viewsClosed;
+        boolean viewsClosed = leaseViews == null || leaseViews.closeAll();
         try {
             views.close();
-            viewsClosed = true;
             observe("views closed");
         } catch (IllegalStateException e) {
             if (mayRefuse) {
@@ -202,6 +234,7 @@ final class PoolResources implements Runnable {
                             + "freeing it (leaked)",
                     name);
         }
+        STATE.setVolatile(this, RELEASING); // from here on nothing can refuse the close
         closedBy = why;
         RuntimeException failure = null;
         boolean[] deregistered = new boolean[regions.size()];

@@ -8,12 +8,13 @@ import org.verbs4j.natives.Errno;
 
 /**
  * One-call SGEs and RDMA targets from {@link PooledBuffer}s, on top of
- * {@link SendWorkRequests#sge} and {@link ReceiveWorkRequests#sge}. In checked mode (the default,
- * see {@link Verbs#CHECKED}) they also refuse a buffer that is not leased and a length beyond the
- * buffer (which the region-level check cannot see, since the neighbouring buffers are inside the
- * same region). Through a strict lease's own object, "not leased" includes a lease that ended
- * although the buffer was leased again; through the shared flyweight only a free slot is seen. Allocation-free unless they throw. Stateless; the thread that owns the work
- * request chain calls them.
+ * {@link SendWorkRequests#sge} and {@link ReceiveWorkRequests#sge}. In every mode, checked and
+ * unchecked ({@link Verbs#CHECKED}), they refuse a lease that is not current (a token or a lease's
+ * own object whose lease ended, even after its buffer was leased again; an unsafe shared flyweight
+ * whose slot is free) and a length beyond the buffer (which the region-level check cannot see,
+ * since the neighbouring buffers are inside the same region): either would let the device read or
+ * write a buffer another holder leases. Allocation-free unless they throw. Stateless; the thread
+ * that owns the work request chain calls them.
  */
 public final class PoolWorkRequests {
     private PoolWorkRequests() {}
@@ -42,8 +43,8 @@ public final class PoolWorkRequests {
 
     /**
      * Adds {@code [0, length)} of the buffer of lease {@code token} as an SGE of the current send
-     * work request; in checked mode a token whose lease ended is refused. Allocation-free in
-     * every mode (also with strict leases).
+     * work request; a token whose lease ended is refused, in every mode. Allocation-free in
+     * every mode (the token names the slot's addressing facts; no lease object is made).
      */
     public static SendWorkRequests sge(SendWorkRequests wrs, BufferPool pool, long token, int length) {
         PooledBuffer b = checkToken("ibv_post_send", pool, token);
@@ -59,7 +60,7 @@ public final class PoolWorkRequests {
     }
 
     private static PooledBuffer checkToken(String verb, BufferPool pool, long token) {
-        if (Verbs.CHECKED && !pool.isCurrent(token)) {
+        if (!pool.isCurrent(token)) { // in every mode: a stale token names someone else's buffer
             RuntimeException why = pool.refused(token, verb);
             throw VerbsException.create(
                     verb,
@@ -89,19 +90,18 @@ public final class PoolWorkRequests {
                 "post only buffers you hold a lease on, and release them after their completion");
     }
 
+    /** In every mode: a stale lease or an overlong SGE would reach another holder's buffer. */
     private static void check(String verb, PooledBuffer buffer, int length) {
-        if (Verbs.CHECKED) {
-            if (length < 0 || length > buffer.capacity()) {
-                throw VerbsException.create(
-                        verb,
-                        Errno.EINVAL,
-                        "SGE length " + Integer.toUnsignedString(length) + " exceeds the pooled buffer's "
-                                + buffer.capacity() + " bytes (it would run into the next buffer)",
-                        "lease a buffer of at least the length you post");
-            }
-            if (!buffer.isLeased()) {
-                throw notLeased(verb, buffer);
-            }
+        if (length < 0 || length > buffer.capacity()) {
+            throw VerbsException.create(
+                    verb,
+                    Errno.EINVAL,
+                    "SGE length " + Integer.toUnsignedString(length) + " exceeds the pooled buffer's "
+                            + buffer.capacity() + " bytes (it would run into the next buffer)",
+                    "lease a buffer of at least the length you post");
+        }
+        if (!buffer.isLeased()) {
+            throw notLeased(verb, buffer);
         }
     }
 }

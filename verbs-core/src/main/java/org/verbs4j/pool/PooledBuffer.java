@@ -9,21 +9,21 @@ import org.verbs4j.MemoryRegion;
  * and the owning {@link MemoryRegion} with the offset inside it, for
  * {@link org.verbs4j.SendWorkRequests#sge}). See {@link PoolWorkRequests} for one-call SGEs.
  *
- * <p><b>Shared flyweight or lease object.</b> By default the pool creates one per slot at
- * start-up and hands the same object out on every lease of that slot, so leasing allocates
- * nothing. Such an object cannot tell its holder from a later holder of the same slot: a release
- * through it is refused while the slot is free (a double release), but once the slot was leased
- * again it would release the new lease. Hence the rule every pool of reused objects has:
- * <b>after {@link #release()} the reference is dead</b>. Where a reference may outlive its lease
- * (a work request's wr_id, a completion handler, another thread) carry the lease's
- * {@link #token()} instead: the pool checks a token's generation on every use. With
- * {@link BufferPool.Builder#strictLeases(boolean) strict leases} (or leak tracking) each lease
- * gets an object of its own that carries its token, and every release or checked use through a
- * stale one throws {@link StaleLeaseException}.
+ * <p><b>Lease object or shared flyweight.</b> By default each lease gets an object of its own
+ * that carries the lease's {@link #token()}: once the lease ended (released, or its buffer leased
+ * again since), every release or checked use through it throws {@link StaleLeaseException}, and
+ * the {@link #segment()} it handed out is closed (an access throws IllegalStateException instead
+ * of reading or writing the next holder's data). With
+ * {@link BufferPool.Builder#unsafeSharedBuffers(boolean) unsafe shared buffers} the pool creates
+ * one object per slot at start-up and hands the same one out on every lease of that slot, so
+ * leasing allocates nothing; such an object cannot tell its holder from a later holder of the
+ * same slot (a release through it is refused while the slot is free, but once the slot was leased
+ * again it would release the new lease, and its segment stays open until the pool closes). There
+ * <b>after {@link #release()} the reference is dead</b>: carry the lease's {@link #token()} where a
+ * reference may outlive its lease; the pool checks a token's generation on every use.
  *
  * <p>The addressing accessors are immutable facts of the slot and never check the lease (the
- * data path reads them). {@link #segment()} checks it; the segment it returns lives until the
- * pool closes (afterwards any access to it throws), not only until the release.
+ * data path reads them). {@link #segment()} checks it.
  *
  * <p>Thread-safe to read; the thread that holds the lease decides when to release it (it may
  * hand the buffer to another thread, e.g. a completion poller, which then releases it).
@@ -33,7 +33,7 @@ public final class PooledBuffer implements AutoCloseable {
     final SizeClass sizeClass;
     final int slot;
     final int local;
-    /** The lease this object is of (strict leases), or {@link BufferPool#NO_TOKEN} for the shared flyweight. */
+    /** The lease this object is of, or {@link BufferPool#NO_TOKEN} for an unsafe shared flyweight. */
     final long leaseToken;
 
     private final MemorySegment segment;
@@ -68,7 +68,7 @@ public final class PooledBuffer implements AutoCloseable {
         this.rkey = region.rkey();
     }
 
-    /** The object of one strict lease: the slot's facts and the lease's token. */
+    /** The object of one lease: the slot's facts and the lease's token. */
     PooledBuffer(PooledBuffer slotBuffer, long token) {
         this.pool = slotBuffer.pool;
         this.sizeClass = slotBuffer.sizeClass;
@@ -86,13 +86,16 @@ public final class PooledBuffer implements AutoCloseable {
     }
 
     /**
-     * The buffer's memory: a fixed slice of the registered region, scoped to the pool (any
-     * access after the pool closed throws IllegalStateException rather than touching freed
-     * memory).
+     * The buffer's memory: a fixed slice of the registered region. For a lease's own object (the
+     * default) a view that dies when the lease ends (made on the first call, closed by the
+     * release); for an unsafe shared flyweight, scoped to the pool. Any access after that throws
+     * IllegalStateException (from the FFM API) rather than touching another holder's or freed
+     * memory. The first call of a lease makes a shared arena, and the release closes it (a few
+     * microseconds, more with many threads: the JVM makes sure no thread is accessing it).
      *
-     * @throws StaleLeaseException     when the buffer is not leased (through a strict lease's
+     * @throws StaleLeaseException     when the buffer is not leased (through a lease's own
      *                                 object: when its lease ended)
-     * @throws IllegalStateException   when the pool is closed
+     * @throws org.verbs4j.ResourceClosedException when the pool is closed
      * @throws org.verbs4j.InvalidRequestException for device (GPU) memory, which the CPU cannot touch
      */
     public MemorySegment segment() {
@@ -105,7 +108,7 @@ public final class PooledBuffer implements AutoCloseable {
                     "the pool's buffers are device (GPU) " + "memory, which the CPU cannot read or write",
                     "copy through the device's API at address() " + "(e.g. GpuMemory.copyFromHost in verbs-gpudirect)");
         }
-        return segment;
+        return leaseToken == BufferPool.NO_TOKEN ? segment : pool.leaseSegment(this, segment);
     }
 
     /** The virtual address of the first byte (an SGE's {@code addr}). */
@@ -162,7 +165,7 @@ public final class PooledBuffer implements AutoCloseable {
      * (right after leasing). With leak tracking, the lease is no longer tracked through this
      * object once its token was taken (a token is a value the GC cannot follow).
      *
-     * @throws StaleLeaseException when the buffer is not leased (for a strict lease's object: when its lease ended)
+     * @throws StaleLeaseException when the buffer is not leased (for a lease's own object: when its lease ended)
      */
     public long token() {
         if (leaseToken == BufferPool.NO_TOKEN) {
@@ -176,8 +179,8 @@ public final class PooledBuffer implements AutoCloseable {
     }
 
     /**
-     * Whether the buffer is leased now: for the shared flyweight, by anyone (successive leases
-     * share it); for a strict lease's object, whether its own lease is still current.
+     * Whether the buffer is leased now: for a lease's own object, whether its lease is still
+     * current; for an unsafe shared flyweight, by anyone (successive leases share it).
      */
     public boolean isLeased() {
         return leaseToken == BufferPool.NO_TOKEN ? pool.isLeased(slot) : pool.isCurrent(leaseToken);
@@ -196,7 +199,7 @@ public final class PooledBuffer implements AutoCloseable {
 
     /** Why this object may not be used now (out of line: the data path's checks stay small). */
     RuntimeException useRefused(String what) {
-        if (!pool.isOpen() || !segment.scope().isAlive()) {
+        if (pool.isEnding() || !segment.scope().isAlive()) {
             return pool.closedException(what + " of " + this + ": its memory was deregistered and freed");
         }
         if (leaseToken != BufferPool.NO_TOKEN) {

@@ -6,9 +6,9 @@ package org.verbs4j.pool;
  * release. Nothing changed in the pool when it is thrown. The message names the buffer, the lease
  * and what happened since; the fix is always the same: release each lease exactly once, after its
  * last use, and drop every reference (or token) to it afterwards. To catch such use everywhere,
- * carry the lease's {@link PooledBuffer#token() token} (e.g. in a work request's wr_id) rather
- * than the shared {@link PooledBuffer} object, or build the pool with
- * {@link BufferPool.Builder#strictLeases(boolean) strictLeases}.
+ * carry the lease's {@link PooledBuffer#token() token} (e.g. in a work request's wr_id) or the
+ * lease's own {@link PooledBuffer} (the default), not a shared flyweight of a pool built with
+ * {@link BufferPool.Builder#unsafeSharedBuffers(boolean) unsafeSharedBuffers}.
  */
 public final class StaleLeaseException extends org.verbs4j.ResourceClosedException {
     private static final long serialVersionUID = 1L;
