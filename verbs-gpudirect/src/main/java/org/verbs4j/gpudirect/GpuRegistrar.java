@@ -147,7 +147,7 @@ public final class GpuRegistrar {
                     if (buf != null) {
                         buf.close();
                     }
-                    note(attempts, "dma-buf: " + e.getMessage()); // the export or the registration
+                    note(attempts, "dma-buf: " + refusal(e)); // the export or the registration
                 }
             }
         }
@@ -171,11 +171,18 @@ public final class GpuRegistrar {
                     throw e;
                 } catch (VerbsException e) {
                     last = e;
-                    note(attempts, "nvidia-peermem: " + e.getMessage());
+                    note(attempts, "nvidia-peermem: " + refusal(e));
                 }
             }
         }
         throw new GpuRegistrationException(where, mode, attempts, last);
+    }
+
+    /** "{@code <verb> refused: ...}": the exception's text without a second "failed" in the one that lists it. */
+    private static String refusal(VerbsException e) {
+        String m = e.getMessage();
+        String prefix = e.verb() + " failed";
+        return m.startsWith(prefix) ? e.verb() + " refused" + m.substring(prefix.length()) : m;
     }
 
     private static void note(List<String> attempts, String outcome) {
