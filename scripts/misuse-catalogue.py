@@ -27,6 +27,7 @@ SOURCES = [
      r"NoHostView|inline|Inline|registrationArguments|WithoutHostViews"),
     ("host, GPU (stand-in libcuda)", "verbs-gpudirect/src/test/java/org/verbs4j/gpudirect/GpuMemoryTest.java",
      r"Refused|driverErrors|cannotExport|CannotExport|noDriver"),
+    ("host, GPU, checked + unchecked", "verbs-gpudirect/src/test/java/org/verbs4j/gpudirect/GpuMisuseCatalogueTest.java"),
 ]
 
 def words(name):

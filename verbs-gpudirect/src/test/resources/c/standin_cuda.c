@@ -286,7 +286,24 @@ static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n)
     return SUCCESS;
 }
 
-EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { LOCKED(copy_htod(dst, src, n)); }
+/* standin_cuda_hold_copies(1): copies wait here (not holding the lock) until it is set back to 0 */
+static _Atomic int hold_copies, copies_held;
+
+static void wait_while_held(void)
+{
+    if (!hold_copies)
+        return;
+    copies_held++;
+    while (hold_copies)
+        usleep(200);
+    copies_held--;
+}
+
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+    wait_while_held();
+    LOCKED(copy_htod(dst, src, n));
+}
 
 static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n)
 {
@@ -298,7 +315,11 @@ static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n)
     return SUCCESS;
 }
 
-EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { LOCKED(copy_dtoh(dst, src, n)); }
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+    wait_while_held();
+    LOCKED(copy_dtoh(dst, src, n));
+}
 
 static CUresult memset_d8(CUdeviceptr dst, unsigned char v, size_t n)
 {
@@ -368,6 +389,12 @@ EXPORT void standin_cuda_configure(int count, int dmabuf, int gdr, int export_rc
 
 /* 1: later allocations map their device addresses read-write (see the top of the file); 0: PROT_NONE */
 EXPORT void standin_cuda_set_host_visible(int visible) { host_visible = visible; }
+
+/* 1: later copies wait until it is 0 again (a copy that stays in the driver); 0: they run */
+EXPORT void standin_cuda_hold_copies(int hold) { hold_copies = hold; }
+
+/* how many copies are waiting in standin_cuda_hold_copies right now */
+EXPORT int standin_cuda_copies_held(void) { return copies_held; }
 
 static int live_allocations(void)
 {

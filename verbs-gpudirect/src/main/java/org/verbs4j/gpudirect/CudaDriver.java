@@ -95,7 +95,7 @@ public final class CudaDriver {
         CudaDriver probe = new CudaDriver(library, null, 0, sym);
         int rc = probe.cuInit(0);
         if (rc != 0) {
-            return unavailable(library, "cuInit failed with " + probe.describe(rc) + noDeviceHint(probe.name(rc)));
+            return unavailable(library, "cuInit answered " + probe.describe(rc) + noDeviceHint(probe.name(rc)));
         }
         int version;
         try (Arena a = Arena.ofConfined()) {

@@ -10,7 +10,7 @@ import org.verbs4j.VerbsException;
 public class CudaException extends VerbsException {
     private static final long serialVersionUID = 1L;
     // errno values (Linux x86_64 <errno.h>), checked against gcc by CudaBindingConformanceTest
-    static final int ENOMEM = 12, EINVAL = 22, ENODEV = 19, EOPNOTSUPP = 95, EIO = 5;
+    static final int ENOMEM = 12, EINVAL = 22, ENODEV = 19, EOPNOTSUPP = 95, EIO = 5, EFAULT = 14;
 
     /** The {@code CUresult} the driver returned. */
     private final int result;

@@ -1,6 +1,7 @@
 package org.verbs4j.gpudirect;
 
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.verbs4j.ResourceClosedException;
 
 /**
  * A dma-buf file descriptor exported from GPU memory ({@link GpuMemory#exportDmaBuf()}): owns the
@@ -8,7 +9,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@code ProtectionDomain.registerDmaBuf(fd(), 0, length(), address(), access)}; close it after
  * the region is closed (the kernel keeps its own reference while the region is registered, so an
  * earlier close is harmless, only untidy). The owning {@link GpuMemory} closes it before it frees
- * the memory. Thread-safe.
+ * the memory. After close, {@link #fd()} is refused; close the dma-buf only when no thread still
+ * uses its fd number. Thread-safe.
  */
 public final class DmaBuf implements AutoCloseable {
     private final int fd;
@@ -22,8 +24,20 @@ public final class DmaBuf implements AutoCloseable {
         this.length = length;
     }
 
-    /** The file descriptor (valid until {@link #close()}). */
+    /**
+     * The file descriptor. Once closed, the number may already name another file of the process,
+     * so it is never handed out again.
+     *
+     * @throws ResourceClosedException after {@link #close()} (this one's, or its memory's)
+     */
     public int fd() {
+        if (closed.get()) {
+            throw new ResourceClosedException(
+                    "DmaBuf.fd",
+                    "the dma-buf (" + length + " bytes at 0x" + Long.toHexString(address)
+                            + ") is closed: its fd number may already name another file",
+                    "export the GPU memory again (GpuMemory.exportDmaBuf), or close the dma-buf only after its last use");
+        }
         return fd;
     }
 
@@ -52,6 +66,7 @@ public final class DmaBuf implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "dma-buf fd " + fd + " (" + length + " bytes at 0x" + Long.toHexString(address) + ")";
+        return (closed.get() ? "closed dma-buf" : "dma-buf fd " + fd) + " (" + length + " bytes at 0x"
+                + Long.toHexString(address) + ")";
     }
 }

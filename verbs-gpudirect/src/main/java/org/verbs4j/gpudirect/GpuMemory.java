@@ -2,15 +2,18 @@ package org.verbs4j.gpudirect;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.Access;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.ProtectionDomain;
+import org.verbs4j.ResourceBusyException;
 import org.verbs4j.ResourceClosedException;
 
 /**
@@ -27,7 +30,10 @@ import org.verbs4j.ResourceClosedException;
  * ({@code cuMemFree}): GPU memory is never freed while the adapter may still write it. Memory
  * that becomes unreachable unclosed is released the same way by a Cleaner, with a warning.
  * Thread-safe: copies, exports and registrations may run on any thread; {@link #close()} waits
- * for those in progress and refuses later ones ({@link ResourceClosedException}).
+ * (bounded) for those in progress and refuses later ones ({@link ResourceClosedException}); a
+ * close that gives up waiting is refused ({@link ResourceBusyException}) and changes nothing.
+ * Every copy checks its host segment (native, writable where written, alive, accessible from
+ * this thread, inside the allocation) before any native code runs, in every mode.
  */
 public final class GpuMemory implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuMemory.class);
@@ -46,11 +52,13 @@ public final class GpuMemory implements AutoCloseable {
         final CudaDriver driver;
         final int ordinal;
         final long address;
+        /** Read: a copy, export or registration in progress; write: the close. */
         final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+
         final List<GpuRegistration> registrations = new ArrayList<>();
         final List<DmaBuf> exports = new ArrayList<>();
-        boolean closed;
-        volatile boolean explicit;
+        /** Written under the write lock; read without it by {@link GpuMemory#isOpen()}. */
+        volatile boolean closed;
 
         State(CudaDriver driver, int ordinal, long address) {
             this.driver = driver;
@@ -58,48 +66,85 @@ public final class GpuMemory implements AutoCloseable {
             this.address = address;
         }
 
+        /** The Cleaner: the memory is unreachable, so nothing can be using it. */
         @Override
         public void run() {
             lock.writeLock().lock();
             try {
-                if (closed) {
-                    return;
-                }
-                closed = true;
-                if (!explicit) {
+                if (!closed) {
                     LOG.warn(
                             "verbs4j: GPU memory at 0x{} became unreachable without close(): releasing it now "
                                     + "(close GpuMemory when done)",
                             Long.toHexString(address));
-                }
-                boolean deregistered = true;
-                for (GpuRegistration r : registrations) {
-                    try {
-                        r.close(); // deregister, then close its fd
-                    } catch (RuntimeException e) {
-                        deregistered = false;
-                        LOG.warn(
-                                "verbs4j: deregistering GPU memory at 0x{} failed ({}): the memory is leaked, not freed",
-                                Long.toHexString(address),
-                                e.getMessage());
-                    }
-                }
-                for (DmaBuf d : exports) {
-                    d.close();
-                }
-                if (!deregistered) {
-                    return; // never free memory the adapter may still write
-                }
-                driver.makeCurrent(ordinal);
-                int rc = driver.memFree(address);
-                if (rc != 0) {
-                    LOG.warn("verbs4j: cuMemFree_v2(0x{}) failed: {}", Long.toHexString(address), driver.describe(rc));
+                    release();
                 }
             } finally {
                 lock.writeLock().unlock();
             }
         }
+
+        /**
+         * close(): waits at most {@code waitNanos} for the copies, exports and registrations in
+         * progress, then releases everything. Null when closed; else why not (nothing changed).
+         */
+        String close(long waitNanos) {
+            if (lock.getReadHoldCount() > 0) {
+                return "close() was called from inside a copy, export or registration of this memory";
+            }
+            try {
+                if (!lock.writeLock().tryLock(waitNanos, TimeUnit.NANOSECONDS)) {
+                    return "a copy, export or registration on another thread did not finish within "
+                            + waitNanos / 1_000_000 + " ms";
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return "the closing thread was interrupted while it waited for a copy, export or registration";
+            }
+            try {
+                if (!closed) {
+                    release();
+                }
+                return null;
+            } finally {
+                lock.writeLock().unlock();
+            }
+        }
+
+        /** Under the write lock: the registrations, then the exports, then the memory. */
+        private void release() {
+            closed = true;
+            boolean deregistered = true;
+            for (GpuRegistration r : registrations) {
+                try {
+                    r.close(); // deregister, then close its fd
+                } catch (RuntimeException e) {
+                    deregistered = false;
+                    LOG.warn(
+                            "verbs4j: deregistering GPU memory at 0x{} was refused ({}): the memory is leaked, not freed",
+                            Long.toHexString(address),
+                            e.getMessage());
+                }
+            }
+            for (DmaBuf d : exports) {
+                d.close();
+            }
+            if (!deregistered) {
+                return; // never free memory the adapter may still write
+            }
+            driver.makeCurrent(ordinal);
+            int rc = driver.memFree(address);
+            if (rc != 0) {
+                LOG.warn("verbs4j: cuMemFree_v2(0x{}) answered {}", Long.toHexString(address), driver.describe(rc));
+            }
+        }
     }
+
+    /**
+     * The longest {@link #close()} waits for copies, exports and registrations in progress on
+     * other threads, as verbs-core's close waits for a post or poll in progress (10 s); a test
+     * shortens it.
+     */
+    static volatile long closeWaitNanos = 10_000_000_000L;
 
     private GpuMemory(CudaDriver driver, int ordinal, long address, long byteSize) {
         this.driver = driver;
@@ -123,7 +168,8 @@ public final class GpuMemory implements AutoCloseable {
      */
     public static GpuMemory allocate(CudaDriver driver, int ordinal, long size) {
         if (size <= 0) {
-            throw new InvalidRequestException("cuMemAlloc_v2", "the size must be positive: " + size, null);
+            throw new InvalidRequestException(
+                    "cuMemAlloc_v2", "the size must be positive: " + size, "allocate at least 1 byte");
         }
         driver.ensureAvailable();
         long rounded = HostPage.roundUp(size);
@@ -132,7 +178,7 @@ public final class GpuMemory implements AutoCloseable {
                     "cuMemAlloc_v2",
                     "the size " + size + " cannot be rounded up to whole " + "host pages of " + HostPage.SIZE
                             + " bytes",
-                    null);
+                    "allocate at most " + (Long.MAX_VALUE & -HostPage.SIZE) + " bytes");
         }
         driver.makeCurrent(ordinal);
         long dptr = driver.memAlloc(rounded);
@@ -180,26 +226,48 @@ public final class GpuMemory implements AutoCloseable {
 
     /** Whether {@link #close()} has not run yet. */
     public boolean isOpen() {
-        state.lock.readLock().lock();
-        try {
-            return !state.closed;
-        } finally {
-            state.lock.readLock().unlock();
-        }
+        return !state.closed;
     }
 
-    /** {@code cuMemcpyHtoD}: copies all of {@code src} (native memory) to {@code offset}. */
+    /**
+     * {@code cuMemcpyHtoD}: copies all of {@code src} (native memory, read-only views included) to
+     * {@code offset}.
+     *
+     * @throws InvalidRequestException (before any native code runs) when {@code src} is a heap
+     *     segment, its arena is closed or confined to another thread, or it does not fit at
+     *     {@code offset}
+     * @throws ResourceClosedException when this memory was closed
+     */
     public void copyFromHost(MemorySegment src, long offset) {
         String fn = "cuMemcpyHtoD_v2";
-        checkCopy(fn, src, offset);
-        use(fn, () -> driver.copyHtoD(address + offset, src, src.byteSize()));
+        checkCopy(fn, src, offset, false);
+        use(fn, () -> {
+            try {
+                driver.copyHtoD(address + offset, src, src.byteSize());
+            } catch (IllegalStateException | WrongThreadException e) {
+                throw hostSegmentGone(fn, e);
+            }
+        });
     }
 
-    /** {@code cuMemcpyDtoH}: fills all of {@code dst} (native memory) from {@code offset}. */
+    /**
+     * {@code cuMemcpyDtoH}: fills all of {@code dst} (writable native memory) from {@code offset}.
+     *
+     * @throws InvalidRequestException (before any native code runs) when {@code dst} is read-only
+     *     (a read-only file mapping, a view made by {@code asReadOnly()}), a heap segment, its
+     *     arena is closed or confined to another thread, or it does not fit at {@code offset}
+     * @throws ResourceClosedException when this memory was closed
+     */
     public void copyToHost(long offset, MemorySegment dst) {
         String fn = "cuMemcpyDtoH_v2";
-        checkCopy(fn, dst, offset);
-        use(fn, () -> driver.copyDtoH(dst, address + offset, dst.byteSize()));
+        checkCopy(fn, dst, offset, true);
+        use(fn, () -> {
+            try {
+                driver.copyDtoH(dst, address + offset, dst.byteSize());
+            } catch (IllegalStateException | WrongThreadException e) {
+                throw hostSegmentGone(fn, e);
+            }
+        });
     }
 
     /** {@code cuMemsetD8}: sets every byte to {@code value}. */
@@ -210,23 +278,60 @@ public final class GpuMemory implements AutoCloseable {
         });
     }
 
-    private void checkCopy(String fn, MemorySegment host, long offset) {
+    /**
+     * The checks that keep the JVM safe, in every mode, before any native code runs: the driver
+     * copies with the CPU, so a read-only, freed or foreign-thread segment would fault or be
+     * written behind the owner's back.
+     */
+    private void checkCopy(String fn, MemorySegment host, long offset, boolean written) {
+        if (host == null) {
+            throw new InvalidRequestException(fn, "the host segment is null", "pass a segment of an Arena");
+        }
         if (!host.isNative()) {
             throw new InvalidRequestException(
                     fn,
                     "a heap segment cannot be copied by the driver (the GC moves it)",
                     "copy from or to native memory (an Arena's segment)");
         }
+        if (written && host.isReadOnly()) {
+            throw new InvalidRequestException(
+                    fn,
+                    "the host segment of " + host.byteSize()
+                            + " bytes is read-only (a read-only file mapping or an asReadOnly() view): the copy would write it",
+                    "copy into writable memory (an Arena's segment, or a READ_WRITE mapping)");
+        }
         if (!host.scope().isAlive()) {
-            throw new InvalidRequestException(fn, "the host segment's arena is closed", null);
+            throw new InvalidRequestException(
+                    fn,
+                    CudaException.EFAULT,
+                    "the host segment's arena is closed (its memory was freed)",
+                    "keep the arena open until the copy returns");
+        }
+        if (!host.isAccessibleBy(Thread.currentThread())) {
+            throw new InvalidRequestException(
+                    fn,
+                    "the host segment belongs to a confined arena of another thread",
+                    "copy on the thread that owns the arena, or allocate from Arena.ofShared()");
         }
         if (offset < 0 || offset > byteSize - host.byteSize()) {
             throw new InvalidRequestException(
                     fn,
-                    "[" + offset + ", " + offset + " + " + host.byteSize() + ") lies outside the " + byteSize
-                            + " bytes of GPU memory",
-                    null);
+                    "the offset " + offset + " and the host segment's " + host.byteSize() + " bytes lie outside the "
+                            + byteSize + " bytes of GPU memory",
+                    "copy at an offset in [0, " + byteSize + " - segment size]");
         }
+    }
+
+    /** The host segment's arena closed (or changed hands) between the checks and the downcall. */
+    private static InvalidRequestException hostSegmentGone(String fn, RuntimeException e) {
+        InvalidRequestException x = new InvalidRequestException(
+                fn,
+                CudaException.EFAULT,
+                "the host segment's arena was closed by another thread as the copy started ("
+                        + e.getClass().getSimpleName() + ")",
+                "close an arena only after the copies that use it have returned");
+        x.initCause(e);
+        return x;
     }
 
     /**
@@ -238,6 +343,7 @@ public final class GpuMemory implements AutoCloseable {
         use("cuMemGetHandleForAddressRange", () -> {
             DmaBuf d = new DmaBuf(driver.exportDmaBuf(address, byteSize), address, byteSize);
             synchronized (state.exports) {
+                state.exports.removeIf(DmaBuf::isClosed);
                 state.exports.add(d);
             }
             out[0] = d;
@@ -251,7 +357,7 @@ public final class GpuMemory implements AutoCloseable {
                 .register(pd, this, access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
     }
 
-    /** Adds a registration made over this memory (closed before the memory is freed). */
+    /** Adds a registration made over this memory (closed before the memory is freed); call inside {@link #use}. */
     GpuRegistration track(GpuRegistration r) {
         synchronized (state.registrations) {
             state.registrations.add(r);
@@ -259,31 +365,58 @@ public final class GpuMemory implements AutoCloseable {
         return r;
     }
 
-    /** Runs {@code work} with the memory guaranteed allocated, in this GPU's context. */
+    /** Throws the use-after-close exception for {@code fn} if this memory was closed. */
+    void ensureOpen(String fn) {
+        if (state.closed) {
+            throw closedException(fn);
+        }
+    }
+
+    private ResourceClosedException closedException(String fn) {
+        return new ResourceClosedException(
+                fn,
+                "the GPU memory at 0x" + Long.toHexString(address) + " was freed (closed)",
+                "use GPU memory before closing it");
+    }
+
+    /**
+     * Runs {@code work} with the memory guaranteed allocated, in this GPU's context: a
+     * {@link #close()} on another thread waits (bounded) until it returned.
+     */
     void use(String fn, Runnable work) {
         state.lock.readLock().lock();
         try {
             if (state.closed) {
-                throw new ResourceClosedException(
-                        fn,
-                        "the GPU memory at 0x" + Long.toHexString(address) + " was freed",
-                        "use GPU memory before closing it");
+                throw closedException(fn);
             }
             driver.makeCurrent(ordinal);
             work.run();
         } finally {
             state.lock.readLock().unlock();
+            Reference.reachabilityFence(this);
         }
     }
 
     /**
      * Closes every registration over it (regions deregistered, then their dma-buf fds closed),
-     * the dma-bufs it exported, then frees the memory. Idempotent.
+     * the dma-bufs it exported, then frees the memory. Idempotent. Waits up to 10 s for copies,
+     * exports and registrations in progress on other threads; those that start later are refused
+     * ({@link ResourceClosedException}).
+     *
+     * @throws ResourceBusyException (and nothing is closed: the memory stays fully usable) when
+     *     a copy, export or registration did not finish within 10 s, when called from inside one
+     *     (a registration's callback), or when the calling thread was interrupted while waiting
      */
     @Override
     public void close() {
-        state.explicit = true;
-        cleanable.clean();
+        String refused = state.close(closeWaitNanos);
+        if (refused != null) {
+            throw new ResourceBusyException(
+                    "cuMemFree_v2",
+                    refused + "; the GPU memory at 0x" + Long.toHexString(address) + " stays open and usable",
+                    "close GPU memory after the threads that copy to it, export it or register it have returned");
+        }
+        cleanable.clean(); // already released: unregisters the Cleaner's action
     }
 
     /** The registrations made over it that are still tracked (for tests and reports). */

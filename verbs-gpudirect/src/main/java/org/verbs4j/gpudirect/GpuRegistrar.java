@@ -9,6 +9,7 @@ import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.Access;
+import org.verbs4j.InvalidRequestException;
 import org.verbs4j.MemoryRegion;
 import org.verbs4j.ProtectionDomain;
 import org.verbs4j.ResourceClosedException;
@@ -97,6 +98,15 @@ public final class GpuRegistrar {
      * @throws GpuRegistrationException listing every step tried and why it failed
      */
     public GpuRegistration register(ProtectionDomain pd, GpuMemory memory, Set<Access> access) {
+        String verb = mode == Mode.PEERMEM ? "ibv_reg_mr" : "ibv_reg_dmabuf_mr";
+        if (pd == null || memory == null || access == null) {
+            throw new InvalidRequestException(
+                    verb,
+                    (pd == null ? "the protection domain" : memory == null ? "the GPU memory" : "the access set")
+                            + " is null",
+                    "pass an open ProtectionDomain, open GpuMemory and a set of Access rights (may be empty)");
+        }
+        memory.ensureOpen(verb); // before the device query and the sysfs probe: nothing to register
         Set<Access> rights = access.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(access);
         List<String> attempts = new ArrayList<>();
         GpuDevice gpu = memory.driver().device(memory.ordinal());
@@ -128,15 +138,16 @@ public final class GpuRegistrar {
                     });
                     return r[0];
                 } catch (ResourceClosedException e) {
-                    throw e; // the memory was freed: nothing to fall back to
+                    if (buf != null) {
+                        buf.close();
+                    }
+                    throw e; // the memory (or the PD) was closed: nothing to fall back to
                 } catch (VerbsException e) {
                     last = e;
                     if (buf != null) {
                         buf.close();
                     }
-                    note(
-                            attempts,
-                            "dma-buf: " + e.getMessage()); // "<verb> failed: ...": the export or the registration
+                    note(attempts, "dma-buf: " + refusal(e)); // the export or the registration
                 }
             }
         }
@@ -160,11 +171,18 @@ public final class GpuRegistrar {
                     throw e;
                 } catch (VerbsException e) {
                     last = e;
-                    note(attempts, "nvidia-peermem: " + e.getMessage());
+                    note(attempts, "nvidia-peermem: " + refusal(e));
                 }
             }
         }
         throw new GpuRegistrationException(where, mode, attempts, last);
+    }
+
+    /** "{@code <verb> refused: ...}": the exception's text without a second "failed" in the one that lists it. */
+    private static String refusal(VerbsException e) {
+        String m = e.getMessage();
+        String prefix = e.verb() + " failed";
+        return m.startsWith(prefix) ? e.verb() + " refused" + m.substring(prefix.length()) : m;
     }
 
     private static void note(List<String> attempts, String outcome) {

@@ -130,11 +130,11 @@ class CudaBindingConformanceTest {
         Path exe = NativeToolchain.compileExecutable("gpudirect_errno", """
                 #include <errno.h>
                 #include <stdio.h>
-                int main(void) { printf("%d %d %d %d %d\\n", ENOMEM, EINVAL, ENODEV, EOPNOTSUPP, EIO); return 0; }
+                int main(void) { printf("%d %d %d %d %d %d\\n", ENOMEM, EINVAL, ENODEV, EOPNOTSUPP, EIO, EFAULT); return 0; }
                 """);
         assertEquals(
                 CudaException.ENOMEM + " " + CudaException.EINVAL + " " + CudaException.ENODEV + " "
-                        + CudaException.EOPNOTSUPP + " " + CudaException.EIO,
+                        + CudaException.EOPNOTSUPP + " " + CudaException.EIO + " " + CudaException.EFAULT,
                 NativeToolchain.run(exe).strip());
     }
 }

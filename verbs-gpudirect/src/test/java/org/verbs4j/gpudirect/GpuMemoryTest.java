@@ -233,7 +233,7 @@ class GpuMemoryTest {
         CudaDriver noGpu = CudaDriver.load(StandInCuda.withFailingInit().toString());
         assertFalse(noGpu.isAvailable());
         String cause = noGpu.unavailabilityCause().orElseThrow();
-        assertTrue(cause.contains("cuInit failed with CUDA_ERROR_NO_DEVICE (100)"), cause);
+        assertTrue(cause.contains("cuInit answered CUDA_ERROR_NO_DEVICE (100)"), cause);
         assertTrue(cause.contains("the driver sees no GPU"), cause);
         assertNotEquals(noGpu, StandInCuda.driver());
     }

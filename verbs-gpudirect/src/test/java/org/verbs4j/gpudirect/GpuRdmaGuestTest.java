@@ -119,7 +119,7 @@ class GpuRdmaGuestTest {
                         GpuRegistration.Method.PEERMEM, r.method(), r.attempts().toString());
                 assertEquals(2, r.attempts().size(), r.attempts().toString());
                 assertTrue(
-                        r.attempts().get(0).startsWith("dma-buf: ibv_reg_dmabuf_mr failed"),
+                        r.attempts().get(0).startsWith("dma-buf: ibv_reg_dmabuf_mr refused"),
                         r.attempts().get(0));
                 assertTrue(
                         r.attempts().get(0).contains("does not implement dma-buf registration"),

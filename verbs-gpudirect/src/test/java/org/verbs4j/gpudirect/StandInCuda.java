@@ -75,9 +75,24 @@ final class StandInCuda {
         }
     }
 
+    /** Whether later copies stay in the driver (waiting, without its lock) until released: a copy in progress. */
+    static void holdCopies(boolean hold) {
+        try {
+            fn("standin_cuda_hold_copies", FunctionDescriptor.ofVoid(JAVA_INT)).invokeExact(hold ? 1 : 0);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** How many copies are held in the driver right now. */
+    static int copiesHeld() {
+        return (int) call("standin_cuda_copies_held", FunctionDescriptor.of(JAVA_INT));
+    }
+
     static void reset() {
         configure(1, true, true, 0);
         hostVisible(false);
+        holdCopies(false);
     }
 
     static int liveAllocations() {
