@@ -252,6 +252,26 @@ class CmMisuseGuestTest {
         }
     }
 
+    /**
+     * The peer's connect ended (its bound) while the request was unanswered: rxe's connection
+     * manager does not tell the listener's side, so the accept is what finds out; it ends with a
+     * clear exception within its bound, and the request's one answer is spent.
+     */
+    @Test
+    void anAnswerAfterThePeerGaveUpFailsClearly() throws Exception {
+        int port = CmTestSupport.port();
+        try (CmListener l = CmListener.bind(client, address(port), 4)) {
+            CompletableFuture<Object> f = connectAsync(address(port), Duration.ofSeconds(5));
+            ConnectionRequest r = l.accept(WAIT);
+            assertInstanceOf(VerbsTimeoutException.class, outcome(f), "the peer's own bound ended its connect");
+            VerbsException e = assertThrows(
+                    VerbsException.class, () -> r.accept(new ConnectionSetup(), null, Duration.ofSeconds(10)));
+            assertClear(e, e.verb());
+            assertClear(
+                    assertThrows(ResourceClosedException.class, () -> r.reject(null)), "rdma_reject", "was already");
+        }
+    }
+
     @Test
     void aClosedListenerIsNeverAskedForItsDevice() {
         CmListener l = CmListener.bind(client, address(CmTestSupport.port()), 4);
