@@ -23,6 +23,8 @@ SOURCES = [
      r"setupRefuses|addressArguments|withoutRdma"),
     ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/FailureModesGuestTest.java", None),
     ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CloseGuestTest.java", None),
+    ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CmMisuseGuestTest.java", None),
+    ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CmSequencesGuestTest.java", None),
     ("host, device memory", "verbs-core/src/test/java/org/verbs4j/DeviceMemoryHostTest.java",
      r"NoHostView|inline|Inline|registrationArguments|WithoutHostViews"),
     ("host, GPU (stand-in libcuda)", "verbs-gpudirect/src/test/java/org/verbs4j/gpudirect/GpuMemoryTest.java",

@@ -274,7 +274,7 @@ public final class CmEventChannel implements AutoCloseable {
             }
             try {
                 target.handle(c, event);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) { // the endpoints answer their peers themselves; keep reading
                 LOG.warn("verbs4j: handling {} failed: {}", event, e.toString(), e);
             }
         }

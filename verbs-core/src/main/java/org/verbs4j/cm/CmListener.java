@@ -5,19 +5,27 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.Context;
 import org.verbs4j.InvalidRequestException;
+import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsTimeoutException;
 import org.verbs4j.natives.LibRdmacm;
 
 /**
  * A listening cm id bound to an address and port ({@code rdma_bind_addr}, {@code rdma_listen}):
  * hands out the incoming {@link ConnectionRequest}s, through {@link #accept(Duration)} (bounded)
- * or a callback ({@link #onRequest}). Owns its cm id and the requests it holds that nobody took
- * yet: {@link #close()} rejects those and destroys the id; a second close does nothing. A port
+ * or a callback ({@link #onRequest}). Owns its cm id; {@link #close()} destroys it and rejects
+ * every request of this listener not answered yet (queued, or handed out and not accepted nor
+ * rejected: a later answer to one is refused, naming the close); a second close does nothing. A
+ * request handler that throws (anything, Errors included) has its request rejected. A port
  * already bound fails at {@link #bind} with EADDRINUSE. Thread-safe. A listener that becomes
  * unreachable unclosed is reported by a cleaner (a warning naming its address and where it was
  * bound) and its id destroyed, which frees the port; the channel holds it only weakly, so keep a
@@ -27,11 +35,17 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CmListener.class);
 
     private final ArrayDeque<ConnectionRequest> pending = new ArrayDeque<>(); // under lock
+    /** Requests handed out (by accept or to the handler) not answered yet, held weakly; under lock. */
+    private final Set<ConnectionRequest> handedOut = Collections.newSetFromMap(new WeakHashMap<>());
+
     private volatile Consumer<ConnectionRequest> onRequest;
     private volatile InetSocketAddress local;
     private boolean closed; // under lock
 
     private final boolean ud;
+
+    /** What a later answer to a request rejected by {@link #close()} is told. */
+    private static final String CLOSED_ANSWER = "rejected when its listener closed";
 
     private CmListener(CmEventChannel channel, CmEventChannel.IdState id, boolean ud) {
         super(channel, id);
@@ -88,7 +102,19 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
 
     /** The device context the listener is bound to, or null for a wildcard address. */
     public Context context() {
-        MemorySegment verbs = CmStructs.verbs(id);
+        MemorySegment verbs;
+        channel.lock.lock(); // the id is destroyed under this lock: read it only while it lives
+        try {
+            if (idDestroyed()) {
+                throw new ResourceClosedException(
+                        "CmListener.context",
+                        "the listener on " + local + " is closed",
+                        "ask an open listener, or the connection's context()");
+            }
+            verbs = CmStructs.verbs(id);
+        } finally {
+            channel.lock.unlock();
+        }
         return verbs.address() == 0 ? null : CmDevices.of(verbs).context();
     }
 
@@ -110,27 +136,48 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
             return;
         }
         ConnectionRequest r = new ConnectionRequest(
-                channel, new CmEventChannel.IdState(channel.core(), MemorySegment.ofAddress(raw.id())), event, ud);
+                channel,
+                new CmEventChannel.IdState(channel.core(), MemorySegment.ofAddress(raw.id())),
+                event,
+                ud,
+                this);
         r.register();
         Consumer<ConnectionRequest> h = onRequest;
-        boolean reject;
+        boolean wasClosed;
         synchronized (lock) {
-            reject = closed;
+            wasClosed = closed;
             if (!closed && h == null) {
                 pending.add(r);
                 lock.notifyAll();
                 return;
             }
+            if (!closed) {
+                handedOut.add(r);
+            }
         }
-        if (reject) {
-            r.close();
+        if (wasClosed) {
+            r.closeAs(CLOSED_ANSWER);
             return;
         }
         try {
             h.accept(r);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) { // Errors too: the peer must get its answer, not a timeout
             LOG.warn("verbs4j: a listener's request handler threw ({}); rejecting the request", e.toString(), e);
-            r.close();
+            r.closeAs("rejected after its request handler threw " + e);
+        }
+    }
+
+    /** A request of this listener got its answer: no longer the listener's to reject on close. */
+    void answered(ConnectionRequest r) {
+        synchronized (lock) {
+            handedOut.remove(r);
+        }
+    }
+
+    /** How many requests wait to be taken by {@link #accept} (for tests). */
+    int queued() {
+        synchronized (lock) {
+            return pending.size();
         }
     }
 
@@ -140,31 +187,46 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
                 timeout,
                 () -> {
                     if (closed) {
-                        throw VerbsExceptions.closed("rdma_get_cm_event", "the listener is closed");
+                        throw new ResourceClosedException(
+                                "rdma_get_cm_event",
+                                "the listener on " + local + " is closed",
+                                "accept before closing the listener, or bind a new one");
                     }
-                    return pending.poll();
+                    ConnectionRequest r = pending.poll();
+                    if (r != null) {
+                        handedOut.add(r);
+                    }
+                    return r;
                 },
                 () -> new VerbsTimeoutException(
                         "rdma_get_cm_event", "no connection request on " + local + " within " + timeout, null));
     }
 
-    /** Rejects the requests nobody took, then destroys the listening id. A second call does nothing. */
+    /**
+     * Destroys the listening id, then rejects every request of this listener not answered yet
+     * (queued or handed out). A second call does nothing.
+     */
     @Override
     public void close() {
-        ConnectionRequest[] left;
+        List<ConnectionRequest> left;
         synchronized (lock) {
             if (closed) {
                 return;
             }
             closed = true;
-            left = pending.toArray(ConnectionRequest[]::new);
+            left = new ArrayList<>(pending);
+            left.addAll(handedOut);
             pending.clear();
+            handedOut.clear();
             lock.notifyAll();
         }
-        for (ConnectionRequest r : left) {
-            r.close();
+        try {
+            destroyId();
+        } finally {
+            for (ConnectionRequest r : left) {
+                r.closeAs(CLOSED_ANSWER);
+            }
         }
-        destroyId();
     }
 
     @Override

@@ -7,17 +7,23 @@ import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.InvalidRequestException;
+import org.verbs4j.ResourceClosedException;
+import org.verbs4j.VerbsException;
 import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibRdmacm;
 
 /**
  * An incoming connection request a {@link CmListener} handed out: who asks (address, private
- * data, the RDMA READ depths it offers), to {@link #accept} or {@link #reject}. Owns the request's
- * cm id until accepted (then the connection owns it). {@link #close()} rejects a request that was
- * neither accepted nor rejected; a second call does nothing. Thread-safe. A request that becomes
- * unreachable unanswered (a request handler that ignored it) is reported by a cleaner with a
- * warning naming the peer and where the request was received, and rejected.
+ * data, the RDMA READ depths it offers), to {@link #accept} or {@link #reject}, once. Owns the
+ * request's cm id until accepted (then the connection owns it). {@link #close()} rejects a request
+ * that was neither accepted nor rejected; a second call does nothing. A request stays unanswered
+ * until the application answers it, its listener closes (which rejects it), or its request handler
+ * throws (anything, Errors included: it is rejected). A second answer, an answer after the
+ * listener closed, or an answer after the peer gave up (its connect ended) is refused with an
+ * exception that says which. Thread-safe. A request that becomes unreachable unanswered is
+ * reported by a cleaner with a warning naming the peer and where the request was received, and
+ * rejected.
  */
 public final class ConnectionRequest extends CmEndpoint implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionRequest.class);
@@ -25,16 +31,21 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
     private final InetSocketAddress peer, local;
     private final byte[] privateData;
     private final int responderResources, initiatorDepth;
-    /** Under lock: accepted, rejected or closed. */
-    private boolean handled;
+    /** Under lock: null while unanswered, else how it was answered ("accepted", "rejected", …). */
+    private String answer;
+
+    /** The listener that handed it out (told when it is answered), or null. */
+    private final CmListener listener;
 
     private volatile CmEvent abandoned;
 
     /** A request to a UD listener (RDMA_PS_UDP, a SIDR request): accepting makes a UD connection. */
     private final boolean ud;
 
-    ConnectionRequest(CmEventChannel channel, CmEventChannel.IdState id, CmEvent event, boolean ud) {
+    ConnectionRequest(
+            CmEventChannel channel, CmEventChannel.IdState id, CmEvent event, boolean ud, CmListener listener) {
         super(channel, id);
+        this.listener = listener;
         this.ud = ud;
         this.peer = CmStructs.peerAddress(id.id);
         this.local = CmStructs.localAddress(id.id);
@@ -81,14 +92,44 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         wakeAll();
     }
 
-    private void claim(String verb) {
+    /** The event by which the peer gave up on this request (its connect ended), or null. */
+    CmEvent abandonedBy() {
+        return abandoned;
+    }
+
+    /** Takes the one answer this request gets ({@code as}), or refuses {@code verb} with the one it got. */
+    private void claim(String verb, String as) {
+        CmEvent gone;
         synchronized (lock) {
-            if (handled) {
-                throw VerbsExceptions.closed(verb, "the request was already accepted, rejected or closed");
+            if (answer != null) {
+                throw VerbsExceptions.closed(
+                        verb,
+                        "the request from " + peer + " was already " + answer,
+                        "a request is answered once: accept or reject it before its listener closes and "
+                                + "before the peer's connect timeout");
             }
-            handled = true;
+            gone = abandoned;
+            answer = gone == null ? as : "released: the peer gave up on it (" + gone.name() + ")";
         }
         leakClosed(); // answered: the connection (or the reject) owns the id from here on
+        if (listener != null) {
+            listener.answered(this);
+        }
+        if (gone != null) {
+            destroyId();
+            throw peerGaveUp(verb, gone);
+        }
+    }
+
+    /** The exception for an answer that came after the peer gave up ({@code verb}: the answer tried). */
+    private ConnectionFailedException peerGaveUp(String verb, CmEvent e) {
+        return new ConnectionFailedException(
+                ConnectionFailedException.Reason.PEER_DISCONNECTED,
+                verb,
+                Errno.ECONNRESET,
+                "the peer " + peer + " gave up on its request before the answer (" + e + ")",
+                "nothing reaches the peer now; answer requests before the peer's connect timeout",
+                e);
     }
 
     /**
@@ -103,7 +144,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         if (timeout.isNegative() || timeout.isZero()) {
             throw new InvalidRequestException("rdma_accept", "the timeout must be positive: " + timeout);
         }
-        claim("rdma_accept");
+        claim("rdma_accept", "accepted");
         long deadline = Timeouts.deadline("rdma_accept", timeout);
         RdmaConnection c = new RdmaConnection(channel, idState, false, ud, setup, ConnectionState.ACCEPTING);
         c.peerPrivateData(this.privateData);
@@ -115,14 +156,9 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
                 setup.beforeConnect.accept(c);
             }
             c.locked("rdma_accept", () -> {
-                if (abandoned != null) {
-                    throw new ConnectionFailedException(
-                            ConnectionFailedException.Reason.PEER_DISCONNECTED,
-                            "rdma_accept",
-                            Errno.ECONNRESET,
-                            "the peer gave up before the accept: " + abandoned,
-                            null,
-                            abandoned);
+                CmEvent gone = abandoned;
+                if (gone != null) {
+                    throw peerGaveUp("rdma_accept", gone);
                 }
                 c.acceptNow(privateData, responderResources, initiatorDepth);
             });
@@ -134,19 +170,47 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         }
     }
 
-    /** Rejects with {@code privateData} (at most 148 bytes, or null); the peer gets REJECTED with it. Releases the request. */
+    /**
+     * Rejects with {@code privateData} (at most 148 bytes, or null); the peer gets REJECTED with it.
+     * Releases the request. A request whose peer gave up meanwhile is released too, and the reject
+     * throws {@link ConnectionFailedException} (PEER_DISCONNECTED): nothing reached the peer.
+     */
     public void reject(byte[] privateData) {
         RdmaConnection.checkPrivateData("rdma_reject", privateData, ud ? 136 : 148);
-        claim("rdma_reject");
+        claim("rdma_reject", "rejected");
+        rejectNow(privateData);
+    }
+
+    /** Under no lock: {@code rdma_reject} (unless the peer gave up), then the id is destroyed. */
+    private void rejectNow(byte[] privateData) {
         channel.lock.lock();
         try (Arena a = Arena.ofConfined()) {
+            CmEvent gone = abandoned;
+            if (gone != null) {
+                throw peerGaveUp("rdma_reject", gone);
+            }
             MemorySegment data = MemorySegment.NULL;
             if (privateData != null && privateData.length > 0) {
                 data = a.allocate(privateData.length);
                 MemorySegment.copy(
                         privateData, 0, data, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, privateData.length);
             }
-            LibRdmacm.reject(id, data, privateData == null ? 0 : privateData.length);
+            try {
+                LibRdmacm.reject(id, data, privateData == null ? 0 : privateData.length);
+            } catch (VerbsException e) {
+                if (e.errno() != Errno.EINVAL) {
+                    throw e;
+                }
+                // the connection manager no longer waits for an answer: the peer's connect ended
+                throw new ConnectionFailedException(
+                        ConnectionFailedException.Reason.PEER_DISCONNECTED,
+                        "rdma_reject",
+                        Errno.EINVAL,
+                        "the request from " + peer + " no longer waits for an answer (the peer's connect "
+                                + "ended: it timed out or was closed)",
+                        "nothing reaches the peer now; answer requests before the peer's connect timeout",
+                        abandoned);
+            }
         } finally {
             channel.lock.unlock();
             destroyId();
@@ -156,16 +220,28 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
     /** Rejects the request unless it was accepted or rejected already. A second call does nothing. */
     @Override
     public void close() {
+        closeAs("closed");
+    }
+
+    /**
+     * Rejects the request, quietly, unless it was answered already; {@code as} is the answer a later
+     * accept or reject is told ("rejected when its listener closed", …).
+     */
+    void closeAs(String as) {
         synchronized (lock) {
-            if (handled) {
+            if (answer != null) {
                 return;
             }
         }
         try {
-            reject(null);
+            claim("rdma_reject", as);
+        } catch (ResourceClosedException | ConnectionFailedException e) {
+            return; // answered meanwhile by another thread, or the peer gave up (the id is released)
+        }
+        try {
+            rejectNow(null);
         } catch (RuntimeException e) {
             LOG.debug("rejecting on close: {}", e.getMessage());
-            destroyId();
         }
     }
 

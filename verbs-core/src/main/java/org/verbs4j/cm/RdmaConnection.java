@@ -213,7 +213,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
         synchronized (lock) {
             if (closed) {
-                throw VerbsExceptions.closed("rdma_connect", "the connection is closed");
+                throw VerbsExceptions.closed(
+                        "rdma_connect", "the connection is closed", "create a new connection to connect again");
             }
             if (state != ConnectionState.IDLE) {
                 throw new InvalidRequestException(
@@ -236,7 +237,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 throw e;
             } catch (VerbsException e) { // refused at once: no route, no RDMA device for the address
                 failSync(ConnectionFailedException.Reason.ADDRESS_ERROR, e);
-                throw failureException("resolving the address " + remote + " (" + e.getMessage() + ")");
+                throw failureException("resolving the address " + remote);
             }
         });
         awaitProgress(ConnectionState.ADDRESS_RESOLVED, deadline, "resolving the address " + remote);
@@ -249,14 +250,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                         "the cm id is bound to no RDMA device after its address resolved",
                         null);
                 failSync(ConnectionFailedException.Reason.ADDRESS_ERROR, e);
-                throw failureException("resolving the route to " + remote + " (" + e.getMessage() + ")");
+                throw failureException("resolving the route to " + remote);
             }
             state = ConnectionState.RESOLVING_ROUTE;
             try {
                 LibRdmacm.resolveRoute(id, routeMs);
             } catch (VerbsException e) {
                 failSync(ConnectionFailedException.Reason.ROUTE_ERROR, e);
-                throw failureException("resolving the route to " + remote + " (" + e.getMessage() + ")");
+                throw failureException("resolving the route to " + remote);
             }
         });
         awaitProgress(ConnectionState.ROUTE_RESOLVED, deadline, "resolving the route to " + remote);
@@ -315,6 +316,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                             + context.deviceName() + " as librdmacm opened it)",
                     "allocate it on CmEventChannel.deviceContext(address), or pass none");
         }
+        checkCapacities(s, context.queryDevice());
         if (s.sendCq != null) {
             sendCq = s.sendCq;
             recvCq = s.recvCq;
@@ -350,6 +352,19 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                                 return q;
                             },
                             LibIbverbs::destroyQp);
+        } catch (VerbsException e) {
+            closeQueues();
+            if (e.errno() != Errno.EINVAL || !"rdma_create_qp".equals(e.verb())) {
+                throw e;
+            }
+            throw new InvalidRequestException(
+                    "rdma_create_qp",
+                    Errno.EINVAL,
+                    context.deviceName() + " refused the queue pair's capacities (maxSendWr " + s.maxSendWr
+                            + ", maxRecvWr " + s.maxRecvWr + ", maxSendSge " + s.maxSendSge + ", maxRecvSge "
+                            + s.maxRecvSge + ", maxInlineData " + s.maxInlineData + ")",
+                    "lower them in the ConnectionSetup: maxInlineData first (the device's limit is not "
+                            + "queryable; rxe takes a few hundred bytes), then the work requests and SGEs");
         } catch (RuntimeException e) {
             closeQueues();
             throw e;
@@ -364,6 +379,26 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
         qp.toInit(
                 CmStructs.portNum(id), remoteAccess); // INIT -> INIT: least privilege, whatever rdma_create_qp granted
+    }
+
+    /** The setup's queue sizes against the device's limits, before any queue pair is made. */
+    private void checkCapacities(ConnectionSetup s, DeviceAttributes d) {
+        int[][] checks = {
+            {s.maxSendWr, d.maxQpWr()},
+            {s.maxRecvWr, d.maxQpWr()},
+            {s.maxSendSge, d.maxSge()},
+            {s.maxRecvSge, d.maxSge()}
+        };
+        String[] names = {"maxSendWr", "maxRecvWr", "maxSendSge", "maxRecvSge"};
+        for (int i = 0; i < checks.length; i++) {
+            if (checks[i][0] > checks[i][1]) {
+                throw new InvalidRequestException(
+                        "rdma_create_qp",
+                        names[i] + " " + checks[i][0] + " is more than " + context.deviceName() + " allows: at most "
+                                + checks[i][1],
+                        "set " + names[i] + " to at most " + checks[i][1] + " in the ConnectionSetup");
+            }
+        }
     }
 
     /** Under channel.lock: INIT -> RTR -> RTS with librdmacm's path and this library's limits. */
@@ -449,7 +484,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         if (cb != null) {
             try {
                 cb.accept(this, e);
-            } catch (RuntimeException x) {
+            } catch (RuntimeException | Error x) { // an Error too: the channel keeps dispatching
                 LOG.warn("verbs4j: a connection's event callback threw: {}", x.toString(), x);
             }
         }
@@ -491,11 +526,28 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                         reason == ConnectionFailedException.Reason.ADDRESS_ERROR
                                 ? CmEventType.ADDR_ERROR
                                 : CmEventType.ROUTE_ERROR,
-                        e.verb() + " refused at once",
+                        "refused at once by " + briefly(e),
                         -e.errno(),
                         new byte[0],
                         0,
                         0));
+    }
+
+    /**
+     * A failure as part of another message: its verb, errno and detail, without its own "failed"
+     * and hint (one level of "failed" per message; the outer message has its own hint).
+     */
+    static String briefly(RuntimeException x) {
+        if (!(x instanceof VerbsException v)) {
+            return x.toString();
+        }
+        String m = v.getMessage();
+        String failed = v.verb() + " failed: ";
+        if (m.startsWith(failed)) {
+            m = v.verb() + ": " + m.substring(failed.length());
+        }
+        int hint = m.indexOf(". Hint: ");
+        return hint < 0 ? m : m.substring(0, hint);
     }
 
     private void completeActive(CmEvent e) {
@@ -518,7 +570,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                         ConnectionFailedException.Reason.CONNECT_ERROR,
                         new CmEvent(
                                 CmEventType.CONNECT_ERROR,
-                                e.name() + " (then " + x.getMessage() + ")",
+                                e.name() + " (then " + briefly(x) + ")",
                                 e.status(),
                                 e.privateData(),
                                 0,
@@ -551,7 +603,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                         ConnectionFailedException.Reason.CONNECT_ERROR,
                         new CmEvent(
                                 CmEventType.CONNECT_ERROR,
-                                e.name() + " (then ibv_create_ah: " + x.getMessage() + ")",
+                                e.name() + " (then " + briefly(x) + ")",
                                 e.status(),
                                 e.privateData(),
                                 0,
@@ -619,9 +671,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             lock.notifyAll();
         }
         flushQueuePair();
-        MemorySegment verbs = CmStructs.verbs(id);
-        if (verbs.address() != 0) {
-            CmDevices.removed(verbs);
+        channel.lock.lock(); // a close on another thread destroys the id under this lock
+        try {
+            MemorySegment verbs = idDestroyed() ? MemorySegment.NULL : CmStructs.verbs(id);
+            if (verbs.address() != 0) {
+                CmDevices.removed(verbs);
+            }
+        } finally {
+            channel.lock.unlock();
         }
     }
 

@@ -6,7 +6,7 @@ import org.verbs4j.ResourceClosedException;
 final class VerbsExceptions {
     private VerbsExceptions() {}
 
-    static ResourceClosedException closed(String verb, String detail) {
-        return new ResourceClosedException(verb, detail, null);
+    static ResourceClosedException closed(String verb, String detail, String hint) {
+        return new ResourceClosedException(verb, detail, hint);
     }
 }

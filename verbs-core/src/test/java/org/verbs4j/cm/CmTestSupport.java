@@ -20,6 +20,13 @@ import org.verbs4j.testing.RdmaTestSupport;
 /** Helpers of the connection-manager guest tests: the guest's address, fresh ports, {@code rdma res show}, bounded polls. */
 final class CmTestSupport {
     static final Duration WAIT = Duration.ofSeconds(20);
+    /**
+     * Threads for the connects and accepts a test runs beside its own thread: never the common pool,
+     * whose one worker on a two-CPU guest would make each such task wait for the one before.
+     */
+    static final java.util.concurrent.ExecutorService ASYNC = java.util.concurrent.Executors.newCachedThreadPool(
+            Thread.ofPlatform().daemon().name("cm-test-", 0).factory());
+
     private static final AtomicInteger PORT =
             new AtomicInteger(20_000 + (int) (ProcessHandle.current().pid() % 20_000));
 
@@ -107,5 +114,23 @@ final class CmTestSupport {
             Thread.currentThread().interrupt();
             throw new AssertionError(e);
         }
+    }
+
+    /** Polls {@code s} until it gives a value, for at most {@link #WAIT}; {@code what} names it in the failure. */
+    static <T> T within(java.util.function.Supplier<T> s, String what) {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (System.nanoTime() < deadline) {
+            T v = s.get();
+            if (v != null) {
+                return v;
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
+        throw new AssertionError(what + " did not happen within " + WAIT);
     }
 }
