@@ -38,27 +38,21 @@ class DeviceMemoryHostTest {
     private Context ctx;
     private ProtectionDomain pd;
     private CompletionQueue cq;
+    private StandInObjects o;
 
     @BeforeEach
     void open() {
-        p = StandInProvider.open();
-        arena = Arena.ofShared();
-        ctx = ForeignHandles.context(p.context(), "standin0");
-        MemorySegment fakePd = arena.allocate(16, 8);
-        fakePd.set(ValueLayout.ADDRESS, 0, p.context());
-        pd = ForeignHandles.protectionDomain(ctx, fakePd);
-        cq = ForeignHandles.completionQueue(ctx, p.cq());
+        o = StandInObjects.open();
+        p = o.p;
+        arena = o.arena;
+        ctx = o.ctx;
+        pd = o.pd;
+        cq = o.cq;
     }
 
     @AfterEach
     void close() {
-        for (NativeResource r : new NativeResource[] {cq, pd, ctx}) {
-            if (r != null && r.isOpen()) {
-                r.close();
-            }
-        }
-        arena.close();
-        p.close();
+        o.close();
     }
 
     private MemoryRegion deviceRegion(long address, long length) {

@@ -62,14 +62,13 @@ class MisuseCatalogueTest {
 
         @BeforeEach
         void open() {
-            p = StandInProvider.open();
-            arena = Arena.ofShared();
-            ctx = ForeignHandles.context(p.context(), "standin0");
-            MemorySegment fakePd = arena.allocate(16, 8);
-            fakePd.set(java.lang.foreign.ValueLayout.ADDRESS, 0, p.context());
-            pd = ForeignHandles.protectionDomain(ctx, fakePd);
-            cq = ForeignHandles.completionQueue(ctx, p.cq());
-            mr = region(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            StandInObjects o = StandInObjects.open();
+            p = o.p;
+            arena = o.arena;
+            ctx = o.ctx;
+            pd = o.pd;
+            cq = o.cq;
+            mr = o.mr;
             qp = ForeignHandles.queuePair(
                     pd,
                     p.qp(),
@@ -111,8 +110,7 @@ class MisuseCatalogueTest {
                     }
                 }
             }
-            arena.close();
-            p.close();
+            p.close(); // its arena too
         }
 
         int drain(WorkCompletions wcs) {

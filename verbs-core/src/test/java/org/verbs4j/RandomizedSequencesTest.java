@@ -2,7 +2,6 @@ package org.verbs4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import java.util.List;
@@ -43,13 +42,10 @@ class RandomizedSequencesTest {
 
     @Property(tries = 3000, seed = "20261130")
     void randomSequencesNeverCrashNorCorrupt(@ForAll("sequences") List<SequenceRunner.Op> ops) {
-        try (StandInProvider p = StandInProvider.open();
-                Arena arena = Arena.ofShared()) {
-            Context ctx = ForeignHandles.context(p.context(), "standin0");
-            MemorySegment fakePd = arena.allocate(16, 8);
-            fakePd.set(java.lang.foreign.ValueLayout.ADDRESS, 0, p.context());
-            ProtectionDomain pd = ForeignHandles.protectionDomain(ctx, fakePd);
-            CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
+        try (StandInObjects o = StandInObjects.open()) {
+            StandInProvider p = o.p;
+            ProtectionDomain pd = o.pd;
+            CompletionQueue cq = o.cq;
             QueuePair qp = ForeignHandles.queuePair(
                     pd,
                     p.qp(),
@@ -95,9 +91,6 @@ class RandomizedSequencesTest {
             assertEquals(List.of(), run.run(ops), "only VerbsExceptions may come out");
             assertEquals(-1, run.finish(), "a guard byte was overwritten");
             qp.close();
-            cq.close();
-            pd.close();
-            ctx.close();
         }
     }
 }
