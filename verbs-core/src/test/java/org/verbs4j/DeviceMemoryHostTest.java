@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.verbs4j.HostMisuseTest.refused;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.EnumSet;
@@ -34,8 +33,6 @@ import org.verbs4j.testing.StandInProvider;
 class DeviceMemoryHostTest {
     private static final long DEVICE_ADDRESS = 0x7f00_0000_0000L; // never mapped on the host side here
     private StandInProvider p;
-    private Arena arena;
-    private Context ctx;
     private ProtectionDomain pd;
     private CompletionQueue cq;
     private StandInObjects o;
@@ -44,8 +41,6 @@ class DeviceMemoryHostTest {
     void open() {
         o = StandInObjects.open();
         p = o.p;
-        arena = o.arena;
-        ctx = o.ctx;
         pd = o.pd;
         cq = o.cq;
     }

@@ -69,16 +69,7 @@ class MisuseCatalogueTest {
             pd = o.pd;
             cq = o.cq;
             mr = o.mr;
-            qp = ForeignHandles.queuePair(
-                    pd,
-                    p.qp(),
-                    QueuePairInit.of(QueuePairType.RC, cq)
-                            .maxSendWr(16)
-                            .maxRecvWr(16)
-                            .maxSendSge(2)
-                            .maxRecvSge(2)
-                            .maxInlineData(64),
-                    QueuePairState.RTS);
+            qp = o.rcQueuePair(16, 2, 64);
         }
 
         final List<NativeResource> extra = new java.util.ArrayList<>();

@@ -12,7 +12,6 @@ import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
-import org.verbs4j.testing.StandInProvider;
 
 /**
  * Randomized API call sequences through the stand-in provider (host tier; the guest tier runs the
@@ -43,19 +42,9 @@ class RandomizedSequencesTest {
     @Property(tries = 3000, seed = "20261130")
     void randomSequencesNeverCrashNorCorrupt(@ForAll("sequences") List<SequenceRunner.Op> ops) {
         try (StandInObjects o = StandInObjects.open()) {
-            StandInProvider p = o.p;
             ProtectionDomain pd = o.pd;
             CompletionQueue cq = o.cq;
-            QueuePair qp = ForeignHandles.queuePair(
-                    pd,
-                    p.qp(),
-                    QueuePairInit.of(QueuePairType.RC, cq)
-                            .maxSendWr(16)
-                            .maxRecvWr(16)
-                            .maxSendSge(2)
-                            .maxRecvSge(2)
-                            .maxInlineData(64),
-                    QueuePairState.RTS);
+            QueuePair qp = o.rcQueuePair(16, 2, 64);
             SequenceRunner run = new SequenceRunner(
                     new SequenceRunner.Target() {
                         public ProtectionDomain pd() {

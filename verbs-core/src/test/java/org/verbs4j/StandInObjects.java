@@ -54,7 +54,7 @@ final class StandInObjects implements AutoCloseable {
                 pd, arena.allocate(4096, 64), LKEY, RKEY, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
     }
 
-    /** An RC queue pair on the stand-in's qp, in RTS, completing into {@link #cq}. */
+    /** An RC queue pair on the stand-in's qp, in RTS, completing into {@link #cq}, one SGE a WR. */
     QueuePair rcQueuePair(int maxSendWr, int maxRecvWr) {
         return ForeignHandles.queuePair(
                 pd,
@@ -64,6 +64,20 @@ final class StandInObjects implements AutoCloseable {
                         .maxRecvWr(maxRecvWr)
                         .maxSendSge(1)
                         .maxRecvSge(1),
+                QueuePairState.RTS);
+    }
+
+    /** An RC queue pair as above with {@code maxWr} WRs and {@code maxSge} SGEs each way and inline data. */
+    QueuePair rcQueuePair(int maxWr, int maxSge, int maxInlineData) {
+        return ForeignHandles.queuePair(
+                pd,
+                standInQp,
+                QueuePairInit.of(QueuePairType.RC, cq)
+                        .maxSendWr(maxWr)
+                        .maxRecvWr(maxWr)
+                        .maxSendSge(maxSge)
+                        .maxRecvSge(maxSge)
+                        .maxInlineData(maxInlineData),
                 QueuePairState.RTS);
     }
 
