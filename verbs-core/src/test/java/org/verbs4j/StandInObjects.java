@@ -56,25 +56,21 @@ final class StandInObjects implements AutoCloseable {
 
     /** An RC queue pair on the stand-in's qp, in RTS, completing into {@link #cq}, one SGE a WR. */
     QueuePair rcQueuePair(int maxSendWr, int maxRecvWr) {
+        return rcQueuePair(maxSendWr, maxRecvWr, 1, 0);
+    }
+
+    /** An RC queue pair as above with {@code maxWr} WRs and {@code maxSge} SGEs each way and inline data. */
+    QueuePair rcQueuePair(int maxWr, int maxSge, int maxInlineData) {
+        return rcQueuePair(maxWr, maxWr, maxSge, maxInlineData);
+    }
+
+    private QueuePair rcQueuePair(int maxSendWr, int maxRecvWr, int maxSge, int maxInlineData) {
         return ForeignHandles.queuePair(
                 pd,
                 standInQp,
                 QueuePairInit.of(QueuePairType.RC, cq)
                         .maxSendWr(maxSendWr)
                         .maxRecvWr(maxRecvWr)
-                        .maxSendSge(1)
-                        .maxRecvSge(1),
-                QueuePairState.RTS);
-    }
-
-    /** An RC queue pair as above with {@code maxWr} WRs and {@code maxSge} SGEs each way and inline data. */
-    QueuePair rcQueuePair(int maxWr, int maxSge, int maxInlineData) {
-        return ForeignHandles.queuePair(
-                pd,
-                standInQp,
-                QueuePairInit.of(QueuePairType.RC, cq)
-                        .maxSendWr(maxWr)
-                        .maxRecvWr(maxWr)
                         .maxSendSge(maxSge)
                         .maxRecvSge(maxSge)
                         .maxInlineData(maxInlineData),
