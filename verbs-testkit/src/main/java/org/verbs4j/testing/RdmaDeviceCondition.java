@@ -98,7 +98,7 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
         try (Arena arena = Arena.ofConfined()) {
             MethodHandle getList = linker.downcallHandle(
                     ibverbs.findOrThrow("ibv_get_device_list"),
-                    FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS),
+                    FunctionDescriptor.of(ADDRESS, ADDRESS), // struct ibv_device **(int *num_devices)
                     Linker.Option.captureCallState("errno"));
             MethodHandle getName = linker.downcallHandle(
                     ibverbs.findOrThrow("ibv_get_device_name"), FunctionDescriptor.of(ADDRESS, ADDRESS));
