@@ -12,11 +12,9 @@ module org.verbs4j.natives {
     requires org.slf4j;
 
     exports org.verbs4j.natives to
-            org.verbs4j.core,
-            org.verbs4j.testkit;
+            org.verbs4j.core;
     exports org.verbs4j.natives.generated.ibverbs to
-            org.verbs4j.core,
-            org.verbs4j.testkit;
+            org.verbs4j.core;
     exports org.verbs4j.natives.generated.rdmacm to
             org.verbs4j.core;
 

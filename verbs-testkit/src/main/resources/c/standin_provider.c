@@ -600,6 +600,29 @@ EXPORT struct ibv_cq *standin_make_cq(struct ibv_context *ctx, int cqe)
     return cq;
 }
 
+EXPORT struct ibv_pd *standin_make_pd(struct ibv_context *ctx)
+{
+    struct ibv_pd *pd = calloc(1, sizeof(*pd));
+    if (!pd)
+        return NULL;
+    pd->context = ctx;
+    return pd;
+}
+
+/* sizeof the objects made above, as this header lays them out: 0 = struct ibv_context,
+ * 1 = struct ibv_qp, 2 = struct ibv_cq, 3 = struct ibv_srq, 4 = struct ibv_pd; 0 otherwise. */
+EXPORT size_t standin_sizeof(int what)
+{
+    switch (what) {
+    case 0: return sizeof(struct ibv_context);
+    case 1: return sizeof(struct ibv_qp);
+    case 2: return sizeof(struct ibv_cq);
+    case 3: return sizeof(struct ibv_srq);
+    case 4: return sizeof(struct ibv_pd);
+    default: return 0;
+    }
+}
+
 EXPORT struct ibv_srq *standin_make_srq(struct ibv_context *ctx)
 {
     struct ibv_srq *srq = calloc(1, sizeof(*srq));

@@ -324,9 +324,7 @@ class AsyncEventHostTest {
     @Test
     void fatalEventsReachTheNextPollOrPostOfTheirObject() {
         Context ctx = context(-1);
-        MemorySegment fakePd = arena.allocate(16, 8);
-        fakePd.set(ADDRESS, 0, p.context());
-        ProtectionDomain pd = ForeignHandles.protectionDomain(ctx, fakePd);
+        ProtectionDomain pd = ForeignHandles.protectionDomain(ctx, p.pd());
         toClose.add(pd);
         CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
         toClose.add(cq);

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.verbs4j.HostMisuseTest.refused;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.EnumSet;
@@ -34,31 +33,21 @@ import org.verbs4j.testing.StandInProvider;
 class DeviceMemoryHostTest {
     private static final long DEVICE_ADDRESS = 0x7f00_0000_0000L; // never mapped on the host side here
     private StandInProvider p;
-    private Arena arena;
-    private Context ctx;
     private ProtectionDomain pd;
     private CompletionQueue cq;
+    private StandInObjects o;
 
     @BeforeEach
     void open() {
-        p = StandInProvider.open();
-        arena = Arena.ofShared();
-        ctx = ForeignHandles.context(p.context(), "standin0");
-        MemorySegment fakePd = arena.allocate(16, 8);
-        fakePd.set(ValueLayout.ADDRESS, 0, p.context());
-        pd = ForeignHandles.protectionDomain(ctx, fakePd);
-        cq = ForeignHandles.completionQueue(ctx, p.cq());
+        o = StandInObjects.open();
+        p = o.p;
+        pd = o.pd;
+        cq = o.cq;
     }
 
     @AfterEach
     void close() {
-        for (NativeResource r : new NativeResource[] {cq, pd, ctx}) {
-            if (r != null && r.isOpen()) {
-                r.close();
-            }
-        }
-        arena.close();
-        p.close();
+        o.close();
     }
 
     private MemoryRegion deviceRegion(long address, long length) {

@@ -147,29 +147,22 @@ class HostMisuseTest {
         private ProtectionDomain pd;
         private CompletionQueue cq;
         private MemoryRegion mr;
+        private StandInObjects o;
 
         @BeforeEach
         void open() {
-            p = StandInProvider.open();
-            arena = Arena.ofShared();
-            ctx = ForeignHandles.context(p.context(), "standin0");
-            MemorySegment fakePd = arena.allocate(16, 8);
-            fakePd.set(java.lang.foreign.ValueLayout.ADDRESS, 0, p.context());
-            pd = ForeignHandles.protectionDomain(ctx, fakePd);
-            cq = ForeignHandles.completionQueue(ctx, p.cq());
-            mr = ForeignHandles.memoryRegion(
-                    pd, arena.allocate(4096, 64), 0x1111, 0x2222, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+            o = StandInObjects.open();
+            p = o.p;
+            arena = o.arena;
+            ctx = o.ctx;
+            pd = o.pd;
+            cq = o.cq;
+            mr = o.mr;
         }
 
         @AfterEach
         void close() {
-            for (NativeResource r : new NativeResource[] {mr, cq, pd, ctx}) {
-                if (r != null && r.isOpen()) {
-                    r.close();
-                }
-            }
-            arena.close();
-            p.close();
+            o.close();
         }
 
         private QueuePair qp(QueuePairInit init, QueuePairState state) {

@@ -63,24 +63,14 @@ class MisuseCatalogueTest {
 
         @BeforeEach
         void open() {
-            p = StandInProvider.open();
-            arena = Arena.ofShared();
-            ctx = ForeignHandles.context(p.context(), "standin0");
-            MemorySegment fakePd = arena.allocate(16, 8);
-            fakePd.set(java.lang.foreign.ValueLayout.ADDRESS, 0, p.context());
-            pd = ForeignHandles.protectionDomain(ctx, fakePd);
-            cq = ForeignHandles.completionQueue(ctx, p.cq());
-            mr = region(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
-            qp = ForeignHandles.queuePair(
-                    pd,
-                    p.qp(),
-                    QueuePairInit.of(QueuePairType.RC, cq)
-                            .maxSendWr(16)
-                            .maxRecvWr(16)
-                            .maxSendSge(2)
-                            .maxRecvSge(2)
-                            .maxInlineData(64),
-                    QueuePairState.RTS);
+            StandInObjects o = StandInObjects.open();
+            p = o.p;
+            arena = o.arena;
+            ctx = o.ctx;
+            pd = o.pd;
+            cq = o.cq;
+            mr = o.mr;
+            qp = o.rcQueuePair(16, 2, 64);
         }
 
         final List<NativeResource> extra = new java.util.ArrayList<>();
@@ -112,8 +102,7 @@ class MisuseCatalogueTest {
                     }
                 }
             }
-            arena.close();
-            p.close();
+            p.close(); // its arena too
         }
 
         int drain(WorkCompletions wcs) {

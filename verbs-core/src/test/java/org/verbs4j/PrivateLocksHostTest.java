@@ -3,7 +3,6 @@ package org.verbs4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.lang.foreign.Arena;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -21,21 +20,17 @@ import org.verbs4j.testing.StandInProvider;
  */
 class PrivateLocksHostTest {
     private StandInProvider p;
-    private Arena arena;
     private StandInObjects o;
 
     @BeforeEach
     void open() {
-        p = StandInProvider.open();
-        arena = Arena.ofShared();
-        o = new StandInObjects(p, arena, p.context(), ForeignHandles.context(p.context(), "standin0"));
+        o = StandInObjects.open();
+        p = o.p;
     }
 
     @AfterEach
     void close() {
         o.close();
-        arena.close();
-        p.close();
     }
 
     @Test

@@ -2,7 +2,6 @@ package org.verbs4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import java.util.List;
@@ -13,7 +12,6 @@ import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
-import org.verbs4j.testing.StandInProvider;
 
 /**
  * Randomized API call sequences through the stand-in provider (host tier; the guest tier runs the
@@ -43,23 +41,10 @@ class RandomizedSequencesTest {
 
     @Property(tries = 3000, seed = "20261130")
     void randomSequencesNeverCrashNorCorrupt(@ForAll("sequences") List<SequenceRunner.Op> ops) {
-        try (StandInProvider p = StandInProvider.open();
-                Arena arena = Arena.ofShared()) {
-            Context ctx = ForeignHandles.context(p.context(), "standin0");
-            MemorySegment fakePd = arena.allocate(16, 8);
-            fakePd.set(java.lang.foreign.ValueLayout.ADDRESS, 0, p.context());
-            ProtectionDomain pd = ForeignHandles.protectionDomain(ctx, fakePd);
-            CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
-            QueuePair qp = ForeignHandles.queuePair(
-                    pd,
-                    p.qp(),
-                    QueuePairInit.of(QueuePairType.RC, cq)
-                            .maxSendWr(16)
-                            .maxRecvWr(16)
-                            .maxSendSge(2)
-                            .maxRecvSge(2)
-                            .maxInlineData(64),
-                    QueuePairState.RTS);
+        try (StandInObjects o = StandInObjects.open()) {
+            ProtectionDomain pd = o.pd;
+            CompletionQueue cq = o.cq;
+            QueuePair qp = o.rcQueuePair(16, 2, 64);
             SequenceRunner run = new SequenceRunner(
                     new SequenceRunner.Target() {
                         public ProtectionDomain pd() {
@@ -95,9 +80,6 @@ class RandomizedSequencesTest {
             assertEquals(List.of(), run.run(ops), "only VerbsExceptions may come out");
             assertEquals(-1, run.finish(), "a guard byte was overwritten");
             qp.close();
-            cq.close();
-            pd.close();
-            ctx.close();
         }
     }
 }

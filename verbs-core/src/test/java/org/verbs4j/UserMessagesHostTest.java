@@ -47,15 +47,12 @@ class UserMessagesHostTest {
 
     @Test
     void toStringNamesWhatAUserKnowsAndNoAddress() {
-        try (StandInProvider p = StandInProvider.open();
-                Arena arena = Arena.ofShared()) {
-            Context ctx = ForeignHandles.context(p.context(), "standin0");
-            MemorySegment fakePd = arena.allocate(16, 8);
-            fakePd.set(java.lang.foreign.ValueLayout.ADDRESS, 0, p.context());
-            ProtectionDomain pd = ForeignHandles.protectionDomain(ctx, fakePd);
-            CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
-            MemoryRegion mr = ForeignHandles.memoryRegion(
-                    pd, arena.allocate(4096, 64), 0x1111, 0x2222, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+        try (StandInObjects o = StandInObjects.open()) {
+            StandInProvider p = o.p;
+            Context ctx = o.ctx;
+            ProtectionDomain pd = o.pd;
+            CompletionQueue cq = o.cq;
+            MemoryRegion mr = o.mr;
             QueuePair qp =
                     ForeignHandles.queuePair(pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq), QueuePairState.RTS);
             SharedReceiveQueue srq = ForeignHandles.sharedReceiveQueue(pd, p.srq(), 64, 2);

@@ -1,7 +1,5 @@
 package org.verbs4j.bench;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
@@ -20,8 +18,8 @@ import org.verbs4j.testing.StandInProvider;
 /**
  * The verbs objects the data-path benchmarks use: the stand-in provider's fake context, QP and
  * CQ (its C library is compiled with gcc on first use, see {@link StandInProvider}) wrapped
- * through the PUBLIC API with {@link ForeignHandles}, a fake {@code ibv_pd} (only its
- * {@code context} field is ever read) and a 4 KiB buffer "registered" under a made-up key.
+ * through the PUBLIC API with {@link ForeignHandles}, its fake {@code ibv_pd} (only its
+ * {@code context} field is ever read) and a 4 KiB buffer of its arena "registered" under a made-up key.
  * Closes everything in reverse order. One per benchmark trial, one thread. The QP's queues fit the
  * CQ: on an over-committed CQ every checked post would also take the CQ's lock and sum its queues.
  */
@@ -41,7 +39,7 @@ final class StandInFixture implements AutoCloseable {
     static final int MESSAGE = 64;
 
     final StandInProvider provider;
-    final Arena arena = Arena.ofShared();
+    final Arena arena;
     final MemorySegment buffer;
     final Context context;
     final ProtectionDomain pd;
@@ -60,11 +58,10 @@ final class StandInFixture implements AutoCloseable {
      */
     StandInFixture(boolean confinedCq) {
         provider = StandInProvider.open();
+        arena = provider.arena();
         buffer = arena.allocate(4096, 4096);
-        MemorySegment fakePd = arena.allocate(16, 8);
-        fakePd.set(ADDRESS, 0, provider.context());
         context = ForeignHandles.context(provider.context(), "standin0");
-        pd = ForeignHandles.protectionDomain(context, fakePd);
+        pd = ForeignHandles.protectionDomain(context, provider.pd());
         cq = confinedCq
                 ? ForeignHandles.confinedCompletionQueue(context, provider.cq())
                 : ForeignHandles.completionQueue(context, provider.cq());
@@ -90,7 +87,6 @@ final class StandInFixture implements AutoCloseable {
         cq.close();
         pd.close();
         context.close();
-        provider.close();
-        arena.close();
+        provider.close(); // its arena too
     }
 }

@@ -1,6 +1,5 @@
 package org.verbs4j.gpudirect;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Set;
@@ -21,17 +20,9 @@ import org.verbs4j.testing.StandInProvider;
  */
 final class StandInVerbs implements AutoCloseable {
     final StandInProvider p = StandInProvider.open();
-    final Arena arena = Arena.ofShared();
     final Context ctx = ForeignHandles.context(p.context(), "standin0");
-    final ProtectionDomain pd;
+    final ProtectionDomain pd = ForeignHandles.protectionDomain(ctx, p.pd());
     final CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
-
-    StandInVerbs() {
-        MemorySegment fakePd = arena.allocate(
-                ObjectLayout.PD_HANDLE + ValueLayout.JAVA_INT.byteSize(), ValueLayout.ADDRESS.byteAlignment());
-        fakePd.set(ValueLayout.ADDRESS, ObjectLayout.PD_CONTEXT, p.context());
-        pd = ForeignHandles.protectionDomain(ctx, fakePd);
-    }
 
     final GpuRegistrar.Verbs verbs = new GpuRegistrar.Verbs() {
         @Override
@@ -81,7 +72,6 @@ final class StandInVerbs implements AutoCloseable {
         cq.close();
         pd.close();
         ctx.close();
-        arena.close();
         p.close();
     }
 }

@@ -4,24 +4,24 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import org.junit.jupiter.api.extension.ConditionEvaluationResult;
 import org.junit.jupiter.api.extension.ExecutionCondition;
 import org.junit.jupiter.api.extension.ExtensionContext;
-import org.verbs4j.natives.Errno;
-import org.verbs4j.natives.Failures;
-import org.verbs4j.natives.LibIbverbs;
-import org.verbs4j.natives.NativeLibraries;
-import org.verbs4j.natives.VerbsFailure;
 
 /**
- * Enables a test only when a real verbs device exists, decided once per JVM through verbs4j's own
- * native layer: {@link NativeLibraries#ibverbsUnavailabilityCause()} (libibverbs missing), then
- * {@code ibv_get_device_list} ({@link LibIbverbs#getDeviceList}): an error (ENOSYS on a kernel
- * without RDMA support) or an empty list disables the test with the reason.
+ * Enables a test only when a real verbs device exists, decided once per JVM with downcalls of its
+ * own (the kit needs nothing of verbs4j): {@code libibverbs.so.1} missing, an error of
+ * {@code ibv_get_device_list} (ENOSYS on a kernel without RDMA support) or an empty list disables
+ * the test with the reason.
  *
  * <p>With the environment variable {@value #REQUIRE_ENV}{@code =1} (or the system property
  * {@value #REQUIRE_PROPERTY}{@code =true}) a missing device throws instead, which JUnit reports as
@@ -34,6 +34,8 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
     public static final String REQUIRE_ENV = "VERBS4J_REQUIRE_RDMA";
     /** System property with the same meaning as {@link #REQUIRE_ENV} ({@code true}). */
     public static final String REQUIRE_PROPERTY = "verbs4j.test.requireRdma";
+
+    private static final String LIBIBVERBS = "libibverbs.so.1";
 
     /** Made by JUnit for {@link RdmaTest} ({@code @ExtendWith}). */
     public RdmaDeviceCondition() {}
@@ -83,18 +85,34 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
     }
 
     private static Probe probe() {
-        Optional<String> missing;
+        SymbolLookup ibverbs;
         try {
-            missing = NativeLibraries.ibverbsUnavailabilityCause();
-        } catch (RuntimeException | LinkageError e) {
-            return new Probe(List.of(), "no RDMA device: libibverbs could not be probed: " + e);
+            ibverbs = SymbolLookup.libraryLookup(LIBIBVERBS, Arena.global());
+        } catch (IllegalArgumentException | IllegalCallerException e) {
+            return new Probe(
+                    List.of(),
+                    "no RDMA device: " + LIBIBVERBS + " cannot be loaded (install rdma-core's libibverbs): "
+                            + e.getMessage());
         }
-        if (missing.isPresent()) {
-            return new Probe(List.of(), "no RDMA device: " + missing.get());
-        }
+        Linker linker = Linker.nativeLinker();
         try (Arena arena = Arena.ofConfined()) {
+            MethodHandle getList = linker.downcallHandle(
+                    ibverbs.findOrThrow("ibv_get_device_list"),
+                    FunctionDescriptor.of(ADDRESS, ADDRESS), // struct ibv_device **(int *num_devices)
+                    Linker.Option.captureCallState("errno"));
+            MethodHandle getName = linker.downcallHandle(
+                    ibverbs.findOrThrow("ibv_get_device_name"), FunctionDescriptor.of(ADDRESS, ADDRESS));
+            MethodHandle freeList = linker.downcallHandle(
+                    ibverbs.findOrThrow("ibv_free_device_list"), FunctionDescriptor.ofVoid(ADDRESS));
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
             MemorySegment num = arena.allocate(JAVA_INT);
-            MemorySegment list = LibIbverbs.getDeviceList(num);
+            MemorySegment list = (MemorySegment) getList.invokeExact(state, num);
+            if (list.equals(MemorySegment.NULL)) {
+                int errno = (int) ERRNO.get(state, 0L);
+                return new Probe(
+                        List.of(),
+                        "no RDMA device: ibv_get_device_list: errno " + errno + " (" + strerror(errno) + ")");
+            }
             try {
                 int n = num.get(JAVA_INT, 0);
                 if (n <= 0) {
@@ -103,22 +121,32 @@ public final class RdmaDeviceCondition implements ExecutionCondition {
                 MemorySegment array = list.reinterpret(ADDRESS.byteSize() * n);
                 List<String> names = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
-                    names.add(LibIbverbs.getDeviceName(array.getAtIndex(ADDRESS, i)));
+                    MemorySegment name = (MemorySegment) getName.invokeExact(array.getAtIndex(ADDRESS, i));
+                    names.add(name.reinterpret(Long.MAX_VALUE).getString(0));
                 }
                 return new Probe(List.copyOf(names), null);
             } finally {
-                LibIbverbs.freeDeviceList(list);
+                freeList.invokeExact(list);
             }
-        } catch (RuntimeException e) {
-            VerbsFailure f = Failures.describe(e); // core's VerbsException too (not a VerbsFailure itself)
-            if (f != null) {
-                return new Probe(
-                        List.of(),
-                        "no RDMA device: ibv_get_device_list: " + Errno.name(f.errno()) + " (" + e.getMessage() + ")");
-            }
-            return new Probe(List.of(), "no RDMA device: probing libibverbs failed: " + e);
-        } catch (LinkageError e) {
-            return new Probe(List.of(), "no RDMA device: probing libibverbs failed: " + e);
+        } catch (Throwable e) {
+            return new Probe(List.of(), "no RDMA device: probing " + LIBIBVERBS + " failed: " + e);
+        }
+    }
+
+    private static final VarHandle ERRNO =
+            Linker.Option.captureStateLayout().varHandle(MemoryLayout.PathElement.groupElement("errno"));
+
+    /** The C library's text for {@code errno} (e.g. "Function not implemented" for ENOSYS). */
+    private static String strerror(int errno) {
+        try {
+            Linker linker = Linker.nativeLinker();
+            MethodHandle h = linker.downcallHandle(
+                    linker.defaultLookup().findOrThrow("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
+            return ((MemorySegment) h.invokeExact(errno))
+                    .reinterpret(Long.MAX_VALUE)
+                    .getString(0);
+        } catch (Throwable e) {
+            return "strerror unavailable: " + e;
         }
     }
 }

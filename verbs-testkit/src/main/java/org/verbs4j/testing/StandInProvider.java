@@ -14,18 +14,19 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import org.verbs4j.natives.ContextLayout;
-import org.verbs4j.natives.ObjectLayout;
 
 /**
  * Test helper: the stand-in provider ({@code /c/standin_provider.c}, compiled once per JVM with
  * {@link NativeToolchain} and loaded with {@code SymbolLookup.libraryLookup}) and a set of fake
  * verbs objects it built: a {@code verbs_context}-backed {@code ibv_context} whose op slots point
- * at the stand-in functions, an RC {@code ibv_qp}, an {@code ibv_cq} and an {@code ibv_srq}.
+ * at the stand-in functions, an RC {@code ibv_qp}, an {@code ibv_cq}, an {@code ibv_srq} and an
+ * {@code ibv_pd}, and a shared {@link #arena()} for the test's own memory. The objects' sizes are
+ * the stand-in's own {@code sizeof} under the installed {@code <infiniband/verbs.h>}: the kit
+ * needs nothing of verbs4j, so verbs4j's native layer tests with it too.
  *
  * <p>The stand-in's state (WQE ring, completion queue, last arguments, failure modes) is global
  * to the process: use one instance at a time, from one thread. {@link #open} resets it;
- * {@link #close} frees every object this instance made.
+ * {@link #close} frees every object this instance made, then closes its arena.
  *
  * <pre>{@code
  * try (StandInProvider p = StandInProvider.open()) {
@@ -110,6 +111,8 @@ public final class StandInProvider implements AutoCloseable {
     private final MemorySegment qp;
     private final MemorySegment cq;
     private final MemorySegment srq;
+    private final MemorySegment pd;
+    private final Arena arena = Arena.ofShared();
     private final boolean extended;
     private final List<MemorySegment> owned = new ArrayList<>();
     private boolean closed;
@@ -122,15 +125,16 @@ public final class StandInProvider implements AutoCloseable {
         this.qp = makeQp(context, QP_NUM, QP_TYPE_RC);
         this.cq = makeCq(context, CQE);
         this.srq = makeSrq(context);
+        this.pd = makePd(context);
     }
 
-    /** An extended ({@code verbs_context}) stand-in context with a qp, cq and srq; state reset. */
+    /** An extended ({@code verbs_context}) stand-in context with a qp, cq, srq and pd; state reset. */
     public static StandInProvider open() {
         return open(true);
     }
 
     /**
-     * A stand-in context with a qp, cq and srq; state reset. Calls
+     * A stand-in context with a qp, cq, srq and pd; state reset. Calls
      * {@link NativeToolchain#requireToolchain()} first (fails in CI, skips elsewhere, when gcc or
      * the headers are missing).
      *
@@ -189,7 +193,7 @@ public final class StandInProvider implements AutoCloseable {
         return extended;
     }
 
-    /** The fake {@code struct ibv_context*} ({@code ContextLayout.SIZE} bytes). */
+    /** The fake {@code struct ibv_context*} ({@code sizeof(struct ibv_context)} bytes). */
     public MemorySegment context() {
         return context;
     }
@@ -209,24 +213,39 @@ public final class StandInProvider implements AutoCloseable {
         return srq;
     }
 
+    /** The fake {@code struct ibv_pd*} (context set, handle 0). */
+    public MemorySegment pd() {
+        return pd;
+    }
+
+    /** A shared arena for the test's buffers and hand-made structs, closed by {@link #close}. */
+    public Arena arena() {
+        return arena;
+    }
+
     /** Another stand-in context (freed on close). */
     public MemorySegment makeContext(boolean extended) {
-        return own(lib.ptrCall("standin_make_context", extended ? 1 : 0), ContextLayout.SIZE);
+        return own(lib.ptrCall("standin_make_context", extended ? 1 : 0), lib.contextSize);
     }
 
     /** Another fake qp on {@code ctx} (freed on close). */
     public MemorySegment makeQp(MemorySegment ctx, int qpNum, int qpType) {
-        return own(lib.ptrCall("standin_make_qp", ctx.address(), qpNum, qpType), ObjectLayout.QP_SIZE);
+        return own(lib.ptrCall("standin_make_qp", ctx.address(), qpNum, qpType), lib.qpSize);
     }
 
     /** Another fake cq on {@code ctx} (freed on close). */
     public MemorySegment makeCq(MemorySegment ctx, int cqe) {
-        return own(lib.ptrCall("standin_make_cq", ctx.address(), cqe), ObjectLayout.CQ_SIZE);
+        return own(lib.ptrCall("standin_make_cq", ctx.address(), cqe), lib.cqSize);
     }
 
     /** Another fake srq on {@code ctx} (freed on close). */
     public MemorySegment makeSrq(MemorySegment ctx) {
-        return own(lib.ptrCall("standin_make_srq", ctx.address()), 128);
+        return own(lib.ptrCall("standin_make_srq", ctx.address()), lib.srqSize);
+    }
+
+    /** Another fake pd on {@code ctx} (freed on close). */
+    public MemorySegment makePd(MemorySegment ctx) {
+        return own(lib.ptrCall("standin_make_pd", ctx.address()), lib.pdSize);
     }
 
     /**
@@ -490,7 +509,7 @@ public final class StandInProvider implements AutoCloseable {
         }
     }
 
-    /** Frees every object this instance made. Idempotent. */
+    /** Frees every object this instance made, then closes its arena. Idempotent. */
     @Override
     public void close() {
         if (closed) {
@@ -503,6 +522,7 @@ public final class StandInProvider implements AutoCloseable {
         for (int i = rest.size() - 1; i >= 0; i--) {
             lib.voidCall("standin_free", rest.get(i).address());
         }
+        arena.close();
     }
 
     // ---- the library ------------------------------------------------------------------------
@@ -511,6 +531,11 @@ public final class StandInProvider implements AutoCloseable {
         final Path path;
         final SymbolLookup lookup;
         final MethodHandle cLoop;
+        final long contextSize;
+        final long qpSize;
+        final long cqSize;
+        final long srqSize;
+        final long pdSize;
         private final Map<String, MethodHandle> handles = new ConcurrentHashMap<>();
 
         Library(Path path, SymbolLookup lookup) {
@@ -521,6 +546,11 @@ public final class StandInProvider implements AutoCloseable {
                             lookup.findOrThrow("standin_c_loop"),
                             FunctionDescriptor.of(
                                     JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
+            this.contextSize = ptrCall("standin_sizeof", 0);
+            this.qpSize = ptrCall("standin_sizeof", 1);
+            this.cqSize = ptrCall("standin_sizeof", 2);
+            this.srqSize = ptrCall("standin_sizeof", 3);
+            this.pdSize = ptrCall("standin_sizeof", 4);
         }
 
         private static final Map<String, FunctionDescriptor> SIGNATURES = Map.ofEntries(
@@ -544,6 +574,8 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_make_qp", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT)),
                 Map.entry("standin_make_cq", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT)),
                 Map.entry("standin_make_srq", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG)),
+                Map.entry("standin_make_pd", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG)),
+                Map.entry("standin_sizeof", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
                 Map.entry("standin_free", FunctionDescriptor.ofVoid(JAVA_LONG)),
                 Map.entry("standin_set_vctx_sz", FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG)),
                 Map.entry("standin_ref_ctx_op", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT)),

@@ -1,6 +1,7 @@
 package org.verbs4j.testing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
@@ -41,6 +42,14 @@ class RdmaDeviceConditionTest {
         assertEquals(
                 RdmaDeviceCondition.class,
                 RdmaTest.class.getAnnotation(ExtendWith.class).value()[0]);
+    }
+
+    @Test
+    void theProbeAnswersWithWhatLibibverbsSaidNotWithItsOwnFailure() {
+        RdmaDeviceCondition.Probe p = RdmaDeviceCondition.probeResult();
+        if (!p.available()) {
+            assertFalse(p.unavailableReason().contains("probing"), p.unavailableReason());
+        }
     }
 
     @Test

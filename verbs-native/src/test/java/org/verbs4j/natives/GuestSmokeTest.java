@@ -1,4 +1,4 @@
-package org.verbs4j.testing;
+package org.verbs4j.natives;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -12,8 +12,9 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.generated.ibverbs.ibv_device_attr;
+import org.verbs4j.testing.RdmaTest;
+import org.verbs4j.testing.RdmaTestSupport;
 
 /**
  * End-to-end smoke test of the guest tier: the raw native layer against a real device
