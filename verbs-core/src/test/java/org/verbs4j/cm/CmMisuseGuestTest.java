@@ -114,10 +114,10 @@ class CmMisuseGuestTest {
                 });
                 assertRejected(outcome(connectAsync(address(port), LONG)));
             }
-            // the channel still dispatches: the next request is accepted
-            l.onRequest(r -> r.accept(new ConnectionSetup(), null, WAIT));
-            Object ok = outcome(connectAsync(address(port), LONG));
-            assertInstanceOf(RdmaConnection.class, ok, "connected after the Errors");
+            // the channel still dispatches: the next handler's answer reaches the peer
+            l.onRequest(r -> r.reject(bytes("answered after the Errors")));
+            ConnectionFailedException e = assertRejected(outcome(connectAsync(address(port), LONG)));
+            CmTestSupport.assertPrivateData(bytes("answered after the Errors"), e.peerPrivateData());
         }
     }
 
