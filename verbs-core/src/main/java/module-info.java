@@ -15,6 +15,8 @@ module org.verbs4j.core {
     exports org.verbs4j;
     exports org.verbs4j.pool;
     exports org.verbs4j.cm;
+    exports org.verbs4j.internal to
+            org.verbs4j.netty;
 
     provides org.verbs4j.natives.FailureFactory with
             org.verbs4j.internal.CoreFailures;

@@ -10,4 +10,6 @@ module org.verbs4j.netty {
     requires transitive io.netty.buffer;
     requires io.netty.common;
     requires org.slf4j;
+
+    exports org.verbs4j.netty;
 }

@@ -31,6 +31,8 @@ public final class LibC {
             NativeBinding.symbol(LIBC, "eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle WRITE =
             NativeBinding.symbol(LIBC, "write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle READ =
+            NativeBinding.symbol(LIBC, "read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle CLOSE =
             NativeBinding.symbol(LIBC, "close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle SYSCONF =
@@ -183,9 +185,24 @@ public final class LibC {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment one = arena.allocate(JAVA_LONG);
             one.set(JAVA_LONG, 0, 1L);
+            eventFdTransfer(WRITE, verb, fd, one, "write(2) to");
+        }
+    }
+
+    /**
+     * Resets a non-blocking event fd's counter ({@code read(2)} of its 8 bytes into {@code scratch},
+     * 8 bytes of the caller's): nothing to read (EAGAIN) is success.
+     */
+    public static void drainEventFd(String verb, int fd, MemorySegment scratch) {
+        eventFdTransfer(READ, verb, fd, scratch, "read(2) of");
+    }
+
+    /** One 8-byte {@code read(2)} or {@code write(2)} ({@code io}) of an event fd; EINTR retried, EAGAIN is success. */
+    private static void eventFdTransfer(MethodHandle io, String verb, int fd, MemorySegment buf, String what) {
+        try {
             while (true) {
                 MemorySegment cap = Errno.captureSegment();
-                long n = (long) WRITE.invokeExact(cap, fd, one, 8L);
+                long n = (long) io.invokeExact(cap, fd, buf, 8L);
                 if (n == 8) {
                     return;
                 }
@@ -194,7 +211,7 @@ public final class LibC {
                     return;
                 }
                 if (e != Errno.EINTR) {
-                    throw Failures.of(verb, e, "write(2) to event fd " + fd + " failed");
+                    throw Failures.of(verb, e, what + " event fd " + fd + " failed");
                 }
             }
         } catch (RuntimeException e) {

@@ -1,0 +1,57 @@
+package org.verbs4j.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import org.verbs4j.natives.LibC;
+
+/**
+ * What an event loop of another verbs4j module blocks in: {@code poll(2)} on one fd (a completion
+ * channel's) and an {@code eventfd(2)} that {@link #wake()} signals from any thread. Owned by one
+ * loop thread, which alone calls {@link #await} and {@link #close()}; {@link #wake()} is
+ * thread-safe. Allocates nothing per wait. Not API.
+ */
+public final class LoopWaiter implements AutoCloseable {
+    /** Results of {@link #await}. */
+    public static final int TIMED_OUT = LibC.TIMED_OUT, READABLE = LibC.READABLE, WOKEN = LibC.WOKEN;
+
+    private final int wakeFd;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment pollFds = arena.allocate(LibC.POLLFD_PAIR_SIZE, 8);
+    private final MemorySegment drain = arena.allocate(8, 8);
+    private volatile boolean closed;
+
+    /** A waiter with a new event fd ({@code verb} names the caller in errors). */
+    public LoopWaiter(String verb) {
+        this.wakeFd = LibC.eventFd(verb, LibC.O_NONBLOCK | LibC.EFD_CLOEXEC);
+    }
+
+    /**
+     * Waits until {@code fd} is readable (negative: no fd, only the wake-up and the time), {@link
+     * #wake()} was called (since the last wait returned WOKEN), or {@code timeoutMillis} passed
+     * (negative: no bound). Returns {@link #READABLE}, {@link #WOKEN} or {@link #TIMED_OUT}.
+     */
+    public int await(String verb, int fd, long timeoutMillis) {
+        int r = LibC.pollReadableOrWoken(verb, fd, wakeFd, timeoutMillis, pollFds);
+        if (r == WOKEN) {
+            LibC.drainEventFd(verb, wakeFd, drain);
+        }
+        return r;
+    }
+
+    /** Makes the current or next {@link #await} return WOKEN; any thread. */
+    public void wake() {
+        if (!closed) {
+            LibC.signalEventFd("eventfd write", wakeFd);
+        }
+    }
+
+    /** Closes the event fd; by the loop thread, once it no longer waits. */
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            LibC.close(wakeFd);
+            arena.close();
+        }
+    }
+}

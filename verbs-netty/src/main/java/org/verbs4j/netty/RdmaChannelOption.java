@@ -1,0 +1,28 @@
+package org.verbs4j.netty;
+
+import io.netty.channel.ChannelOption;
+
+/**
+ * The channel options of this transport, beside Netty's own ({@code SO_RCVBUF} and
+ * {@code SO_SNDBUF} set {@link #RECEIVE_BUFFERS} and {@link #SEND_BUFFERS} from a byte count:
+ * the count divided by {@link #BUFFER_SIZE}, at least four). Read when a connection is made;
+ * later changes apply to the next connection.
+ *
+ * @param <T> the option's value type
+ */
+public final class RdmaChannelOption<T> extends ChannelOption<T> {
+    /** Bytes of each receive and send buffer: the largest frame on the wire (default 16 KiB). */
+    public static final ChannelOption<Integer> BUFFER_SIZE = valueOf(RdmaChannelOption.class, "RDMA_BUFFER_SIZE");
+
+    /** Receive buffers each connection posts: the peer's credits (default 16, at least 4). */
+    public static final ChannelOption<Integer> RECEIVE_BUFFERS =
+            valueOf(RdmaChannelOption.class, "RDMA_RECEIVE_BUFFERS");
+
+    /** Send buffers each connection copies outgoing bytes into: frames in flight (default 16, at least 4). */
+    public static final ChannelOption<Integer> SEND_BUFFERS = valueOf(RdmaChannelOption.class, "RDMA_SEND_BUFFERS");
+
+    @SuppressWarnings("deprecation")
+    private RdmaChannelOption() {
+        super("unused");
+    }
+}

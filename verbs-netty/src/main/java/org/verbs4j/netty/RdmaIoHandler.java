@@ -1,0 +1,245 @@
+package org.verbs4j.netty;
+
+import io.netty.channel.IoHandle;
+import io.netty.channel.IoHandler;
+import io.netty.channel.IoHandlerContext;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.IoOps;
+import io.netty.channel.IoRegistration;
+import io.netty.util.concurrent.ThreadAwareExecutor;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.verbs4j.CompletionChannel;
+import org.verbs4j.CompletionQueue;
+import org.verbs4j.Context;
+import org.verbs4j.internal.LoopWaiter;
+
+/**
+ * The I/O handler of one event loop of a {@code MultiThreadIoEventLoopGroup}: it owns a
+ * completion channel (for the RDMA device its connections use) and the loop's wake-up event fd,
+ * and drives the channels registered with it. Each loop iteration blocks in {@code poll(2)} on
+ * the completion channel and the wake-up fd together until a completion, a task or the next
+ * scheduled task is due (no spinning), then reaps the completion queues that raised events;
+ * with {@link RdmaTransportConfig#busyPoll()} it never blocks and polls every queue each turn.
+ * Connection-manager events (connects, accepts, disconnects) are read by the library's event
+ * thread and handed to the loop as tasks.
+ *
+ * <p>Use: {@code new MultiThreadIoEventLoopGroup(n, RdmaIoHandler.newFactory())} with
+ * {@link RdmaSocketChannel} and {@link RdmaServerSocketChannel}. Netty calls every method but
+ * {@link #wakeup()} on the loop thread; {@link #completionChannel} is called by connecting threads.
+ * One loop serves the connections of one RDMA device (the first one it is given).
+ */
+public final class RdmaIoHandler implements IoHandler {
+    static final Logger LOG = LoggerFactory.getLogger(RdmaIoHandler.class);
+
+    private final RdmaTransportConfig config;
+    private final LoopWaiter waiter = new LoopWaiter("RdmaIoHandler");
+    private final Set<RdmaIoHandle> handles = new HashSet<>();
+    private final Map<CompletionQueue, RdmaIoHandle> byQueue = new IdentityHashMap<>();
+    private final List<RdmaIoHandle> scratch = new ArrayList<>();
+    private volatile Context context;
+    private volatile CompletionChannel channel;
+    private volatile int channelFd = -1;
+
+    private RdmaIoHandler(RdmaTransportConfig config) {
+        this.config = config;
+    }
+
+    /** A factory of handlers with the {@link RdmaTransportConfig#defaults()}. */
+    public static IoHandlerFactory newFactory() {
+        return newFactory(RdmaTransportConfig.defaults());
+    }
+
+    /** A factory of handlers with {@code config}. */
+    public static IoHandlerFactory newFactory(RdmaTransportConfig config) {
+        java.util.Objects.requireNonNull(config, "config");
+        return new IoHandlerFactory() {
+            @Override
+            public IoHandler newHandler(ThreadAwareExecutor executor) {
+                return new RdmaIoHandler(config);
+            }
+        };
+    }
+
+    /** The transport's totals in this JVM (registered memory, connections, posted receives). */
+    public static RdmaStats stats() {
+        return RdmaStats.snapshot();
+    }
+
+    @Override
+    public int run(IoHandlerContext ctx) {
+        if (!config.busyPoll() && ctx.canBlock()) {
+            long nanos = ctx.delayNanos(System.nanoTime());
+            long millis = nanos >= Long.MAX_VALUE / 2 ? -1 : TimeUnit.NANOSECONDS.toMillis(nanos + 999_999L);
+            waiter.await("RdmaIoHandler.run", channelFd, millis);
+        }
+        return config.busyPoll() ? pollAll() : reapEvents();
+    }
+
+    /** Hands every completion event now queued on the channel to its handle. */
+    private int reapEvents() {
+        CompletionChannel ch = channel;
+        if (ch == null) {
+            return 0;
+        }
+        int n = 0;
+        CompletionQueue cq;
+        while ((cq = ch.awaitEvent(Duration.ZERO)) != null) {
+            RdmaIoHandle h = byQueue.get(cq);
+            if (h != null) {
+                h.completionsReady(true);
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private int pollAll() {
+        reapEvents(); // acknowledge events so the channel does not fill
+        scratch.clear();
+        scratch.addAll(byQueue.values());
+        for (RdmaIoHandle h : scratch) {
+            h.completionsReady(false);
+        }
+        return scratch.size();
+    }
+
+    @Override
+    public void wakeup() {
+        waiter.wake();
+    }
+
+    /**
+     * The completion channel of this loop for {@code ctx}'s device, made at the first call; a
+     * second device is refused (one loop, one device). Any thread.
+     */
+    synchronized CompletionChannel completionChannel(Context ctx) {
+        if (channel == null) {
+            context = ctx;
+            channel = ctx.createCompletionChannel();
+            channelFd = channel.fd();
+            waiter.wake(); // the loop may be blocked without the fd
+        } else if (context != ctx) {
+            throw new IllegalStateException("this event loop serves " + context.deviceName() + ", not "
+                    + ctx.deviceName() + ": use one event loop group per RDMA device");
+        }
+        return channel;
+    }
+
+    /** From now on, events of {@code cq} go to {@code h}; reaps what came before. Loop thread. */
+    void attach(CompletionQueue cq, RdmaIoHandle h) {
+        byQueue.put(cq, h);
+        h.completionsReady(true);
+    }
+
+    /** No more events of {@code cq} (it is about to close). Loop thread. */
+    void detach(CompletionQueue cq) {
+        byQueue.remove(cq);
+    }
+
+    /**
+     * Registers a channel's handle with its event loop (the channel's {@code doRegister}): then
+     * {@code registered} gets the registration and the promise succeeds, or the promise fails.
+     */
+    static void register(
+            io.netty.channel.Channel channel,
+            RdmaIoHandle handle,
+            io.netty.channel.ChannelPromise promise,
+            java.util.function.Consumer<Registration> registered) {
+        ((io.netty.channel.IoEventLoop) channel.eventLoop()).register(handle).addListener(f -> {
+            if (f.isSuccess()) {
+                registered.accept((Registration) f.getNow());
+                promise.setSuccess();
+            } else {
+                promise.setFailure(f.cause());
+            }
+        });
+    }
+
+    @Override
+    public IoRegistration register(IoHandle handle) {
+        RdmaIoHandle h = (RdmaIoHandle) handle;
+        handles.add(h);
+        h.registered();
+        return new Registration(h);
+    }
+
+    @Override
+    public boolean isCompatible(Class<? extends IoHandle> handleType) {
+        return RdmaIoHandle.class.isAssignableFrom(handleType);
+    }
+
+    @Override
+    public void prepareToDestroy() {
+        for (RdmaIoHandle h : new ArrayList<>(handles)) {
+            try {
+                h.close();
+            } catch (Exception e) {
+                LOG.warn("verbs4j-netty: closing a channel at shutdown failed: {}", e.toString());
+            }
+        }
+        handles.clear();
+    }
+
+    @Override
+    public void destroy() {
+        CompletionChannel ch = channel;
+        if (ch != null && byQueue.isEmpty()) {
+            try {
+                ch.close();
+            } catch (RuntimeException e) {
+                LOG.warn("verbs4j-netty: closing the loop's completion channel failed: {}", e.toString());
+            }
+        }
+        waiter.close();
+    }
+
+    /** One handle's registration; cancelled on the loop thread (Netty deregisters there). */
+    final class Registration implements IoRegistration {
+        private final RdmaIoHandle handle;
+        private boolean valid = true;
+
+        Registration(RdmaIoHandle handle) {
+            this.handle = handle;
+        }
+
+        /** The handler this registration belongs to. */
+        RdmaIoHandler handler() {
+            return RdmaIoHandler.this;
+        }
+
+        @Override
+        public <T> T attachment() {
+            return null;
+        }
+
+        @Override
+        public long submit(IoOps ops) {
+            return 0;
+        }
+
+        @Override
+        public boolean isValid() {
+            return valid;
+        }
+
+        @Override
+        public boolean cancel() {
+            if (!valid) {
+                return false;
+            }
+            valid = false;
+            handles.remove(handle);
+            handle.unregistered();
+            return true;
+        }
+    }
+}

@@ -1,0 +1,658 @@
+package org.verbs4j.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.ConnectTimeoutException;
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.channel.RecvByteBufAllocator;
+import io.netty.channel.socket.ServerSocketChannel;
+import io.netty.channel.socket.SocketChannel;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ConnectionPendingException;
+import java.time.Duration;
+import java.util.concurrent.RejectedExecutionException;
+import org.verbs4j.Context;
+import org.verbs4j.VerbsTimeoutException;
+import org.verbs4j.cm.CmEvent;
+import org.verbs4j.cm.ConnectionFailedException;
+import org.verbs4j.cm.ConnectionRequest;
+import org.verbs4j.cm.RdmaConnection;
+
+/**
+ * A byte-stream channel over one RDMA reliable connection, the {@link SocketChannel} of this
+ * transport: a client made by {@code Bootstrap.channel(RdmaSocketChannel.class)} and connected
+ * by IP address and port through rdma_cm, or a connection an {@link RdmaServerSocketChannel}
+ * accepted. Bytes written are copied into registered send buffers and sent as SEND_WITH_IMM
+ * frames of at most {@link RdmaChannelOption#BUFFER_SIZE} bytes, only while the peer has granted
+ * a credit (a receive buffer it posted); a write's promise completes when the frames carrying
+ * its bytes completed at the peer, and fails if the connection goes down first. Bytes received
+ * are copied out of the registered receive buffers into buffers of the channel's allocator and
+ * the receive buffers reposted. Half-closure is not supported.
+ *
+ * <p>Owns its connection, queue pair, completion queue and registered buffers ({@link RdmaStream});
+ * all are released when the channel closes. Like every Netty channel: any thread may call its
+ * outbound operations, which run on its event loop.
+ */
+public final class RdmaSocketChannel extends AbstractChannel implements SocketChannel {
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
+    private static final int DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+
+    private enum State {
+        OPEN,
+        CONNECTING,
+        ACTIVE,
+        CLOSED
+    }
+
+    private final RdmaSocketChannelConfig config = new RdmaSocketChannelConfig(this);
+    private final Copier copier = new Copier();
+    private final Runnable deliverTask = this::deliver;
+    private volatile State state = State.OPEN;
+    private volatile RdmaConnection pending;
+    private volatile InetSocketAddress local, remote;
+    private ConnectionRequest request;
+    private IoRegistration registration;
+    private RdmaIoHandler handler;
+    private RdmaConnection connection;
+    private RdmaStream stream;
+    private ChannelPromise connectPromise;
+    private boolean readPending, deliverScheduled;
+    private long inFlight;
+
+    /** An unconnected client channel (for {@code Bootstrap.channel}). */
+    public RdmaSocketChannel() {
+        super(null);
+    }
+
+    /** An accepted connection, not answered yet: it is accepted once registered with its loop. */
+    RdmaSocketChannel(RdmaServerSocketChannel parent, ConnectionRequest request) {
+        super(parent);
+        this.request = request;
+        this.remote = request.peerAddress();
+        this.local = request.localAddress();
+        this.state = State.CONNECTING;
+    }
+
+    @Override
+    public ServerSocketChannel parent() {
+        return (ServerSocketChannel) super.parent();
+    }
+
+    @Override
+    public RdmaSocketChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return state != State.CLOSED;
+    }
+
+    @Override
+    public boolean isActive() {
+        return state == State.ACTIVE;
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return (InetSocketAddress) super.remoteAddress();
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return local;
+    }
+
+    @Override
+    protected SocketAddress remoteAddress0() {
+        return remote;
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new RdmaUnsafe();
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof IoEventLoop l && l.isCompatible(RdmaUnsafe.class);
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        RdmaIoHandler.register(this, (RdmaUnsafe) unsafe(), promise, r -> {
+            registration = r;
+            handler = r.handler();
+            if (request != null) {
+                startAccept(); // on a connecting thread: the answer comes back to this loop
+            }
+        });
+    }
+
+    @Override
+    protected void doDeregister() {
+        if (registration != null) {
+            registration.cancel();
+            registration = null;
+        }
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) {
+        local = (InetSocketAddress) localAddress; // the route to the peer picks the device; kept for localAddress()
+    }
+
+    @Override
+    protected void doDisconnect() {
+        doClose();
+    }
+
+    @Override
+    protected void doClose() {
+        State was = state;
+        state = State.CLOSED;
+        ChannelPromise p = connectPromise;
+        if (p != null) {
+            connectPromise = null;
+            p.tryFailure(new ClosedChannelException());
+        }
+        ConnectionRequest r = request;
+        if (r != null) {
+            request = null;
+            r.close(); // rejects it unless an accept took it (that one finds the channel closed)
+        }
+        RdmaConnection c = connection != null ? connection : pending;
+        if (stream != null && handler != null) {
+            handler.detach(stream.cq);
+        }
+        if (c != null) {
+            c.close(); // disconnects; the queue pair is gone after this
+        }
+        if (stream != null) {
+            stream.release();
+            stream = null;
+        }
+        if (was == State.ACTIVE) {
+            RdmaStats.CONNECTIONS.decrementAndGet();
+        }
+    }
+
+    // ---- connecting and accepting (blocking work on a connecting thread) -------------------------
+
+    private void startConnect(InetSocketAddress to, ChannelPromise promise) {
+        state = State.CONNECTING;
+        connectPromise = promise;
+        remote = to;
+        int ms = config.getConnectTimeoutMillis();
+        Duration timeout = Duration.ofMillis(ms > 0 ? ms : DEFAULT_CONNECT_TIMEOUT_MS);
+        RdmaIoHandler h = handler;
+        int size = config.bufferSize(), recvs = config.receiveBuffers(), sends = config.sendBuffers();
+        Connector.run(() -> {
+            RdmaStream s = null;
+            RdmaConnection c = null;
+            try {
+                Context ctx = Connector.deviceOf(Connector.routeTo(to));
+                s = new RdmaStream(ctx, h.completionChannel(ctx), size, recvs, sends);
+                c = RdmaConnection.create(Connector.cm(), s.setup());
+                pending = c;
+                if (state == State.CLOSED) {
+                    throw new ClosedChannelException();
+                }
+                c.connect(to, s.handshake().encode(), timeout);
+                Handshake peer = Handshake.decode(c.peerPrivateData());
+                handOver(c, s, peer);
+            } catch (Throwable t) {
+                release(c, s);
+                Throwable cause = connectFailure(t, to, timeout);
+                runOnLoop(() -> failConnect(cause), null, null);
+            }
+        });
+    }
+
+    private void startAccept() {
+        ConnectionRequest r = request;
+        RdmaIoHandler h = handler;
+        int size = config.bufferSize(), recvs = config.receiveBuffers(), sends = config.sendBuffers();
+        int ms = config.getConnectTimeoutMillis();
+        Duration timeout = Duration.ofMillis(ms > 0 ? ms : DEFAULT_CONNECT_TIMEOUT_MS);
+        Connector.run(() -> {
+            RdmaStream s = null;
+            RdmaConnection c = null;
+            try {
+                Handshake peer;
+                try {
+                    peer = Handshake.decode(r.privateData());
+                } catch (ProtocolViolationException e) {
+                    r.reject(null);
+                    throw e;
+                }
+                Context ctx = Connector.deviceOf(r.localAddress().getAddress());
+                s = new RdmaStream(ctx, h.completionChannel(ctx), size, recvs, sends);
+                c = r.accept(s.setup(), s.handshake().encode(), timeout);
+                handOver(c, s, peer);
+            } catch (Throwable t) {
+                release(c, s);
+                runOnLoop(
+                        () -> {
+                            if (isOpen()) {
+                                pipeline().fireExceptionCaught(t);
+                                unsafe().close(unsafe().voidPromise());
+                            }
+                        },
+                        null,
+                        null);
+            }
+        });
+    }
+
+    /** Gives a connected connection to the loop; releases it if the loop is gone. */
+    private void handOver(RdmaConnection c, RdmaStream s, Handshake peer) {
+        runOnLoop(() -> connected(c, s, peer), c, s);
+    }
+
+    private void runOnLoop(Runnable task, RdmaConnection c, RdmaStream s) {
+        try {
+            eventLoop().execute(task);
+        } catch (RejectedExecutionException e) {
+            release(c, s);
+        }
+    }
+
+    private static void release(RdmaConnection c, RdmaStream s) {
+        if (c != null) {
+            c.close();
+        }
+        if (s != null) {
+            s.release();
+        }
+    }
+
+    private static Throwable connectFailure(Throwable t, InetSocketAddress to, Duration timeout) {
+        if (t instanceof VerbsTimeoutException) {
+            ConnectTimeoutException e = new ConnectTimeoutException(
+                    "connection timed out after " + timeout.toMillis() + " ms: " + to + " (" + t.getMessage() + ")");
+            e.initCause(t);
+            return e;
+        }
+        if (t instanceof ConnectionFailedException f) {
+            String what = switch (f.reason()) {
+                case NO_LISTENER -> "connection refused: nothing listens on " + to;
+                case REJECTED -> "connection refused by " + to;
+                default -> "connecting to " + to + " failed";
+            };
+            ConnectException e = new ConnectException(what + " (" + f.getMessage() + ")");
+            e.initCause(f);
+            return e;
+        }
+        return t;
+    }
+
+    /** On the loop: the connection is up. */
+    private void connected(RdmaConnection c, RdmaStream s, Handshake peer) {
+        if (state == State.CLOSED) {
+            release(c, s);
+            return;
+        }
+        connection = c;
+        pending = null;
+        request = null;
+        stream = s;
+        s.connected(peer);
+        local = c.localAddress();
+        remote = c.peerAddress();
+        state = State.ACTIVE;
+        RdmaStats.CONNECTIONS.incrementAndGet();
+        RdmaStats.OPENED.incrementAndGet();
+        c.onEvent(this::connectionEvent);
+        handler.attach(s.cq, (RdmaUnsafe) unsafe());
+        ChannelPromise p = connectPromise;
+        connectPromise = null;
+        boolean promiseSet = p == null || p.trySuccess();
+        pipeline().fireChannelActive();
+        if (!promiseSet) {
+            unsafe().close(unsafe().voidPromise());
+        } else if (c.state().isDown()) {
+            peerGone();
+        }
+    }
+
+    private void failConnect(Throwable cause) {
+        ChannelPromise p = connectPromise;
+        connectPromise = null;
+        if (p != null) {
+            p.tryFailure(cause);
+        }
+        unsafe().closeForcibly();
+        if (state != State.CLOSED) {
+            doClose();
+        }
+    }
+
+    /** A connection-manager event (on the library's event thread). */
+    private void connectionEvent(RdmaConnection c, CmEvent e) {
+        if (c.state().isDown()) {
+            runOnLoop(this::peerGone, null, null);
+        }
+    }
+
+    /** On the loop: the peer disconnected; hand up what arrived before, then close. */
+    private void peerGone() {
+        if (state != State.ACTIVE) {
+            return;
+        }
+        try {
+            stream.poll(false);
+        } catch (IOException e) {
+            // the flush of the posted work: the connection is down, as the peer said
+        }
+        readPending = true;
+        deliverAll();
+        unsafe().close(unsafe().voidPromise());
+    }
+
+    // ---- the data path (event loop thread) -------------------------------------------------------
+
+    /** Reaps the completion queue and acts on what it held. */
+    private void completions(boolean arm) {
+        RdmaStream s = stream;
+        if (s == null || state != State.ACTIVE) {
+            return;
+        }
+        try {
+            s.poll(arm);
+        } catch (IOException e) {
+            afterCompletions(s);
+            fail(e);
+            return;
+        }
+        afterCompletions(s);
+    }
+
+    private void afterCompletions(RdmaStream s) {
+        long done = s.completedBytes;
+        if (done > 0) {
+            inFlight -= done;
+            s.completedBytes = 0;
+            ChannelOutboundBuffer in = unsafe().outboundBuffer();
+            if (in != null) {
+                in.removeBytes(done);
+            }
+        }
+        if (readPending) {
+            deliver();
+        }
+        ((RdmaUnsafe) unsafe()).resumeFlush();
+        if (stream != null) {
+            stream.returnCreditsIfDue();
+        }
+    }
+
+    private void fail(IOException e) {
+        if (state != State.ACTIVE) {
+            return;
+        }
+        boolean quiet = e instanceof RdmaStream.CompletionFailedException f
+                && f.flushed
+                && connection.state().isDown();
+        readPending = true;
+        deliverAll();
+        if (!quiet) {
+            pipeline().fireExceptionCaught(e);
+        }
+        unsafe().close(unsafe().voidPromise());
+    }
+
+    /** Hands up every received frame, reading or not (the connection is ending). */
+    private void deliverAll() {
+        while (stream != null && stream.readyFrames() > 0 && isActive()) {
+            readPending = true;
+            deliver();
+        }
+    }
+
+    @SuppressWarnings("deprecation") // RecvByteBufAllocator.Handle: what AbstractUnsafe hands out
+    private void deliver() {
+        deliverScheduled = false;
+        RdmaStream s = stream;
+        if (s == null || !readPending || s.readyFrames() == 0) {
+            return;
+        }
+        RecvByteBufAllocator.Handle h = unsafe().recvBufAllocHandle();
+        h.reset(config);
+        ByteBufAllocator alloc = config.getAllocator();
+        do {
+            int len = s.readyLength();
+            ByteBuf b = alloc.ioBuffer(len);
+            s.takeReady(b);
+            h.attemptedBytesRead(len);
+            h.lastBytesRead(len);
+            h.incMessagesRead(1);
+            readPending = false;
+            pipeline().fireChannelRead(b);
+        } while (stream == s && s.readyFrames() > 0 && h.continueReading());
+        h.readComplete();
+        pipeline().fireChannelReadComplete();
+        if (config.isAutoRead() && isActive()) {
+            readPending = true;
+        }
+        if (stream == s) {
+            s.returnCreditsIfDue();
+            if (readPending && s.readyFrames() > 0 && !deliverScheduled) {
+                deliverScheduled = true;
+                eventLoop().execute(deliverTask);
+            }
+        }
+    }
+
+    void clearReadPending() {
+        if (eventLoop().inEventLoop()) {
+            readPending = false;
+        } else {
+            eventLoop().execute(() -> readPending = false);
+        }
+    }
+
+    @Override
+    protected void doBeginRead() {
+        readPending = true;
+        if (stream != null && stream.readyFrames() > 0 && !deliverScheduled) {
+            deliverScheduled = true;
+            eventLoop().execute(deliverTask);
+        }
+    }
+
+    @Override
+    protected Object filterOutboundMessage(Object msg) {
+        if (msg instanceof ByteBuf) {
+            return msg;
+        }
+        throw new UnsupportedOperationException("RdmaSocketChannel writes ByteBufs, not "
+                + msg.getClass().getName() + " (file regions need a file descriptor: read the file into buffers)");
+    }
+
+    @Override
+    protected void doWrite(ChannelOutboundBuffer in) throws Exception {
+        RdmaStream s = stream;
+        if (s == null) {
+            return;
+        }
+        int chunk = s.chunkSize();
+        while (s.canSendData()) {
+            copier.reset(inFlight, s.sendBuffer(), s.sendOffset(), chunk);
+            in.forEachFlushedMessage(copier);
+            int n = copier.filled;
+            if (n == 0) {
+                break;
+            }
+            s.post(n);
+            inFlight += n;
+        }
+        if (inFlight == 0) {
+            in.removeBytes(0); // empty buffers at the head: nothing to send, their promises succeed
+        }
+        s.returnCreditsIfDue();
+    }
+
+    // ---- half-closure: not supported ------------------------------------------------------------
+
+    @Override
+    public boolean isInputShutdown() {
+        return !isActive();
+    }
+
+    @Override
+    public boolean isOutputShutdown() {
+        return !isActive();
+    }
+
+    @Override
+    public boolean isShutdown() {
+        return !isActive();
+    }
+
+    @Override
+    public ChannelFuture shutdownInput() {
+        return shutdownInput(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdownInput(ChannelPromise promise) {
+        return promise.setFailure(halfClosure("shutdownInput"));
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput() {
+        return shutdownOutput(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput(ChannelPromise promise) {
+        return promise.setFailure(halfClosure("shutdownOutput"));
+    }
+
+    @Override
+    public ChannelFuture shutdown() {
+        return shutdown(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdown(ChannelPromise promise) {
+        return promise.setFailure(halfClosure("shutdown"));
+    }
+
+    private static UnsupportedOperationException halfClosure(String method) {
+        return new UnsupportedOperationException("RdmaSocketChannel." + method
+                + ": half-closure is not supported over an RDMA connection; close() the channel instead");
+    }
+
+    @Override
+    public String toString() {
+        return "RdmaSocketChannel(" + local + " -> " + remote + ", " + state + ")";
+    }
+
+    /**
+     * Copies flushed bytes, after the first {@code skip} (already in flight), into a send buffer;
+     * one instance per channel, reused (the write path allocates nothing).
+     */
+    private static final class Copier implements ChannelOutboundBuffer.MessageProcessor {
+        long skip;
+        ByteBuf dst;
+        int offset, room, filled;
+
+        void reset(long skip, ByteBuf dst, int offset, int room) {
+            this.skip = skip;
+            this.dst = dst;
+            this.offset = offset;
+            this.room = room;
+            this.filled = 0;
+        }
+
+        @Override
+        public boolean processMessage(Object msg) {
+            ByteBuf b = (ByteBuf) msg;
+            int readable = b.readableBytes();
+            if (skip >= readable) {
+                skip -= readable;
+                return true;
+            }
+            int from = b.readerIndex() + (int) skip;
+            int n = Math.min(readable - (int) skip, room - filled);
+            b.getBytes(from, dst, offset + filled, n);
+            skip = 0;
+            filled += n;
+            return filled < room;
+        }
+    }
+
+    /** The channel's unsafe, and its handle in the {@link RdmaIoHandler}. */
+    private final class RdmaUnsafe extends AbstractUnsafe implements RdmaIoHandle {
+        @Override
+        public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
+            if (!promise.setUncancellable() || !ensureOpen(promise)) {
+                return;
+            }
+            if (state == State.ACTIVE) {
+                promise.setFailure(new AlreadyConnectedException());
+                return;
+            }
+            if (state == State.CONNECTING) {
+                promise.setFailure(new ConnectionPendingException());
+                return;
+            }
+            if (!(remoteAddress instanceof InetSocketAddress to)) {
+                promise.setFailure(new IllegalArgumentException(
+                        "RdmaSocketChannel connects to an InetSocketAddress, not " + remoteAddress));
+                return;
+            }
+            if (localAddress != null) {
+                doBind(localAddress);
+            }
+            startConnect(to, promise);
+        }
+
+        void resumeFlush() {
+            ChannelOutboundBuffer in = outboundBuffer();
+            if (in != null && !in.isEmpty()) {
+                flush0();
+            }
+        }
+
+        @Override
+        public void completionsReady(boolean arm) {
+            completions(arm);
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent event) {
+            // completions arrive through completionsReady
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
+        }
+    }
+}

@@ -1,0 +1,25 @@
+package org.verbs4j.netty;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The transport's totals in this JVM, for tests and monitoring: registered memory, open
+ * connections, receive buffers posted. A snapshot ({@link #snapshot()}); the counters are
+ * updated by the event loops and the connecting threads.
+ *
+ * @param registeredBytes bytes of memory registered for connections now (receive and send buffers)
+ * @param connections connections open now (connected, not yet closed)
+ * @param postedReceives receive buffers posted now
+ * @param connectionsOpened connections ever made
+ */
+public record RdmaStats(long registeredBytes, long connections, long postedReceives, long connectionsOpened) {
+    static final AtomicLong REGISTERED = new AtomicLong();
+    static final AtomicLong CONNECTIONS = new AtomicLong();
+    static final AtomicLong POSTED = new AtomicLong();
+    static final AtomicLong OPENED = new AtomicLong();
+
+    /** The totals now. */
+    public static RdmaStats snapshot() {
+        return new RdmaStats(REGISTERED.get(), CONNECTIONS.get(), POSTED.get(), OPENED.get());
+    }
+}

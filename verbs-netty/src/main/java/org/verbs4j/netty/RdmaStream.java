@@ -1,0 +1,284 @@
+package org.verbs4j.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.verbs4j.Access;
+import org.verbs4j.CompletionChannel;
+import org.verbs4j.CompletionOpcode;
+import org.verbs4j.CompletionQueue;
+import org.verbs4j.CompletionStatus;
+import org.verbs4j.Context;
+import org.verbs4j.MemoryRegion;
+import org.verbs4j.ProtectionDomain;
+import org.verbs4j.QueuePair;
+import org.verbs4j.ReceiveWorkRequests;
+import org.verbs4j.SendWorkRequests;
+import org.verbs4j.WorkCompletions;
+import org.verbs4j.cm.ConnectionSetup;
+
+/**
+ * One connection's byte stream over SEND/RECV: its completion queue, its receive buffers (one
+ * registered region of {@code receiveBuffers × bufferSize}, each buffer posted once and reposted
+ * when its bytes were handed up), its send buffers (a second region, used as a ring: outgoing
+ * bytes are copied in, each SEND_WITH_IMM carries one buffer and the credits returned), and its
+ * {@link Credits}. The queue pair grants the peer no remote access: the peer can only fill the
+ * receive buffers posted here, never other memory.
+ *
+ * <p>Made on a connecting thread (the memory is registered and the receives posted before the
+ * connection request or the accept goes out); from then on used by the channel's event loop
+ * thread only. {@link #release()} after the queue pair is gone.
+ */
+final class RdmaStream {
+    static final long SEND_TAG = 1L << 32;
+
+    final int bufferSize, receiveBuffers, sendBuffers;
+    final CompletionQueue cq;
+    private MemoryRegion recvMr, sendMr;
+    private ByteBuf recvView, sendView;
+    private QueuePair qp;
+    private final ReceiveWorkRequests recvs;
+    private final SendWorkRequests sends;
+    private final WorkCompletions wcs;
+    private Credits credits;
+    private int peerBufferSize;
+
+    // the send ring: slots [sendTail, sendHead) are posted; sendLength[slot] bytes of stream data each
+    private final int[] sendLength;
+    private long sendHead, sendTail;
+    // received data frames not handed up yet: (slot, length), FIFO
+    private final int[] readySlot, readyLength;
+    private int readyHead, readyCount;
+    private long posted;
+    private boolean released;
+
+    /** Results of the last {@link #poll}: stream bytes whose sends completed. */
+    long completedBytes;
+
+    /** Creates the queue and registers nothing yet (see {@link #start}). */
+    RdmaStream(Context ctx, CompletionChannel channel, int bufferSize, int receiveBuffers, int sendBuffers) {
+        this.bufferSize = bufferSize;
+        this.receiveBuffers = receiveBuffers;
+        this.sendBuffers = sendBuffers;
+        this.cq = ctx.createCompletionQueue(receiveBuffers + sendBuffers + 2, channel, 0);
+        this.recvs = new ReceiveWorkRequests(1, 1);
+        this.sends = new SendWorkRequests(1, 1);
+        this.wcs = new WorkCompletions(32);
+        this.sendLength = new int[sendBuffers];
+        this.readySlot = new int[receiveBuffers];
+        this.readyLength = new int[receiveBuffers];
+    }
+
+    /** The queue pair shape this stream needs. */
+    ConnectionSetup setup() {
+        return new ConnectionSetup()
+                .completionQueues(cq, cq)
+                .maxRecvWr(receiveBuffers)
+                .maxSendWr(sendBuffers)
+                .beforeConnect(c -> start(c.protectionDomain(), c.queuePair()));
+    }
+
+    /** Registers the buffers and posts every receive (the queue pair exists, nothing is connected yet). */
+    private void start(ProtectionDomain pd, QueuePair qp) {
+        this.qp = qp;
+        recvMr = pd.allocateMemoryRegion((long) receiveBuffers * bufferSize, Access.LOCAL_WRITE);
+        RdmaStats.REGISTERED.addAndGet(recvMr.length());
+        sendMr = pd.allocateMemoryRegion((long) sendBuffers * bufferSize, Access.LOCAL_WRITE);
+        RdmaStats.REGISTERED.addAndGet(sendMr.length());
+        recvView = Unpooled.wrappedBuffer(recvMr.segment().asByteBuffer());
+        sendView = Unpooled.wrappedBuffer(sendMr.segment().asByteBuffer());
+        for (int i = 0; i < receiveBuffers; i++) {
+            postReceive(i);
+        }
+    }
+
+    /** The connection is up: {@code peer} is the peer's handshake. */
+    void connected(Handshake peer) {
+        this.credits = new Credits(peer.receiveBuffers(), receiveBuffers);
+        this.peerBufferSize = peer.bufferSize();
+    }
+
+    Handshake handshake() {
+        return new Handshake(receiveBuffers, bufferSize);
+    }
+
+    private void postReceive(int slot) {
+        qp.postRecv(recvs.clear().add(slot).sge(recvMr, (long) slot * bufferSize, bufferSize));
+        posted++;
+        RdmaStats.POSTED.incrementAndGet();
+    }
+
+    /** The largest chunk of stream bytes one frame carries. */
+    int chunkSize() {
+        return Math.min(bufferSize, peerBufferSize);
+    }
+
+    /** Whether a data frame can be posted now (a credit and a free send buffer). */
+    boolean canSendData() {
+        return sendHead - sendTail < sendBuffers && credits.canSendData();
+    }
+
+    /** The registered bytes of the next send buffer, to copy into (at most {@link #chunkSize()}). */
+    ByteBuf sendBuffer() {
+        return sendView;
+    }
+
+    /** Where in {@link #sendBuffer()} the next frame goes. */
+    int sendOffset() {
+        return (int) (sendHead % sendBuffers) * bufferSize;
+    }
+
+    /** Posts the next send buffer with {@code length} stream bytes (0: an explicit credit frame). */
+    void post(int length) {
+        int slot = (int) (sendHead % sendBuffers);
+        int imm = credits.spend();
+        sends.clear().sendWithImmediate(SEND_TAG | slot, imm);
+        if (length > 0) {
+            sends.sge(sendMr, (long) slot * bufferSize, length);
+        }
+        qp.postSend(sends.signaled());
+        sendLength[slot] = length;
+        sendHead++;
+    }
+
+    /** Sends an empty frame returning the credits owed, if they are due and nothing else carries them. */
+    void returnCreditsIfDue() {
+        if (credits.shouldSendCreditFrame() && sendHead - sendTail < sendBuffers) {
+            post(0);
+        }
+    }
+
+    /** Data frames received and not handed up yet. */
+    int readyFrames() {
+        return readyCount;
+    }
+
+    /** Length of the oldest ready frame. */
+    int readyLength() {
+        return readyLength[readyHead];
+    }
+
+    /** Copies the oldest ready frame into {@code dst}, reposts its buffer, and forgets it. */
+    void takeReady(ByteBuf dst) {
+        int slot = readySlot[readyHead];
+        dst.writeBytes(recvView, slot * bufferSize, readyLength[readyHead]);
+        readyHead = (readyHead + 1) % receiveBuffers;
+        readyCount--;
+        postReceive(slot);
+        credits.reposted(1);
+    }
+
+    /**
+     * Reaps every completion now in the queue: receives become ready frames (empty ones only
+     * return credits), completed sends free their buffers ({@link #completedBytes}). Then re-arms
+     * the queue's notification and reaps again, so that nothing arriving meanwhile is missed when
+     * {@code arm}.
+     *
+     * @throws java.io.IOException a failed completion, or a protocol violation by the peer
+     */
+    void poll(boolean arm) throws java.io.IOException {
+        completedBytes = 0;
+        drain();
+        if (arm) {
+            cq.requestNotify(false);
+            drain();
+        }
+    }
+
+    private void drain() throws java.io.IOException {
+        int n;
+        while ((n = cq.poll(wcs)) > 0) {
+            for (int i = 0; i < n; i++) {
+                complete(i);
+            }
+        }
+    }
+
+    private void complete(int i) throws java.io.IOException {
+        long id = wcs.wrId(i);
+        if (!wcs.isSuccess(i)) {
+            if ((id & SEND_TAG) == 0) {
+                posted--;
+                RdmaStats.POSTED.decrementAndGet();
+            }
+            throw new CompletionFailedException(
+                    ((id & SEND_TAG) != 0 ? "a send" : "a receive") + " failed: " + wcs.statusText(i) + " (status "
+                            + wcs.status(i) + ")"
+                            + (wcs.status(i) == CompletionStatus.WR_FLUSH_ERR ? ": the connection is down" : ""),
+                    wcs.status(i) == CompletionStatus.WR_FLUSH_ERR);
+        }
+        if ((id & SEND_TAG) != 0) {
+            int slot = (int) (sendTail % sendBuffers);
+            completedBytes += sendLength[slot];
+            sendTail++;
+            return;
+        }
+        int slot = (int) id;
+        posted--;
+        RdmaStats.POSTED.decrementAndGet();
+        if (wcs.opcode(i) != CompletionOpcode.RECV || !wcs.hasImmediate(i)) {
+            throw new ProtocolViolationException("a frame without its credit count (opcode " + wcs.opcode(i) + ")");
+        }
+        credits.returned(wcs.immediate(i));
+        int length = wcs.byteLength(i);
+        if (length == 0) {
+            postReceive(slot);
+            credits.reposted(1);
+            return;
+        }
+        int at = (readyHead + readyCount) % receiveBuffers;
+        readySlot[at] = slot;
+        readyLength[at] = length;
+        readyCount++;
+    }
+
+    /** A work request of the connection completed with an error status. */
+    static final class CompletionFailedException extends java.io.IOException {
+        private static final long serialVersionUID = 1L;
+        final boolean flushed;
+
+        CompletionFailedException(String message, boolean flushed) {
+            super(message);
+            this.flushed = flushed;
+        }
+    }
+
+    /** Whether every posted send has completed. */
+    boolean sendsIdle() {
+        return sendHead == sendTail;
+    }
+
+    /**
+     * Deregisters the buffers and destroys the queue; after the queue pair was destroyed (so the
+     * device no longer touches them). Idempotent.
+     */
+    void release() {
+        if (released) {
+            return;
+        }
+        released = true;
+        RdmaStats.POSTED.addAndGet(-posted);
+        posted = 0;
+        closeQuietly(recvMr);
+        closeQuietly(sendMr);
+        try {
+            cq.close();
+        } catch (RuntimeException e) {
+            RdmaIoHandler.LOG.warn("verbs4j-netty: closing a connection's completion queue failed: {}", e.toString());
+        }
+        recvs.close();
+        sends.close();
+        wcs.close();
+    }
+
+    private static void closeQuietly(MemoryRegion mr) {
+        if (mr == null) {
+            return;
+        }
+        RdmaStats.REGISTERED.addAndGet(-mr.length());
+        try {
+            mr.close();
+        } catch (RuntimeException e) {
+            RdmaIoHandler.LOG.warn("verbs4j-netty: deregistering a connection's buffers failed: {}", e.toString());
+        }
+    }
+}

@@ -1,0 +1,32 @@
+/**
+ * A Netty 4.2 transport over RDMA reliable connections: {@link org.verbs4j.netty.RdmaIoHandler}
+ * for {@code MultiThreadIoEventLoopGroup}, {@link org.verbs4j.netty.RdmaSocketChannel} and
+ * {@link org.verbs4j.netty.RdmaServerSocketChannel}, addressed by IP address and port through
+ * rdma_cm. A Netty application switches by changing the event loop group and the channel classes:
+ *
+ * <pre>{@code
+ * EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory());
+ * new Bootstrap().group(group).channel(RdmaSocketChannel.class).handler(...).connect(address);
+ * }</pre>
+ *
+ * <h2>Wire design: SEND/RECV with credits</h2>
+ * Each side posts {@code RECEIVE_BUFFERS} receive buffers of {@code BUFFER_SIZE} bytes and tells
+ * the peer both in the connection's private data. Bytes written are cut into frames of at most
+ * the peer's buffer size, each one SEND_WITH_IMM whose immediate value returns the credits
+ * (receive buffers reposted) the sender owes; a frame goes out only with a credit, so the
+ * receiver always has a buffer posted and receiver-not-ready is never the normal path. When
+ * traffic is one-way the receiver returns credits in an empty frame once it owes half its
+ * buffers. SEND/RECV was chosen over RDMA WRITE with immediate into a ring the peer advertises
+ * because it grants the peer no remote access at all: the queue pair allows no RDMA WRITE or
+ * READ, so a hostile or broken peer can only fill the receive buffers posted for it, and a frame
+ * longer than a buffer fails at the device instead of landing anywhere. A frame without its
+ * credit count, or credits never owed, closes the connection with a
+ * {@link org.verbs4j.netty.ProtocolViolationException}.
+ *
+ * <h2>Threads</h2>
+ * Each event loop blocks in {@code poll(2)} on its completion channel and a wake-up event fd;
+ * resolving, connecting and accepting run on daemon connecting threads (each step bounded by
+ * CONNECT_TIMEOUT_MILLIS) and hand the connection to the loop; connection-manager events are
+ * read by the library's event thread.
+ */
+package org.verbs4j.netty;
