@@ -11,9 +11,6 @@ import org.verbs4j.natives.LibC;
  * thread-safe. Allocates nothing per wait. Not API.
  */
 public final class LoopWaiter implements AutoCloseable {
-    /** Results of {@link #await}. */
-    public static final int TIMED_OUT = LibC.TIMED_OUT, READABLE = LibC.READABLE, WOKEN = LibC.WOKEN;
-
     private final int wakeFd;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment pollFds = arena.allocate(LibC.POLLFD_PAIR_SIZE, 8);
@@ -27,18 +24,16 @@ public final class LoopWaiter implements AutoCloseable {
 
     /**
      * Waits until {@code fd} is readable (negative: no fd, only the wake-up and the time), {@link
-     * #wake()} was called (since the last wait returned WOKEN), or {@code timeoutMillis} passed
-     * (negative: no bound). Returns {@link #READABLE}, {@link #WOKEN} or {@link #TIMED_OUT}.
+     * #wake()} was called (since the last wait that it ended), or {@code timeoutMillis} passed
+     * (negative: no bound), whichever comes first; the caller then reads what is ready.
      */
-    public int await(String verb, int fd, long timeoutMillis) {
-        int r = LibC.pollReadableOrWoken(verb, fd, wakeFd, timeoutMillis, pollFds);
-        if (r == WOKEN) {
+    public void await(String verb, int fd, long timeoutMillis) {
+        if (LibC.pollReadableOrWoken(verb, fd, wakeFd, timeoutMillis, pollFds) == LibC.WOKEN) {
             LibC.drainEventFd(verb, wakeFd, drain);
         }
-        return r;
     }
 
-    /** Makes the current or next {@link #await} return WOKEN; any thread. */
+    /** Makes the current or next {@link #await} return; any thread. */
     public void wake() {
         if (!closed) {
             LibC.signalEventFd("eventfd write", wakeFd);

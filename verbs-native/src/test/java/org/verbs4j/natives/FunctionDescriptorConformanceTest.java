@@ -68,6 +68,7 @@ class FunctionDescriptorConformanceTest {
             new Prototype("fcntl", "int (int, int, ...)"),
             new Prototype("eventfd", "int (unsigned int, int)"),
             new Prototype("write", "ssize_t (int, const void *, size_t)"),
+            new Prototype("read", "ssize_t (int, void *, size_t)"),
             new Prototype("close", "int (int)"),
             new Prototype("sysconf", "long (int)"),
             new Prototype("epoll_create1", "int (int)"),

@@ -153,10 +153,11 @@ public final class RdmaIoHandler implements IoHandler {
             io.netty.channel.Channel channel,
             RdmaIoHandle handle,
             io.netty.channel.ChannelPromise promise,
-            java.util.function.Consumer<Registration> registered) {
+            java.util.function.BiConsumer<IoRegistration, RdmaIoHandler> registered) {
         ((io.netty.channel.IoEventLoop) channel.eventLoop()).register(handle).addListener(f -> {
             if (f.isSuccess()) {
-                registered.accept((Registration) f.getNow());
+                IoRegistration r = (IoRegistration) f.getNow(); // the loop's wrapper of a Registration
+                registered.accept(r, r.attachment());
                 promise.setSuccess();
             } else {
                 promise.setFailure(f.cause());
@@ -203,7 +204,7 @@ public final class RdmaIoHandler implements IoHandler {
     }
 
     /** One handle's registration; cancelled on the loop thread (Netty deregisters there). */
-    final class Registration implements IoRegistration {
+    private final class Registration implements IoRegistration {
         private final RdmaIoHandle handle;
         private boolean valid = true;
 
@@ -211,14 +212,11 @@ public final class RdmaIoHandler implements IoHandler {
             this.handle = handle;
         }
 
-        /** The handler this registration belongs to. */
-        RdmaIoHandler handler() {
-            return RdmaIoHandler.this;
-        }
-
+        /** The handler this registration belongs to (the channel finds its loop's handler so). */
+        @SuppressWarnings("unchecked")
         @Override
         public <T> T attachment() {
-            return null;
+            return (T) RdmaIoHandler.this;
         }
 
         @Override

@@ -85,7 +85,7 @@ public final class RdmaServerSocketChannel extends AbstractServerChannel impleme
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        RdmaIoHandler.register(this, (ServerUnsafe) unsafe(), promise, r -> registration = r);
+        RdmaIoHandler.register(this, (ServerUnsafe) unsafe(), promise, (r, h) -> registration = r);
     }
 
     @Override

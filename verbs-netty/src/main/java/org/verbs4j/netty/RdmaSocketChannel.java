@@ -143,9 +143,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        RdmaIoHandler.register(this, (RdmaUnsafe) unsafe(), promise, r -> {
+        RdmaIoHandler.register(this, (RdmaUnsafe) unsafe(), promise, (r, h) -> {
             registration = r;
-            handler = r.handler();
+            handler = h;
             if (request != null) {
                 startAccept(); // on a connecting thread: the answer comes back to this loop
             }
@@ -345,10 +345,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         if (p != null) {
             p.tryFailure(cause);
         }
-        unsafe().closeForcibly();
-        if (state != State.CLOSED) {
-            doClose();
-        }
+        unsafe().close(unsafe().voidPromise()); // closeFuture completes; no channelInactive (never active)
     }
 
     /** A connection-manager event (on the library's event thread). */
