@@ -55,6 +55,13 @@ class RdmaEchoGuestTest {
         assertTrue(group.shutdownGracefully(0, 5, TimeUnit.SECONDS).await(30, TimeUnit.SECONDS), "group shut down");
     }
 
+    /** Waits for {@code f} within 30 s and requires success (no test waits unbounded). */
+    private static ChannelFuture within(ChannelFuture f, String what) throws InterruptedException {
+        assertTrue(f.await(30, TimeUnit.SECONDS), what + " within 30 s");
+        assertTrue(f.isSuccess(), what + " failed: " + f.cause());
+        return f;
+    }
+
     private static InetSocketAddress address(int port) {
         return new InetSocketAddress(RdmaTestSupport.guestIp(), port);
     }
@@ -104,7 +111,7 @@ class RdmaEchoGuestTest {
     void echoesEveryByteInWritesSmallAndLargerThanAFrame() throws Exception {
         RdmaStats before = RdmaIoHandler.stats();
         int port = PORT;
-        Channel server = new ServerBootstrap()
+        ChannelFuture bound = new ServerBootstrap()
                 .group(group)
                 .channel(RdmaServerSocketChannel.class)
                 .childOption(RdmaChannelOption.BUFFER_SIZE, 4096)
@@ -114,9 +121,8 @@ class RdmaEchoGuestTest {
                         ch.pipeline().addLast(new Echo());
                     }
                 })
-                .bind(address(port))
-                .sync()
-                .channel();
+                .bind(address(port));
+        Channel server = within(bound, "bind").channel();
         Random random = new Random(42);
         List<byte[]> writes = new ArrayList<>();
         int total = 0;
@@ -128,16 +134,15 @@ class RdmaEchoGuestTest {
         }
         Collector collector = new Collector(total);
         try {
-            Channel client = new Bootstrap()
+            ChannelFuture connected = new Bootstrap()
                     .group(group)
                     .channel(RdmaSocketChannel.class)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 20_000)
                     .option(RdmaChannelOption.BUFFER_SIZE, 4096)
                     .option(RdmaChannelOption.RECEIVE_BUFFERS, 4)
                     .handler(collector)
-                    .connect(address(port))
-                    .sync()
-                    .channel();
+                    .connect(address(port));
+            Channel client = within(connected, "connect").channel();
             assertTrue(client.isActive());
             assertEquals(address(port), client.remoteAddress());
             assertTrue(RdmaIoHandler.stats().connections() > before.connections(), "the client's connection counted");
@@ -152,10 +157,9 @@ class RdmaEchoGuestTest {
             for (ChannelFuture f : promises) {
                 assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), "write promise completed: " + f.cause());
             }
-            client.close().sync();
-            assertTrue(client.closeFuture().await(10, TimeUnit.SECONDS));
+            within(client.close(), "client close");
         } finally {
-            server.close().sync();
+            within(server.close(), "server close");
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         RdmaStats after = RdmaIoHandler.stats();
