@@ -86,12 +86,7 @@ class HostilePeerTest {
 
     @AfterEach
     void stop() {
-        if (server != null) {
-            server.close().syncUninterruptibly();
-        }
-        if (group != null) {
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
-        }
+        TestTransport.close(server, group);
     }
 
     @Test

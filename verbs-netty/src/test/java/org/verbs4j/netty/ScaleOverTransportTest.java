@@ -67,10 +67,7 @@ class ScaleOverTransportTest {
 
     @AfterEach
     void stop() {
-        if (server != null) {
-            server.close().syncUninterruptibly();
-        }
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        TestTransport.close(server, group);
     }
 
     @Test

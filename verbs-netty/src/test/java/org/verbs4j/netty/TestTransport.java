@@ -103,6 +103,17 @@ public enum TestTransport {
         }
     }
 
+    /** Closes {@code server} and shuts {@code group} down, each when there is one, waiting for both. */
+    public static void close(Channel server, EventLoopGroup group) {
+        if (server != null) {
+            server.close().syncUninterruptibly();
+        }
+        if (group != null) {
+            group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS)
+                    .syncUninterruptibly();
+        }
+    }
+
     private static Class<?> rdmaClass(String simpleName) {
         String name = "org.verbs4j.netty." + simpleName;
         try {
