@@ -1,0 +1,23 @@
+package org.verbs4j.netty.testsuite;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.socket.SocketBufReleaseTest;
+import java.net.SocketAddress;
+import java.util.List;
+import org.verbs4j.netty.OverTransport;
+
+/** Netty's {@link SocketBufReleaseTest} over the transport under test. */
+@OverTransport(inTier = false)
+class RdmaSocketBufReleaseTest extends SocketBufReleaseTest {
+    @Override
+    protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return TransportTestPermutation.socket();
+    }
+
+    @Override
+    protected SocketAddress newSocketAddress() {
+        return TransportTestPermutation.address();
+    }
+}

@@ -1,0 +1,23 @@
+package org.verbs4j.netty.testsuite;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.socket.SocketFixedLengthEchoTest;
+import java.net.SocketAddress;
+import java.util.List;
+import org.verbs4j.netty.OverTransport;
+
+/** Netty's {@link SocketFixedLengthEchoTest} over the transport under test. */
+@OverTransport(inTier = false)
+class RdmaSocketFixedLengthEchoTest extends SocketFixedLengthEchoTest {
+    @Override
+    protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return TransportTestPermutation.socket();
+    }
+
+    @Override
+    protected SocketAddress newSocketAddress() {
+        return TransportTestPermutation.address();
+    }
+}

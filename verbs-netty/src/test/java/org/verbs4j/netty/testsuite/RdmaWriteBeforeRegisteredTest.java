@@ -1,0 +1,22 @@
+package org.verbs4j.netty.testsuite;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
+import io.netty.testsuite.transport.socket.WriteBeforeRegisteredTest;
+import java.net.SocketAddress;
+import java.util.List;
+import org.verbs4j.netty.OverTransport;
+
+/** Netty's {@link WriteBeforeRegisteredTest} over the transport under test. */
+@OverTransport(inTier = false)
+class RdmaWriteBeforeRegisteredTest extends WriteBeforeRegisteredTest {
+    @Override
+    protected List<BootstrapFactory<Bootstrap>> newFactories() {
+        return TransportTestPermutation.clientSocket();
+    }
+
+    @Override
+    protected SocketAddress newSocketAddress() {
+        return TransportTestPermutation.address();
+    }
+}
