@@ -41,9 +41,20 @@ public final class WorkCompletions implements AutoCloseable {
                     "capacity " + capacity + " is outside 1..2^24",
                     "give a capacity of at least 1 and at most 16,777,216 completions");
         }
+        MemorySegment raw;
+        try {
+            raw = memory.allocate(CompletionLayout.WC_SIZE * capacity, 8);
+        } catch (OutOfMemoryError e) { // malloc refused: a size the limit allows, on a machine without the room
+            throw new VerbsException(
+                    "WorkCompletions",
+                    org.verbs4j.natives.Errno.ENOMEM,
+                    "no native memory for " + capacity + " completions (" + CompletionLayout.WC_SIZE * capacity
+                            + " bytes)",
+                    "give a smaller capacity");
+        }
         this.leak = new LeakReport(this, "work completion array");
         // a global-scope view: reads are guarded by count, which close() resets (see WorkRequestChain)
-        this.wcs = WorkRequestChain.globalView(memory.allocate(CompletionLayout.WC_SIZE * capacity, 8));
+        this.wcs = WorkRequestChain.globalView(raw);
         this.address = wcs.address();
         this.capacity = capacity;
     }

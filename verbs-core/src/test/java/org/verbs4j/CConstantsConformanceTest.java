@@ -252,6 +252,8 @@ class CConstantsConformanceTest {
                 "BufferPool.LEAKED",
                 "BufferPool.STATE_BITS",
                 "BufferPool.LEASE_STEP",
+                "BufferPool.PIN_WORD",
+                "BufferPool.MAX_BUFFERS",
                 "LeaseRefusals.STALE_WINDOW",
                 "FreeStack.EMPTY");
         notC("the machine's page size, read with sysconf(_SC_PAGESIZE) at run time", "PoolMemory.REGION_ALIGNMENT");

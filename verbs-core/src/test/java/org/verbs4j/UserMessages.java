@@ -12,14 +12,14 @@ import java.util.regex.Pattern;
  * it starts with the verb or method and one "failed" (never "failed: ... failed: ..."), says what
  * is at fault after the errno (the argument or object, in words), and gives a fix (a hint).
  */
-final class UserMessages {
+public final class UserMessages {
     private static final Pattern FAILED = Pattern.compile("\\bfailed\\b", Pattern.CASE_INSENSITIVE);
     private static final Pattern ERRNO = Pattern.compile("^: [A-Z0-9]+ \\(errno \\d+, [^)]*\\)");
 
     private UserMessages() {}
 
     /** Asserts the rules for {@code e}, a refusal the API made of a call whose argument types it accepts. */
-    static void check(VerbsException e) {
+    public static void check(VerbsException e) {
         String m = e.getMessage();
         assertNotNull(m);
         assertFalse(e.verb().isBlank(), m);

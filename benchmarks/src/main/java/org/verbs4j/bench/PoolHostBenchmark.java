@@ -87,6 +87,27 @@ public class PoolHostBenchmark {
         return b;
     }
 
+    /**
+     * One thread: lease, write one int through the lease's checked accessor (bounds, generation
+     * and a pin instead of a segment of its own), release.
+     */
+    @Benchmark
+    public PooledBuffer leaseSetRelease() {
+        PooledBuffer b = pool.lease(size);
+        b.set(ValueLayout.JAVA_INT, 0, size);
+        pool.release(b);
+        return b;
+    }
+
+    /** {@link #leaseSetRelease()} by token: nothing escapes, nothing allocated. */
+    @Benchmark
+    public long leaseTokenSetRelease() {
+        long t = pool.leaseToken(size);
+        pool.buffer(t).set(ValueLayout.JAVA_INT, 0, size);
+        pool.release(t);
+        return t;
+    }
+
     /** One thread, by lease token (generation-checked release; no object). */
     @Benchmark
     public long leaseReleaseToken() {

@@ -114,6 +114,8 @@ public final class BufferPool implements AutoCloseable {
      * pools whose builder did not decide.
      */
     public static final String UNSAFE_SHARED_BUFFERS_PROPERTY = "verbs4j.pool.unsafeSharedBuffers";
+    /** The most buffers one pool holds, all size classes together (each costs about 150 bytes of heap). */
+    public static final int MAX_BUFFERS = 1 << 24;
     /** What {@link #tryLeaseToken(int)} returns when the class is empty; never a valid token. */
     public static final long NO_TOKEN = -1L;
 
@@ -125,6 +127,8 @@ public final class BufferPool implements AutoCloseable {
     private static final Cleaner CLEANER = Cleaner.create();
     /** Slot state words (longs) are spaced a cache line apart, so neighbouring slots never false-share. */
     static final int STATE_SHIFT = 3;
+    /** Where a slot's pin count (accesses under way through {@link PooledBuffer}'s accessors) sits after its state word. */
+    static final int PIN_WORD = 1;
     /**
      * A slot's state word: {@code [generation : 62][state : 2]}. A lease moves (g, FREE) to
      * (g + 1, LEASED); a release (g, LEASED) to (g, FREE); a leak (g, LEASED) to (g, LEAKED). Each
@@ -315,15 +319,17 @@ public final class BufferPool implements AutoCloseable {
         for (int i = 0; i < s.length; i++) {
             if (size <= s[i]) {
                 if (size < 0) {
-                    throw new InvalidRequestException("BufferPool", "a negative buffer size: " + size);
+                    throw new InvalidRequestException(
+                            "BufferPool.lease", "a negative buffer size: " + size, "ask for 0 or more bytes");
                 }
                 return classes[i];
             }
         }
         throw new InvalidRequestException(
-                "BufferPool",
+                "BufferPool.lease",
                 "no size class of pool '" + name + "' holds " + size + " bytes (the largest is " + s[s.length - 1]
-                        + "): add a larger sizeClass to the builder");
+                        + ")",
+                "add a larger sizeClass to the builder");
     }
 
     private ThreadCache cache(SizeClass k) {
@@ -488,11 +494,11 @@ public final class BufferPool implements AutoCloseable {
 
     /** The token of the current lease of slot {@code slot} (for {@link PooledBuffer#token()}). */
     long currentToken(PooledBuffer b) {
-        long s = (long) STATES.getVolatile(states, b.slot << STATE_SHIFT);
+        long s = (long) STATES.getVolatile(states, b.at.slot << STATE_SHIFT);
         if ((s & STATE_BITS) != LEASED) {
             throw notLeased(b, "token()", s);
         }
-        return tokenOf(b.slot, s);
+        return tokenOf(b.at.slot, s);
     }
 
     // ---- release -------------------------------------------------------------------------------
@@ -507,17 +513,17 @@ public final class BufferPool implements AutoCloseable {
      * @throws ResourceClosedException when the pool is closed (no lease can be current then)
      */
     public void release(PooledBuffer buffer) {
-        if (buffer.pool != this) {
+        if (buffer.at.pool != this) {
             throw new InvalidRequestException(
-                    "BufferPool",
-                    buffer + " belongs to " + buffer.pool.label() + ", not to " + label()
-                            + ": release it to the pool that leased it (buffer.release())");
+                    "BufferPool.release",
+                    buffer + " belongs to " + buffer.at.pool.label() + ", not to " + label(),
+                    "release it to the pool that leased it (buffer.release())");
         }
         if (buffer.leaseToken != NO_TOKEN) {
             release(buffer.leaseToken);
             return;
         }
-        int slot = buffer.slot;
+        int slot = buffer.at.slot;
         int at = slot << STATE_SHIFT;
         while (true) {
             long s = (long) STATES.getVolatile(states, at);
@@ -528,7 +534,7 @@ public final class BufferPool implements AutoCloseable {
                 break;
             }
         }
-        freed(buffer.sizeClass, slot, at);
+        freed(buffer.at.sizeClass, slot, at);
     }
 
     /**
@@ -556,7 +562,7 @@ public final class BufferPool implements AutoCloseable {
                 break;
             }
         }
-        freed(buffers[slot].sizeClass, slot, at);
+        freed(buffers[slot].at.sizeClass, slot, at);
     }
 
     /**
@@ -564,6 +570,7 @@ public final class BufferPool implements AutoCloseable {
      * back (nobody can lease it before that, so the old segment is dead before a new holder comes).
      */
     private void freed(SizeClass k, int slot, int at) {
+        awaitUnpinned(at);
         if (leaks != null) {
             leaks.released(slot);
         }
@@ -589,6 +596,39 @@ public final class BufferPool implements AutoCloseable {
         }
     }
 
+    /**
+     * Pins {@code slot} for one access through lease {@code token} (any current lease of the slot
+     * for {@link #NO_TOKEN}, the shared flyweight): false, unpinned, when that lease is not
+     * current. The pin count sits next to the state word; the pin is raised before the state is
+     * read and a release lowers the state before it reads the pins (all volatile), so either the
+     * access sees the release and is refused, or the release sees the pin and waits for it.
+     */
+    boolean pin(int slot, long token) {
+        int at = slot << STATE_SHIFT;
+        STATES.getAndAdd(states, at + PIN_WORD, 1L);
+        long s = (long) STATES.getVolatile(states, at);
+        if ((s & STATE_BITS) == LEASED && (token == NO_TOKEN || tokenOf(slot, s) == token)) {
+            return true;
+        }
+        STATES.getAndAdd(states, at + PIN_WORD, -1L);
+        return false;
+    }
+
+    void unpin(int slot) {
+        STATES.getAndAdd(states, (slot << STATE_SHIFT) + PIN_WORD, -1L);
+    }
+
+    /** After a release's CAS: waits until no access that saw the lease current is still running. */
+    private void awaitUnpinned(int at) {
+        for (int spins = 0; (long) STATES.getVolatile(states, at + PIN_WORD) != 0; spins++) {
+            if (spins < 64) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
+    }
+
     boolean isLeased(int slot) {
         return ((long) STATES.getVolatile(states, slot << STATE_SHIFT) & STATE_BITS) != FREE;
     }
@@ -611,7 +651,7 @@ public final class BufferPool implements AutoCloseable {
         if (views == null) {
             return slotSegment;
         }
-        MemorySegment view = views.segment(this, b.slot, b.leaseToken, slotSegment);
+        MemorySegment view = views.segment(this, b.at.slot, b.leaseToken, slotSegment);
         if (view == null) {
             throw b.useRefused("segment()");
         }
@@ -765,10 +805,8 @@ public final class BufferPool implements AutoCloseable {
             resources.abortClose();
             VerbsException e = new ResourceBusyException(
                     "BufferPool.close",
-                    "pool '" + name + "' still has " + open.size()
-                            + " leased buffer(s) (ids " + ids(open)
-                            + "): release them (after their work requests completed) "
-                            + "before closing the pool"
+                    "pool '" + name + "' still has " + open.size() + " leased buffer(s) (ids " + ids(open) + ")",
+                    "release them (after their work requests completed) before closing the pool"
                             + (leaks != null && leaks.sites()
                                     ? "; the first one's lease site is the cause"
                                     : "; run with -D" + LEAK_SITES_PROPERTY + "=true to see where they were leased"));
@@ -802,16 +840,24 @@ public final class BufferPool implements AutoCloseable {
     }
 
     VerbsException closedException(String what) {
+        return closedException(what, null);
+    }
+
+    /** The refusal of {@code what} (a method, e.g. "segment()") on a closed pool; {@code of}: the object, or null. */
+    VerbsException closedException(String what, String of) {
+        String at = of == null ? "" : " (" + of + ")";
         if (resources.state == PoolResources.RELEASING) {
             return new ResourceClosedException(
-                    "BufferPool." + what,
-                    "pool '" + name + "' is being closed: a lease racing "
-                            + "with a close() that goes ahead fails; lease from a new pool");
+                    LeaseRefusals.verb(what),
+                    "pool '" + name + "' is being closed" + at
+                            + ": a lease racing with a close() that goes ahead fails",
+                    "lease from a new pool");
         }
         String by = resources.closedBy;
         return new ResourceClosedException(
-                "BufferPool." + what,
-                "pool '" + name + "' is closed" + (by == null ? "" : ": " + by) + "; create a new pool");
+                LeaseRefusals.verb(what),
+                "pool '" + name + "' is closed" + (by == null ? "" : ": " + by) + at,
+                "create a new pool");
     }
 
     @Override
@@ -847,10 +893,15 @@ public final class BufferPool implements AutoCloseable {
         public Builder sizeClass(int bufferSize, int buffers) {
             if (bufferSize <= 0 || buffers <= 0) {
                 throw new InvalidRequestException(
-                        "BufferPool", "a size class needs a positive size and count: " + bufferSize + " x " + buffers);
+                        "BufferPool.Builder.sizeClass",
+                        "a size class needs a positive size and count: " + bufferSize + " x " + buffers,
+                        "give a buffer size and a buffer count of 1 or more");
             }
             if (classes.containsKey(bufferSize)) {
-                throw new InvalidRequestException("BufferPool", "size class " + bufferSize + " given twice");
+                throw new InvalidRequestException(
+                        "BufferPool.Builder.sizeClass",
+                        "size class " + bufferSize + " given twice",
+                        "give each size once, with all its buffers");
             }
             classes.put(bufferSize, buffers);
             return this;
@@ -895,7 +946,10 @@ public final class BufferPool implements AutoCloseable {
         /** Free buffers each thread caches per size class (default 16; 0 turns thread caches off). */
         public Builder threadCacheSize(int buffers) {
             if (buffers < 0) {
-                throw new InvalidRequestException("BufferPool", "threadCacheSize must not be negative: " + buffers);
+                throw new InvalidRequestException(
+                        "BufferPool.Builder.threadCacheSize",
+                        "a negative number of buffers: " + buffers,
+                        "give 0 (no thread caches) or more");
             }
             this.threadCacheSize = buffers;
             return this;
@@ -949,16 +1003,29 @@ public final class BufferPool implements AutoCloseable {
             if ((access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_ATOMIC))
                     && !access.contains(Access.LOCAL_WRITE)) {
                 throw new InvalidRequestException(
-                        "BufferPool", "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE: add Access.LOCAL_WRITE");
+                        "BufferPool.build",
+                        "access " + access + ": REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE",
+                        "add Access.LOCAL_WRITE");
             }
             long total = 0;
             for (Map.Entry<Integer, Integer> e : classes.entrySet()) {
                 total += (long) e.getValue();
             }
-            if (total > (Integer.MAX_VALUE >> STATE_SHIFT)) {
-                throw new InvalidRequestException("BufferPool", "too many buffers: " + total);
+            if (total > MAX_BUFFERS) {
+                throw new InvalidRequestException(
+                        "BufferPool.build",
+                        "too many buffers: " + total + " (a pool holds at most " + MAX_BUFFERS + ")",
+                        "use fewer or larger buffers, or several pools");
             }
-            return new BufferPool(this);
+            try {
+                return new BufferPool(this);
+            } catch (OutOfMemoryError e) { // the per-buffer state (about 150 bytes of heap per buffer)
+                throw new VerbsException(
+                        "BufferPool.build",
+                        Errno.ENOMEM,
+                        "the heap has no room for the state of " + total + " buffers (" + e.getMessage() + ")",
+                        "use fewer buffers or a larger heap (-Xmx)");
+            }
         }
     }
 }

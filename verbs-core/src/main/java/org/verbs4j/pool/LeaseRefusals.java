@@ -28,13 +28,13 @@ final class LeaseRefusals {
         String name = pool.name;
         if (token == NO_TOKEN) {
             return new InvalidRequestException(
-                    "BufferPool",
-                    what + ": NO_TOKEN is not a lease (tryLeaseToken found the class "
-                            + "empty): check for it before using the token");
+                    verb(what),
+                    what + ": NO_TOKEN is not a lease (tryLeaseToken found the class empty)",
+                    "check for NO_TOKEN before using the token");
         }
         if (pool.resources.state == PoolResources.CLOSED) {
-            return pool.closedException(what + " of lease token 0x" + Long.toHexString(token)
-                    + " (no lease is current once a pool is closed)");
+            return pool.closedException(
+                    what, "lease token 0x" + Long.toHexString(token) + ": no lease is current once a pool is closed");
         }
         int slot = (int) (token & pool.slotMask);
         if (slot >= pool.capacity()) {
@@ -48,17 +48,20 @@ final class LeaseRefusals {
         if (ahead == 0) {
             if ((s & STATE_BITS) == LEAKED) {
                 return new StaleLeaseException(
+                        verb(what),
                         what + ": " + lease + " of pool '" + name + "' was found leaked and its " + "slot quarantined"
                                 + closed,
                         slot);
             }
             return new StaleLeaseException(
+                    verb(what),
                     what + ": " + lease + " of pool '" + name + "' was released twice " + "(it had already ended)"
                             + closed + ": release each lease exactly once and drop the token afterwards",
                     slot);
         }
         if (ahead < STALE_WINDOW) {
             return new StaleLeaseException(
+                    verb(what),
                     what + ": " + lease + " of pool '" + name + "' is stale: it was released "
                             + "and the buffer was leased " + ahead + " more time(s) since (it is " + stateName(s)
                             + " now)"
@@ -71,27 +74,43 @@ final class LeaseRefusals {
 
     private static VerbsException foreign(BufferPool pool, long token, String what) {
         return new InvalidRequestException(
-                "BufferPool",
-                what + ": lease token 0x" + Long.toHexString(token)
-                        + " was not issued by " + pool.label() + " (another pool's, or not a token): "
-                        + "release it to the pool that leased it");
+                verb(what),
+                what + ": lease token 0x" + Long.toHexString(token) + " was not issued by " + pool.label()
+                        + " (another pool's, or not a token)",
+                "release it to the pool that leased it");
     }
 
     /** The exception for a use of the shared flyweight of a slot that is not leased ({@code s}: its state word). */
     static RuntimeException notLeased(BufferPool pool, PooledBuffer b, String what, long s) {
         if (pool.resources.isEnding()) {
-            return pool.closedException(what + " of " + b + " (no buffer is leased once a pool is closed)");
+            return pool.closedException(what, b + ": no buffer is leased once a pool is closed");
         }
         if ((s & STATE_BITS) == LEAKED) {
             return new StaleLeaseException(
+                    verb(what),
                     what + ": " + b + " of pool '" + pool.name + "' was found leaked and its slot " + "quarantined",
-                    b.slot);
+                    b.at.slot);
         }
         return new StaleLeaseException(
+                verb(what),
                 what + ": " + b + " of pool '" + pool.name + "' is not leased: it was released "
                         + "twice (or is used after its release); release each lease exactly once and drop the reference "
                         + "afterwards",
-                b.slot);
+                b.at.slot);
+    }
+
+    /**
+     * The method a refusal names, from what was asked ({@code "release"}, {@code "buffer(token)"},
+     * {@code "segment()"}, ...): the pool's methods as {@code BufferPool.x}, a buffer's as
+     * {@code PooledBuffer.x}.
+     */
+    static String verb(String what) {
+        int paren = what.indexOf('(');
+        String name = paren < 0 ? what : what.substring(0, paren);
+        return switch (name) {
+            case "release", "buffer", "lease", "close" -> "BufferPool." + name;
+            default -> "PooledBuffer." + name;
+        };
     }
 
     private static String stateName(long s) {

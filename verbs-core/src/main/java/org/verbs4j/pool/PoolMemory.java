@@ -58,7 +58,7 @@ final class PoolMemory {
                     offsets[k.index] = bytes;
                     bytes = HugePageAllocator.roundUp(bytes + (long) k.size * k.count, REGION_ALIGNMENT);
                 }
-                RegionAllocator.Allocation a = allocator.allocate(bytes, REGION_ALIGNMENT);
+                RegionAllocator.Allocation a = allocate(allocator, bytes);
                 allocs.add(a);
                 MemoryRegion mr = register(registrar, pd, a, access);
                 regs.add(mr);
@@ -68,7 +68,7 @@ final class PoolMemory {
                 }
             } else {
                 for (SizeClass k : classes) {
-                    RegionAllocator.Allocation a = allocator.allocate((long) k.size * k.count, REGION_ALIGNMENT);
+                    RegionAllocator.Allocation a = allocate(allocator, (long) k.size * k.count);
                     allocs.add(a);
                     MemoryRegion mr = register(registrar, pd, a, access);
                     regs.add(mr);
@@ -95,6 +95,20 @@ final class PoolMemory {
             throw e;
         }
         return new PoolMemory(views, regs, allocs);
+    }
+
+    /** One region's memory; an allocation the allocator cannot make is refused with its size named (ENOMEM). */
+    private static RegionAllocator.Allocation allocate(RegionAllocator allocator, long bytes) {
+        try {
+            return allocator.allocate(bytes, REGION_ALIGNMENT);
+        } catch (OutOfMemoryError e) {
+            throw new VerbsException(
+                    "BufferPool.build",
+                    org.verbs4j.natives.Errno.ENOMEM,
+                    "the allocator (" + allocator.description() + ") could not allocate a region of " + bytes
+                            + " bytes (" + e.getMessage() + ")",
+                    "give the size classes fewer or smaller buffers");
+        }
     }
 
     /** The region's memory as the buffers see it: scoped to the pool's view arena, which dies first on close. */

@@ -16,9 +16,9 @@ public final class StaleLeaseException extends org.verbs4j.ResourceClosedExcepti
     /** The buffer's id in its pool. */
     private final int bufferId;
 
-    StaleLeaseException(String message, int bufferId) {
+    StaleLeaseException(String verb, String message, int bufferId) {
         super(
-                "BufferPool.release",
+                verb,
                 message,
                 "release each lease exactly once, after its last use; carry its token to catch "
                         + "stale use everywhere");

@@ -28,11 +28,15 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.MemoryRegion;
 import org.verbs4j.ResourceBusyException;
+import org.verbs4j.ResourceClosedException;
 import org.verbs4j.SendWorkRequests;
+import org.verbs4j.UserMessages;
 import org.verbs4j.VerbsException;
+import org.verbs4j.natives.Errno;
 
 /**
  * The catalogue of pool misuse, on the host (fake protection domain, no device): each case does
@@ -62,6 +66,30 @@ class BufferPoolMisuseTest {
                 .build();
     }
 
+    /** The refusal {@code call} gets: of {@code type}, keeping every message rule ({@link UserMessages#check}). */
+    static <T extends VerbsException> T refused(Class<T> type, Executable call) {
+        return refused(type, call, "");
+    }
+
+    /** {@link #refused(Class, Executable)} and {@code message} holds {@code message}. */
+    static <T extends VerbsException> T refused(Class<T> type, Executable call, String message) {
+        T e = assertThrows(type, call, message);
+        UserMessages.check(e);
+        return e;
+    }
+
+    /** {@link #refused(Class, Executable)} by {@code verb} with {@code errno}, its message naming each of {@code says}. */
+    static <T extends VerbsException> T refused(
+            Class<T> type, String verb, int errno, Executable call, String... says) {
+        T e = refused(type, call);
+        assertEquals(verb, e.verb(), e.getMessage());
+        assertEquals(errno, e.errno(), e.getMessage());
+        for (String s : says) {
+            assertTrue(e.getMessage().contains(s), "'" + s + "' not in: " + e.getMessage());
+        }
+        return e;
+    }
+
     private static void assertIntact(BufferPool pool, int buffers) {
         List<Long> all = new ArrayList<>();
         for (int i = 0; i < buffers; i++) {
@@ -79,7 +107,7 @@ class BufferPoolMisuseTest {
         try (BufferPool pool = shared(2)) {
             PooledBuffer b = pool.lease(1);
             b.release();
-            StaleLeaseException e = assertThrows(StaleLeaseException.class, b::release);
+            StaleLeaseException e = refused(StaleLeaseException.class, b::release);
             assertTrue(e.getMessage().contains("released twice"), e.getMessage());
             assertEquals(b.id(), e.bufferId());
             assertIntact(pool, 2);
@@ -91,7 +119,7 @@ class BufferPoolMisuseTest {
         try (BufferPool pool = small(2)) {
             long t = pool.leaseToken(1);
             pool.release(t);
-            StaleLeaseException e = assertThrows(StaleLeaseException.class, () -> pool.release(t));
+            StaleLeaseException e = refused(StaleLeaseException.class, () -> pool.release(t));
             assertTrue(e.getMessage().contains("released twice"), e.getMessage());
             assertIntact(pool, 2);
         }
@@ -105,7 +133,7 @@ class BufferPoolMisuseTest {
             long second = pool.leaseToken(1);
             assertEquals(first & 1, second & 1, "same slot (one slot: 1 slot bit)");
             assertNotEquals(first, second, "another lease");
-            StaleLeaseException e = assertThrows(StaleLeaseException.class, () -> pool.release(first));
+            StaleLeaseException e = refused(StaleLeaseException.class, () -> pool.release(first));
             assertTrue(e.getMessage().contains("is stale"), e.getMessage());
             assertTrue(e.getMessage().contains("leased 1 more time(s)"), e.getMessage());
             assertTrue(e.getMessage().contains("leased by someone else"), e.getMessage());
@@ -123,7 +151,7 @@ class BufferPoolMisuseTest {
             for (int i = 0; i < 3; i++) {
                 pool.release(pool.leaseToken(1));
             }
-            StaleLeaseException e = assertThrows(StaleLeaseException.class, () -> pool.release(old));
+            StaleLeaseException e = refused(StaleLeaseException.class, () -> pool.release(old));
             assertTrue(e.getMessage().contains("leased 3 more time(s)"), e.getMessage());
             assertTrue(e.getMessage().contains("free now"), e.getMessage());
         }
@@ -137,7 +165,7 @@ class BufferPoolMisuseTest {
             PooledBuffer b = pool.lease(1);
             assertEquals(a.id(), b.id());
             assertNotEquals(a, b, "an object per lease");
-            StaleLeaseException e = assertThrows(StaleLeaseException.class, a::release);
+            StaleLeaseException e = refused(StaleLeaseException.class, a::release);
             assertTrue(e.getMessage().contains("is stale"), e.getMessage());
             assertFalse(a.isLeased());
             assertTrue(b.isLeased());
@@ -152,8 +180,8 @@ class BufferPoolMisuseTest {
             PooledBuffer a = pool.lease(1);
             a.release();
             PooledBuffer b = pool.lease(1);
-            assertThrows(StaleLeaseException.class, a::segment);
-            assertThrows(StaleLeaseException.class, a::token);
+            refused(StaleLeaseException.class, a::segment);
+            refused(StaleLeaseException.class, a::token);
             b.segment().set(ValueLayout.JAVA_INT, 0, 7); // the current lease works
             assertEquals(b.token(), pool.buffer(b.token()).token());
             b.release();
@@ -172,7 +200,7 @@ class BufferPoolMisuseTest {
             assertSame(stale, now, "one shared object per slot");
             long token = now.token();
             stale.release(); // not detectable through the shared object
-            StaleLeaseException e = assertThrows(StaleLeaseException.class, () -> pool.release(token));
+            StaleLeaseException e = refused(StaleLeaseException.class, () -> pool.release(token));
             assertTrue(e.getMessage().contains("released twice"), e.getMessage());
         }
     }
@@ -182,7 +210,7 @@ class BufferPoolMisuseTest {
         try (BufferPool pool = shared(1)) {
             PooledBuffer b = pool.lease(1);
             b.release();
-            StaleLeaseException e = assertThrows(StaleLeaseException.class, b::segment);
+            StaleLeaseException e = refused(StaleLeaseException.class, b::segment);
             assertTrue(e.getMessage().contains("segment()"), e.getMessage());
         }
     }
@@ -228,7 +256,7 @@ class BufferPoolMisuseTest {
             assertEquals(256, b.capacity());
             assertEquals(t, b.token());
             pool.release(t);
-            assertThrows(StaleLeaseException.class, () -> pool.buffer(t));
+            refused(StaleLeaseException.class, () -> pool.buffer(t));
         }
     }
 
@@ -254,7 +282,7 @@ class BufferPoolMisuseTest {
             long t = b.token();
             assertTrue(pool.isCurrent(t));
             b.release();
-            assertThrows(StaleLeaseException.class, b::token);
+            refused(StaleLeaseException.class, b::token);
         }
     }
 
@@ -265,7 +293,7 @@ class BufferPoolMisuseTest {
         try (BufferPool mine = small(2);
                 BufferPool other = small(2)) {
             long theirs = other.leaseToken(1);
-            InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> mine.release(theirs));
+            InvalidRequestException e = refused(InvalidRequestException.class, () -> mine.release(theirs));
             assertTrue(e.getMessage().contains("was not issued by pool"), e.getMessage());
             assertFalse(mine.isCurrent(theirs));
             assertTrue(other.isCurrent(theirs));
@@ -279,7 +307,7 @@ class BufferPoolMisuseTest {
         try (BufferPool mine = small(1);
                 BufferPool other = small(1)) {
             PooledBuffer theirs = other.lease(1);
-            InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> mine.release(theirs));
+            InvalidRequestException e = refused(InvalidRequestException.class, () -> mine.release(theirs));
             assertTrue(e.getMessage().contains("belongs to pool"), e.getMessage());
             theirs.release();
         }
@@ -288,17 +316,16 @@ class BufferPoolMisuseTest {
     @Test
     void tokenNamingNoSlotOfThePoolIsRefused() {
         try (BufferPool pool = small(3)) {
-            assertThrows(InvalidRequestException.class, () -> pool.release(3L)); // slot 3 of 3
-            assertThrows(InvalidRequestException.class, () -> pool.buffer(0x7FL));
-            assertThrows(InvalidRequestException.class, () -> pool.release(0L)); // slot 0, generation 0: never issued
+            refused(InvalidRequestException.class, () -> pool.release(3L)); // slot 3 of 3
+            refused(InvalidRequestException.class, () -> pool.buffer(0x7FL));
+            refused(InvalidRequestException.class, () -> pool.release(0L)); // slot 0, generation 0: never issued
         }
     }
 
     @Test
     void noTokenIsRefusedWithItsOwnMessage() {
         try (BufferPool pool = small(1)) {
-            InvalidRequestException e =
-                    assertThrows(InvalidRequestException.class, () -> pool.release(BufferPool.NO_TOKEN));
+            InvalidRequestException e = refused(InvalidRequestException.class, () -> pool.release(BufferPool.NO_TOKEN));
             assertTrue(e.getMessage().contains("NO_TOKEN"), e.getMessage());
         }
     }
@@ -315,7 +342,7 @@ class BufferPoolMisuseTest {
                 () -> pool.leaseToken(1),
                 () -> pool.tryLeaseToken(1),
                 () -> pool.lease(1, Duration.ofMillis(5)))) {
-            VerbsException e = assertThrows(VerbsException.class, r::run);
+            VerbsException e = refused(VerbsException.class, r::run);
             assertTrue(e.getMessage().contains("is closed"), e.getMessage());
             assertFalse(e instanceof StaleLeaseException);
         }
@@ -329,9 +356,9 @@ class BufferPoolMisuseTest {
         b.release();
         pool.release(t);
         pool.close();
-        VerbsException viaObject = assertThrows(VerbsException.class, b::release);
+        VerbsException viaObject = refused(VerbsException.class, b::release);
         assertTrue(viaObject.getMessage().contains("is closed"), viaObject.getMessage());
-        VerbsException viaToken = assertThrows(VerbsException.class, () -> pool.release(t));
+        VerbsException viaToken = refused(VerbsException.class, () -> pool.release(t));
         assertTrue(viaToken.getMessage().contains("is closed"), viaToken.getMessage());
     }
 
@@ -345,7 +372,7 @@ class BufferPoolMisuseTest {
         pool.close();
         assertFalse(kept.scope().isAlive());
         assertThrows(IllegalStateException.class, () -> kept.get(ValueLayout.JAVA_LONG, 0));
-        VerbsException e = assertThrows(VerbsException.class, b::segment);
+        VerbsException e = refused(VerbsException.class, b::segment);
         assertTrue(e.getMessage().contains("is closed"), e.getMessage());
     }
 
@@ -354,7 +381,7 @@ class BufferPoolMisuseTest {
         BufferPool pool = small(3);
         PooledBuffer b = pool.lease(1);
         long t = pool.leaseToken(1);
-        VerbsException e = assertThrows(VerbsException.class, pool::close);
+        VerbsException e = refused(VerbsException.class, pool::close);
         assertTrue(e.getMessage().contains("still has 2 leased buffer(s)"), e.getMessage());
         assertFalse(pool.isClosed());
         b.segment().set(ValueLayout.JAVA_INT, 0, 1); // the memory is still there
@@ -369,7 +396,7 @@ class BufferPoolMisuseTest {
     void secondCloseThrows() {
         BufferPool pool = small(1);
         pool.close();
-        VerbsException e = assertThrows(VerbsException.class, pool::close);
+        VerbsException e = refused(VerbsException.class, pool::close);
         assertTrue(e.getMessage().contains("is closed"), e.getMessage());
     }
 
@@ -505,12 +532,12 @@ class BufferPoolMisuseTest {
         assertTrue(pool.isClosed());
         assertTrue(pool.regions().stream().noneMatch(MemoryRegion::isOpen));
         assertThrows(IllegalStateException.class, () -> kept.get(ValueLayout.JAVA_BYTE, 0));
-        VerbsException seg = assertThrows(VerbsException.class, b::segment);
+        VerbsException seg = refused(VerbsException.class, b::segment);
         assertTrue(seg.getMessage().contains("arena"), seg.getMessage());
-        VerbsException lease = assertThrows(VerbsException.class, () -> pool.lease(1));
+        VerbsException lease = refused(VerbsException.class, () -> pool.lease(1));
         assertTrue(lease.getMessage().contains("RegionAllocator.of(arena)"), lease.getMessage());
-        assertThrows(VerbsException.class, b::release, "the lease ended with the arena");
-        assertThrows(VerbsException.class, pool::close);
+        refused(VerbsException.class, b::release, "the lease ended with the arena");
+        refused(VerbsException.class, pool::close);
     }
 
     @Test
@@ -639,7 +666,7 @@ class BufferPoolMisuseTest {
             }
             assertEquals(1, found);
             assertEquals(1, pool.metrics().leaked());
-            StaleLeaseException e = assertThrows(StaleLeaseException.class, () -> pool.buffer(token[0]));
+            StaleLeaseException e = refused(StaleLeaseException.class, () -> pool.buffer(token[0]));
             assertTrue(e.getMessage().contains("quarantined"), e.getMessage());
             PooledBuffer last = pool.lease(1);
             assertNull(pool.tryLease(1), "the leaked slot is never leased again");
@@ -821,7 +848,7 @@ class BufferPoolMisuseTest {
                         () -> pool.tryLease(size),
                         () -> pool.leaseToken(size),
                         () -> pool.tryLeaseToken(size))) {
-                    InvalidRequestException e = assertThrows(InvalidRequestException.class, r::run);
+                    InvalidRequestException e = refused(InvalidRequestException.class, r::run);
                     assertTrue(e.getMessage().contains("negative"), e.getMessage());
                 }
             }
@@ -833,9 +860,9 @@ class BufferPoolMisuseTest {
     void sizesAboveTheLargestClassAreRefusedNamingIt() {
         try (BufferPool pool = fake.pool().sizeClass(64, 1).sizeClass(4096, 1).build()) {
             for (int size : new int[] {4097, 1 << 20, Integer.MAX_VALUE}) {
-                InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> pool.leaseToken(size));
+                InvalidRequestException e = refused(InvalidRequestException.class, () -> pool.leaseToken(size));
                 assertTrue(e.getMessage().contains("the largest is 4096"), e.getMessage());
-                assertThrows(InvalidRequestException.class, () -> pool.tryLease(size));
+                refused(InvalidRequestException.class, () -> pool.tryLease(size));
             }
         }
     }
@@ -843,17 +870,27 @@ class BufferPoolMisuseTest {
     @Test
     void builderRefusesBadSizeClasses() {
         for (int[] bad : new int[][] {{0, 1}, {-1, 1}, {64, 0}, {64, -5}}) {
-            assertThrows(InvalidRequestException.class, () -> fake.pool().sizeClass(bad[0], bad[1]));
+            refused(InvalidRequestException.class, () -> fake.pool().sizeClass(bad[0], bad[1]));
         }
         assertThrows(
                 InvalidRequestException.class,
                 () -> fake.pool().sizeClass(64, 1).sizeClass(64, 2));
-        assertThrows(VerbsException.class, () -> fake.pool().build());
-        InvalidRequestException tooMany = assertThrows(
+        refused(VerbsException.class, () -> fake.pool().build());
+        refused(
                 InvalidRequestException.class,
-                () -> fake.pool().sizeClass(1, Integer.MAX_VALUE).build());
-        assertTrue(tooMany.getMessage().contains("too many buffers"), tooMany.getMessage());
-        assertThrows(InvalidRequestException.class, () -> fake.pool().threadCacheSize(-1));
+                "BufferPool.build",
+                Errno.EINVAL,
+                () -> fake.pool().sizeClass(1, Integer.MAX_VALUE).build(),
+                "too many buffers",
+                String.valueOf(BufferPool.MAX_BUFFERS));
+        // 2 PiB of host memory: more than the address space, refused by malloc, never an OutOfMemoryError
+        refused(
+                VerbsException.class,
+                "BufferPool.build",
+                Errno.ENOMEM,
+                () -> fake.pool().sizeClass(1 << 30, 1 << 21).build(),
+                "could not allocate a region of " + (1L << 51) + " bytes");
+        refused(InvalidRequestException.class, () -> fake.pool().threadCacheSize(-1));
         assertEquals(0, fake.registrations.get(), "nothing registered by refused builds");
     }
 
@@ -1080,9 +1117,9 @@ class BufferPoolMisuseTest {
             assertEquals(first.id(), next.id(), "the same buffer, leased again");
             next.segment().set(ValueLayout.JAVA_INT, 0, 2);
             assertThrows(IllegalStateException.class, () -> kept.set(ValueLayout.JAVA_INT, 0, 99));
-            StaleLeaseException e = assertThrows(StaleLeaseException.class, first::release);
+            StaleLeaseException e = refused(StaleLeaseException.class, first::release);
             assertTrue(e.getMessage().contains("is stale"), e.getMessage());
-            assertThrows(StaleLeaseException.class, first::segment);
+            refused(StaleLeaseException.class, first::segment);
             assertTrue(next.isLeased(), "the next holder's lease survives both");
             assertEquals(2, next.segment().get(ValueLayout.JAVA_INT, 0), "and so does its data");
             next.release();
@@ -1100,10 +1137,163 @@ class BufferPoolMisuseTest {
             assertFalse(kept.scope().isAlive());
             long u = pool.leaseToken(1);
             assertThrows(IllegalStateException.class, () -> kept.get(ValueLayout.JAVA_INT, 0));
-            assertThrows(StaleLeaseException.class, () -> pool.buffer(t));
+            refused(StaleLeaseException.class, () -> pool.buffer(t));
             pool.buffer(u).segment().set(ValueLayout.JAVA_INT, 0, 3);
             pool.release(u);
         }
+    }
+
+    // ---- checked access: no segment handed out -------------------------------------------------
+
+    @Test
+    void checkedAccessThroughAReferenceKeptPastItsLeaseIsRefusedAndNeverReachesTheNextHolder() {
+        try (BufferPool pool = small(1)) {
+            PooledBuffer first = pool.lease(1);
+            first.set(ValueLayout.JAVA_INT, 0, 1);
+            assertEquals(1, first.get(ValueLayout.JAVA_INT, 0));
+            first.release();
+            PooledBuffer next = pool.lease(1);
+            assertEquals(first.id(), next.id(), "the same buffer, leased again");
+            next.set(ValueLayout.JAVA_LONG, 0, 2L);
+            byte[] bytes = {9, 9, 9, 9};
+            MemorySegment out = Arena.ofAuto().allocate(8);
+            refused(
+                    StaleLeaseException.class,
+                    "PooledBuffer.set",
+                    Errno.EBADF,
+                    () -> first.set(ValueLayout.JAVA_INT, 0, 99),
+                    "is stale");
+            refused(
+                    StaleLeaseException.class,
+                    "PooledBuffer.set",
+                    Errno.EBADF,
+                    () -> first.set(ValueLayout.JAVA_BYTE, 0, (byte) 99));
+            refused(
+                    StaleLeaseException.class,
+                    "PooledBuffer.set",
+                    Errno.EBADF,
+                    () -> first.set(ValueLayout.JAVA_SHORT, 0, (short) 99));
+            refused(
+                    StaleLeaseException.class,
+                    "PooledBuffer.set",
+                    Errno.EBADF,
+                    () -> first.set(ValueLayout.JAVA_LONG, 0, 99L));
+            refused(StaleLeaseException.class, "PooledBuffer.write", Errno.EBADF, () -> first.write(0, bytes, 0, 4));
+            refused(StaleLeaseException.class, "PooledBuffer.write", Errno.EBADF, () -> first.write(0, out, 0, 8));
+            refused(
+                    StaleLeaseException.class,
+                    "PooledBuffer.get",
+                    Errno.EBADF,
+                    () -> first.get(ValueLayout.JAVA_LONG, 0));
+            refused(StaleLeaseException.class, "PooledBuffer.read", Errno.EBADF, () -> first.read(0, bytes, 0, 4));
+            refused(StaleLeaseException.class, "PooledBuffer.read", Errno.EBADF, () -> first.read(0, out, 0, 8));
+            assertEquals(2L, next.get(ValueLayout.JAVA_LONG, 0), "the next holder's data is untouched");
+            assertEquals(9, bytes[0], "nothing was read into the caller's array");
+            next.release();
+            assertIntact(pool, 1);
+        }
+    }
+
+    @Test
+    void checkedAccessOutsideTheBufferOrMisalignedIsRefusedWithTheLimitNamed() {
+        try (BufferPool pool = small(1)) {
+            PooledBuffer b = pool.lease(1);
+            MemorySegment src = Arena.ofAuto().allocate(16);
+            byte[] arr = new byte[16];
+            refused(
+                    InvalidRequestException.class,
+                    "PooledBuffer.set",
+                    Errno.EINVAL,
+                    () -> b.set(ValueLayout.JAVA_INT, -4, 1),
+                    "[0, 256)");
+            refused(
+                    InvalidRequestException.class,
+                    "PooledBuffer.get",
+                    Errno.EINVAL,
+                    () -> b.get(ValueLayout.JAVA_LONG, 252),
+                    "offset 252");
+            refused(
+                    InvalidRequestException.class,
+                    "PooledBuffer.get",
+                    Errno.EINVAL,
+                    () -> b.get(ValueLayout.JAVA_BYTE, Long.MAX_VALUE));
+            refused(
+                    InvalidRequestException.class,
+                    "PooledBuffer.write",
+                    Errno.EINVAL,
+                    () -> b.write(250, src, 0, 16),
+                    "capacity");
+            refused(
+                    InvalidRequestException.class,
+                    "PooledBuffer.write",
+                    Errno.EINVAL,
+                    () -> b.write(0, src, 8, 16),
+                    "of src");
+            refused(
+                    InvalidRequestException.class,
+                    "PooledBuffer.write",
+                    Errno.EINVAL,
+                    () -> b.write(0, arr, -1, 4),
+                    "of src");
+            refused(
+                    InvalidRequestException.class,
+                    "PooledBuffer.read",
+                    Errno.EINVAL,
+                    () -> b.read(0, arr, 0, Integer.MAX_VALUE),
+                    "of dst");
+            refused(InvalidRequestException.class, "PooledBuffer.read", Errno.EINVAL, () -> b.read(0, src, 0, -1));
+            refused(
+                    InvalidRequestException.class,
+                    "PooledBuffer.read",
+                    Errno.EINVAL,
+                    () -> b.read(0, src.asReadOnly(), 0, 4),
+                    "read-only");
+            refused(
+                    InvalidRequestException.class,
+                    "PooledBuffer.set",
+                    Errno.EINVAL,
+                    () -> b.set(ValueLayout.JAVA_INT, 2, 1),
+                    "aligned",
+                    "JAVA_INT_UNALIGNED");
+            b.set(ValueLayout.JAVA_INT_UNALIGNED, 2, 0x01020304);
+            assertEquals(0x01020304, b.get(ValueLayout.JAVA_INT_UNALIGNED, 2));
+            b.write(240, src.fill((byte) 7), 0, 16);
+            b.read(240, arr, 0, 16);
+            assertEquals(7, arr[15]);
+            b.release();
+            assertIntact(pool, 1);
+        }
+    }
+
+    @Test
+    void aReleaseOnAnotherThreadWaitsForAnAccessUnderWayBeforeTheBufferCanBeLeasedAgain() throws Exception {
+        try (BufferPool pool = small(1)) {
+            PooledBuffer b = pool.lease(1);
+            long token = b.token();
+            assertTrue(pool.pin(b.id(), token), "an access under way (as inside set/get/write/read)");
+            Thread releaser = Thread.ofPlatform().start(b::release);
+            // whether or not the release has ended the lease yet, the buffer is not leasable while pinned
+            assertEquals(BufferPool.NO_TOKEN, pool.tryLeaseToken(1), "the buffer is handed out while accessed");
+            pool.unpin(b.id());
+            releaser.join();
+            assertFalse(pool.pin(b.id(), token), "an access after the release is refused");
+            refused(StaleLeaseException.class, () -> b.set(ValueLayout.JAVA_INT, 0, 1));
+            assertIntact(pool, 1);
+        }
+    }
+
+    @Test
+    void checkedAccessAfterCloseSaysThePoolIsClosed() {
+        BufferPool pool = small(1);
+        PooledBuffer b = pool.lease(1);
+        b.release();
+        pool.close();
+        refused(
+                ResourceClosedException.class,
+                "PooledBuffer.get",
+                Errno.EBADF,
+                () -> b.get(ValueLayout.JAVA_INT, 0),
+                "is closed");
     }
 
     @Test
@@ -1120,7 +1310,7 @@ class BufferPoolMisuseTest {
             assertEquals(2, kept.get(ValueLayout.JAVA_INT, 0), "the kept segment sees the next holder's data");
             long token = next.token();
             next.release();
-            assertThrows(StaleLeaseException.class, () -> pool.release(token), "tokens stay checked");
+            refused(StaleLeaseException.class, () -> pool.release(token), "tokens stay checked");
         }
     }
 
@@ -1250,7 +1440,7 @@ class BufferPoolMisuseTest {
         start.await();
         int refused = 0;
         while (done.get() < threads.size()) {
-            ResourceBusyException e = assertThrows(ResourceBusyException.class, pool::close);
+            ResourceBusyException e = refused(ResourceBusyException.class, pool::close);
             assertTrue(e.getMessage().contains("still has"), e.getMessage());
             refused++;
         }
@@ -1274,11 +1464,11 @@ class BufferPoolMisuseTest {
         try (BufferPool a = small(1);
                 BufferPool b = small(1)) {
             PooledBuffer theirs = b.lease(1);
-            InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> a.release(theirs));
+            InvalidRequestException e = refused(InvalidRequestException.class, () -> a.release(theirs));
             assertTrue(
                     e.getMessage().contains("belongs to pool 'p' (#" + b.id + "), not to pool 'p' (#" + a.id + ")"),
                     e.getMessage());
-            InvalidRequestException t = assertThrows(InvalidRequestException.class, () -> a.release(theirs.token()));
+            InvalidRequestException t = refused(InvalidRequestException.class, () -> a.release(theirs.token()));
             assertTrue(t.getMessage().contains("not issued by pool 'p' (#" + a.id + ")"), t.getMessage());
             theirs.release();
         }

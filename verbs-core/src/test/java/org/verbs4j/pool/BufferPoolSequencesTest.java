@@ -26,8 +26,8 @@ import org.verbs4j.SendWorkRequests;
 
 /**
  * Random sequences of pool calls on three threads at once, on the safe default pool: lease (by
- * object or token), write, post (an SGE through the pool's checks), release, stale release and
- * stale writes through references and segments kept past their lease (each thread's own, or
+ * object or token), write (through the segment or the checked accessors), post (an SGE through the pool's checks), release, stale release and
+ * stale writes through segments and checked accessors kept past their lease (each thread's own, or
  * another thread's), and closes (refused while anything is leased). Invariants: every holder
  * finds exactly its own stamp in its buffer at every step (no write through a stale reference
  * ever lands in it), no buffer is held by two threads, every stale use is refused, a refused
@@ -175,7 +175,12 @@ class BufferPoolSequencesTest {
                         Held h = held.peek();
                         if (h != null) {
                             verify(h);
-                            h.segment.set(ValueLayout.JAVA_INT, 4, h.stamp);
+                            if (h.buffer != null && (h.stamp & 1) == 0) { // the checked accessors
+                                h.buffer.set(ValueLayout.JAVA_INT, 4, h.stamp);
+                                assertEquals(h.stamp, h.buffer.get(ValueLayout.JAVA_INT, 0));
+                            } else {
+                                h.segment.set(ValueLayout.JAVA_INT, 4, h.stamp);
+                            }
                         }
                     }
                     case POST -> {
@@ -228,6 +233,17 @@ class BufferPoolSequencesTest {
                                 throw new AssertionError("a write through a stale segment went through: " + k);
                             } catch (IllegalStateException expected) {
                                 // closed with its lease
+                            }
+                            if (k.buffer != null) { // a checked write through a kept reference
+                                try {
+                                    k.buffer.set(ValueLayout.JAVA_INT, 0, -1);
+                                    throw new AssertionError("a checked write through a stale reference went through");
+                                } catch (StaleLeaseException e) {
+                                    assertEquals((int) (k.token & pool.slotMask), e.bufferId());
+                                } catch (ResourceClosedException e) {
+                                    // a close going ahead (its views close before it says RELEASING)
+                                    assertFalse(pool.resources.isOpen(), e::toString);
+                                }
                             }
                         }
                     }

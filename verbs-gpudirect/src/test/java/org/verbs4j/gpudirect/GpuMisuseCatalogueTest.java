@@ -88,6 +88,23 @@ class GpuMisuseCatalogueTest {
         assertTrue(m.startsWith(verb + " failed: " + Errno.name(errno)), m);
         assertEquals(m.indexOf(" failed"), m.lastIndexOf(" failed"), "one level of 'failed': " + m);
         assertTrue(e.hint() != null && !e.hint().isBlank(), "a fix is named: " + m);
+        // the rules of verbs-core's UserMessages.check: what is at fault is named after the errno,
+        // and no raw JDK failure is wrapped
+        String detail = m.substring((verb + " failed: " + Errno.name(errno)).length());
+        int hint = detail.indexOf(". Hint: ");
+        detail = hint < 0 ? detail : detail.substring(0, hint);
+        detail = detail.substring(detail.indexOf(')') + 1);
+        assertTrue(
+                detail.startsWith(": ")
+                        && detail.chars().filter(Character::isLetter).count() >= 8,
+                "names nothing at fault: " + m);
+        for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
+            assertFalse(
+                    c instanceof ArithmeticException
+                            || c instanceof IndexOutOfBoundsException
+                            || c instanceof OutOfMemoryError,
+                    "wraps a raw JDK failure: " + m);
+        }
         for (String s : says) {
             assertTrue(m.contains(s), "'" + s + "' not in: " + m);
         }

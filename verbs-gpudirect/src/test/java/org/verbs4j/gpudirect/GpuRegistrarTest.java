@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.EnumSet;
 import java.util.Set;
@@ -250,6 +251,11 @@ class GpuRegistrarTest {
             PooledBuffer b = pool.lease(65536);
             assertFalse(b.region().isHostAccessible());
             assertThrows(InvalidRequestException.class, b::segment);
+            // the checked accessors refuse device memory before touching it (the CPU cannot)
+            InvalidRequestException set =
+                    assertThrows(InvalidRequestException.class, () -> b.set(ValueLayout.JAVA_INT, 0, 1));
+            assertTrue(set.getMessage().contains("device (GPU) memory"), set.getMessage());
+            assertThrows(InvalidRequestException.class, () -> b.read(0, new byte[8], 0, 8));
             try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
                 PoolWorkRequests.sge(wrs.write(9, b.remoteAddress(), b.rkey()), b);
             }
