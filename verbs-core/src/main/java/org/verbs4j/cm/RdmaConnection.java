@@ -74,6 +74,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private volatile int responderResources, initiatorDepth;
     private volatile InetSocketAddress peer, local;
     private boolean closed; // under lock
+    /** The connection reached CONNECTED once (a DISCONNECTED right after is an established connection that ended). */
+    private volatile boolean wasEstablished;
+    /** When the connect or accept under way must have returned (System.nanoTime), for its lock waits. */
+    private volatile long setupDeadline;
+
+    private volatile boolean hasSetupDeadline;
     // set once the queue pair exists (under channel.lock; volatile for the accessors of other threads)
     private volatile Context context;
     private volatile ProtectionDomain pd;
@@ -624,6 +630,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 lock.notifyAll();
                 return;
             }
+            wasEstablished = true;
             if (active) {
                 peerPrivateData = e.privateData();
             }
@@ -639,7 +646,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         synchronized (lock) {
             ConnectionState s = state;
             wasUp = s == ConnectionState.CONNECTED;
-            if (s == ConnectionState.CONNECTING || s == ConnectionState.ACCEPTING) {
+            if (s == ConnectionState.ACCEPTING && !ud) {
+                // the peer disconnects only once established on its side: it confirmed the accept and
+                // closed before the confirmation was seen here; an accepted connection that then ended
+                wasEstablished = true;
+                wasUp = true;
+                state = ConnectionState.DISCONNECTED;
+            } else if (s == ConnectionState.CONNECTING || s == ConnectionState.ACCEPTING) {
                 failure = ConnectionFailedException.Reason.PEER_DISCONNECTED;
                 failureEvent = e;
                 state = ConnectionState.FAILED;
@@ -716,19 +729,27 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                         "no answer within the timeout while " + doing + " (state " + state
                                 + (lastEvent != null ? ", last event " + lastEvent : "") + ")",
                         "check that the peer is up and listening, or allow more time (TCG guests are slow)"));
-        if (s == target) {
-            return;
+        if (s == target
+                || target == ConnectionState.CONNECTED
+                        && wasEstablished
+                        && (s == ConnectionState.DISCONNECTED || s == ConnectionState.TIMEWAIT_EXITED)) {
+            return; // connected; ended since by the peer (or this side): still a connection that was made
         }
         throw failureException(doing);
     }
 
-    private static String verbFor(ConnectionState target) {
+    private String verbFor(ConnectionState target) {
         return switch (target) {
             case ADDRESS_RESOLVED -> "rdma_resolve_addr";
             case ROUTE_RESOLVED -> "rdma_resolve_route";
-            case CONNECTED -> "rdma_connect";
+            case CONNECTED -> setupVerb();
             default -> "rdma_get_cm_event";
         };
+    }
+
+    /** The verb of this side's setup: {@code rdma_connect} (active) or {@code rdma_accept} (passive). */
+    private String setupVerb() {
+        return active ? "rdma_connect" : "rdma_accept";
     }
 
     /** The exception for the state this connection ended in. */
@@ -736,14 +757,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         ConnectionState s = state;
         if (s == ConnectionState.CLOSED) {
             return new ResourceClosedException(
-                    "rdma_connect",
+                    setupVerb(),
                     "the connection was closed while " + doing,
                     "do not close a connection another thread is still setting up, or expect this");
         }
         ConnectionFailedException.Reason r = failure;
         CmEvent e = failureEvent;
         if (r == null) {
-            return new ResourceClosedException("rdma_connect", "the connection ended (" + s + ") while " + doing, null);
+            return new ResourceClosedException(setupVerb(), "the connection ended (" + s + ") while " + doing, null);
         }
         int errno = switch (r) {
             case ADDRESS_ERROR, ROUTE_ERROR, UNREACHABLE, CONNECT_ERROR ->
@@ -761,18 +782,17 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             case ROUTE_ERROR -> "no path to the peer: check the subnet and the RDMA link";
             case UNREACHABLE -> "the peer did not answer: is it up, and does its RDMA device work?";
             case NO_LISTENER -> "nobody listens on that port at the peer";
-            case REJECTED -> "the peer's application refused: see peerPrivateData() for what it said";
+            case REJECTED ->
+                active
+                        ? "the peer's application refused: see peerPrivateData() for what it said"
+                        : "the peer gave up on its connect (its bound ran out, or it closed) before the accept "
+                                + "completed: answer requests sooner, or ask the peer for a longer bound";
             case CONNECT_ERROR -> "the connection could not be completed: see the event's status";
             case PEER_DISCONNECTED -> "the peer disconnected before the connection was established";
             case DEVICE_REMOVAL -> "the RDMA device was removed";
         };
         return new ConnectionFailedException(
-                r,
-                verbFor(ConnectionState.CONNECTED),
-                errno,
-                r + " while " + doing + (e != null ? ": " + e : ""),
-                hint,
-                e);
+                r, setupVerb(), errno, r + " while " + doing + (e != null ? ": " + e : ""), hint, e);
     }
 
     /**
