@@ -136,8 +136,11 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
      * Accepts: creates the RC (for a UD listener: UD, see {@link RdmaConnection#connectUd}) queue pair as {@code setup} says (its {@code beforeConnect} hook
      * runs once the queue pair exists, to post receives), moves it to RTS and sends the accept
      * with {@code privateData} (at most 196 bytes, or null); returns the connection once the peer
-     * confirmed (ESTABLISHED), within {@code timeout}. On failure everything is released and the
-     * exception says why (timeout, the peer gave up, closed meanwhile).
+     * confirmed (ESTABLISHED), within {@code timeout} (its waits for the channel's lock included). A
+     * peer that confirmed and at once disconnected still makes an accepted connection: it is
+     * returned DISCONNECTED. On failure everything is released and the exception, naming
+     * {@code rdma_accept} (or the step that failed), says why (timeout, the peer gave up, closed
+     * meanwhile).
      */
     public RdmaConnection accept(ConnectionSetup setup, byte[] privateData, Duration timeout) {
         RdmaConnection.checkPrivateData("rdma_accept", privateData, ud ? 136 : 196);
@@ -150,6 +153,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         c.peerPrivateData(this.privateData);
         c.addresses(peer, local);
         c.register(); // replaces this request as the id's endpoint
+        c.setupDeadline(deadline);
         try {
             c.locked("rdma_create_qp", () -> c.createQueuePair(setup));
             if (setup.beforeConnect != null) {

@@ -6,6 +6,7 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,8 +45,8 @@ import org.verbs4j.natives.LibRdmacm;
  *
  * <p>Owns the cm id, the queue pair, and the completion queues it created (not a protection
  * domain or queues the setup passed, nor the library's per-device PD). {@link #close()} works in
- * every state, from any thread, more than once: it disconnects if connected, closes the queue
- * pair, then its queues, then destroys the id; a connect or accept waiting on another thread
+ * every state, from any thread, more than once: it disconnects if connected, destroys the id,
+ * then closes the queue pair and its queues; a connect or accept waiting on another thread
  * throws {@link ResourceClosedException}. State changes are visible through {@link #state()},
  * {@link #awaitState} (bounded) and the {@link #onEvent} callback (run on the channel's event
  * thread, or on the thread that polls a polled channel). Thread-safe.
@@ -149,9 +150,20 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             byte[] privateData,
             Duration timeout,
             boolean ud) {
+        long start = System.nanoTime();
         RdmaConnection c = create(channel, setup, ud);
         try {
-            c.connect(remote, privateData, timeout);
+            Duration left = timeout;
+            if (!timeout.isNegative() && !timeout.isZero()) { // (else refused by connect, naming the timeout)
+                left = timeout.minusNanos(System.nanoTime() - start); // the wait for the id counts too
+                if (left.isNegative() || left.isZero()) {
+                    throw new VerbsTimeoutException(
+                            "rdma_connect",
+                            "the timeout ran out while the cm id was created (other setups held the channel)",
+                            "allow more time, or spread concurrent setups over several channels");
+                }
+            }
+            c.connect(remote, privateData, left);
             return c;
         } catch (RuntimeException | Error e) {
             c.close();
@@ -231,7 +243,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             state = ConnectionState.RESOLVING_ADDRESS;
         }
         peer = remote;
-        resolveAndConnect(remote, setup, privateData, Timeouts.deadline("rdma_connect", timeout));
+        long deadline = Timeouts.deadline("rdma_connect", timeout);
+        setupDeadline(deadline);
+        resolveAndConnect(remote, setup, privateData, deadline);
     }
 
     private void resolveAndConnect(InetSocketAddress remote, ConnectionSetup setup, byte[] privateData, long deadline) {
@@ -993,6 +1007,15 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             state = ConnectionState.CLOSED;
             lock.notifyAll();
         }
+        release(wasConnected);
+    }
+
+    /** Disconnects if it was connected, destroys the id, closes the queue pair and the queues (once, from close). */
+    private void release(boolean wasConnected) {
+        // under the channel's lock only what needs the id: the disconnect and rdma_destroy_id; a setup
+        // step of this connection ran before (its queue pair is seen below) or sees it closed
+        AddressHandle ah;
+        QueuePair q;
         channel.lock.lock();
         try {
             if (wasConnected && !ud) {
@@ -1005,28 +1028,31 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                     LOG.debug("disconnecting on close: {}", x.getMessage());
                 }
             }
-            AddressHandle ah = addressHandle;
-            if (ah != null && ah.isOpen()) {
-                try {
-                    ah.close();
-                } catch (VerbsException x) {
-                    LOG.warn("verbs4j: closing a UD connection's address handle failed: {}", x.getMessage());
-                }
-            }
-            if (qp != null && qp.isOpen()) {
-                try {
-                    qp.close();
-                } catch (VerbsException x) {
-                    LOG.warn(
-                            "verbs4j: closing a connection's queue pair failed ({}); it stays open until closed",
-                            x.getMessage());
-                }
-            }
-            closeQueues();
+            ah = addressHandle;
+            q = qp;
+            destroyId();
         } finally {
             channel.lock.unlock();
         }
-        destroyId();
+
+        // the verbs objects outside it: many connections closing at once do not queue behind each other
+        if (ah != null && ah.isOpen()) {
+            try {
+                ah.close();
+            } catch (VerbsException x) {
+                LOG.warn("verbs4j: closing a UD connection's address handle failed: {}", x.getMessage());
+            }
+        }
+        if (q != null && q.isOpen()) {
+            try {
+                q.close();
+            } catch (VerbsException x) {
+                LOG.warn(
+                        "verbs4j: closing a connection's queue pair failed ({}); it stays open until closed",
+                        x.getMessage());
+            }
+        }
+        closeQueues();
     }
 
     private void closeQueues() {
@@ -1044,9 +1070,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
     }
 
-    /** Runs {@code action} under the channel's lock, unless the connection was closed. */
+    /**
+     * Runs {@code action} under the channel's lock, unless the connection was closed; waits for the
+     * lock no longer than the connect's or accept's deadline.
+     */
     void locked(String verb, Runnable action) {
-        channel.lock.lock();
+        lockChannel(verb);
         try {
             synchronized (lock) {
                 if (closed) {
@@ -1057,6 +1086,35 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         } finally {
             channel.lock.unlock();
         }
+    }
+
+    /** The deadline of the connect or accept under way, set before its first {@link #locked} step. */
+    void setupDeadline(long deadline) {
+        setupDeadline = deadline;
+        hasSetupDeadline = true;
+    }
+
+    /** Takes the channel's lock, within the setup's deadline when one is under way. */
+    private void lockChannel(String verb) {
+        if (!hasSetupDeadline) {
+            channel.lock.lock();
+            return;
+        }
+        long deadline = setupDeadline;
+        try {
+            if (channel.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                return;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new VerbsException(
+                    setupVerb(), Errno.EINTR, "interrupted before calling " + verb, "do not interrupt a setup", e);
+        }
+        throw new VerbsTimeoutException(
+                setupVerb(),
+                "the timeout ran out before " + verb + " could be called (state " + state
+                        + "; the channel serialises the calls of every connection on it, and others held it)",
+                "allow more time, or spread concurrent setups over several channels");
     }
 
     static void checkPrivateData(String verb, byte[] data, int max) {
