@@ -25,7 +25,12 @@ import org.verbs4j.natives.LibRdmacm;
  * or a callback ({@link #onRequest}). Owns its cm id; {@link #close()} destroys it and rejects
  * every request of this listener not answered yet (queued, or handed out and not accepted nor
  * rejected: a later answer to one is refused, naming the close); a second close does nothing. A
- * request handler that throws (anything, Errors included) has its request rejected. A port
+ * request handler that throws (anything, Errors included) has its request rejected. At most
+ * {@code backlog} requests are unanswered at a time (queued for {@link #accept}, or handed out and
+ * neither accepted nor rejected): a request beyond them is rejected at once (the peer sees
+ * REJECTED), as the kernel rejects requests beyond {@code rdma_listen}'s backlog; a request whose
+ * peer gave up (its connect ended: timed out, closed) is released as soon as the connection
+ * manager reports it, whether queued or handed out. A port
  * already bound fails at {@link #bind} with EADDRINUSE. Thread-safe. A listener that becomes
  * unreachable unclosed is reported by a cleaner (a warning naming its address and where it was
  * bound) and its id destroyed, which frees the port; the channel holds it only weakly, so keep a
@@ -43,18 +48,21 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
     private boolean closed; // under lock
 
     private final boolean ud;
+    /** The most requests unanswered at a time (queued or handed out); more are rejected. */
+    private final int backlog;
 
     /** What a later answer to a request rejected by {@link #close()} is told. */
     private static final String CLOSED_ANSWER = "rejected when its listener closed";
 
-    private CmListener(CmEventChannel channel, CmEventChannel.IdState id, boolean ud) {
+    private CmListener(CmEventChannel channel, CmEventChannel.IdState id, boolean ud, int backlog) {
         super(channel, id);
         this.ud = ud;
+        this.backlog = backlog;
     }
 
     /**
      * Binds to {@code address} (port 0: any free port; a wildcard address: every RDMA device) and
-     * listens with room for {@code backlog} requests not yet taken.
+     * listens with room for {@code backlog} requests not yet answered (more are rejected at once).
      */
     public static CmListener bind(CmEventChannel channel, InetSocketAddress address, int backlog) {
         return bind(channel, address, backlog, false);
@@ -76,7 +84,7 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
         }
         CmEventChannel.IdState st = channel.createId(ud ? LibRdmacm.RDMA_PS_UDP : LibRdmacm.RDMA_PS_TCP);
         MemorySegment id = st.id;
-        CmListener l = new CmListener(channel, st, ud);
+        CmListener l = new CmListener(channel, st, ud, backlog);
         l.register();
         try {
             channel.lock.lock();
@@ -143,20 +151,26 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
                 this);
         r.register();
         Consumer<ConnectionRequest> h = onRequest;
-        boolean wasClosed;
+        boolean wasClosed, full;
         synchronized (lock) {
             wasClosed = closed;
-            if (!closed && h == null) {
+            full = !closed && pending.size() + handedOut.size() >= backlog;
+            if (!closed && !full && h == null) {
                 pending.add(r);
                 lock.notifyAll();
                 return;
             }
-            if (!closed) {
+            if (!closed && !full) {
                 handedOut.add(r);
             }
         }
         if (wasClosed) {
             r.closeAs(CLOSED_ANSWER);
+            return;
+        }
+        if (full) {
+            LOG.debug("rejecting a request from {}: {} requests unanswered on {}", r.peerAddress(), backlog, local);
+            r.closeAs("rejected: the listener's backlog of " + backlog + " unanswered requests was full");
             return;
         }
         try {
@@ -167,10 +181,11 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
         }
     }
 
-    /** A request of this listener got its answer: no longer the listener's to reject on close. */
+    /** A request of this listener got its answer, or its peer gave up: no longer the listener's. */
     void answered(ConnectionRequest r) {
         synchronized (lock) {
             handedOut.remove(r);
+            pending.remove(r);
         }
     }
 

@@ -18,8 +18,9 @@ import org.verbs4j.natives.LibRdmacm;
  * data, the RDMA READ depths it offers), to {@link #accept} or {@link #reject}, once. Owns the
  * request's cm id until accepted (then the connection owns it). {@link #close()} rejects a request
  * that was neither accepted nor rejected; a second call does nothing. A request stays unanswered
- * until the application answers it, its listener closes (which rejects it), or its request handler
- * throws (anything, Errors included: it is rejected). A second answer, an answer after the
+ * until the application answers it, its listener closes (which rejects it), its request handler
+ * throws (anything, Errors included: it is rejected), or its peer gives up (its id is released at
+ * once; the first answer after that is refused as PEER_DISCONNECTED). A second answer, an answer after the
  * listener closed, or an answer after the peer gave up (its connect ended) is refused with an
  * exception that says which. Thread-safe. A request that becomes unreachable unanswered is
  * reported by a cleaner with a warning naming the peer and where the request was received, and
@@ -38,6 +39,8 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
     private final CmListener listener;
 
     private volatile CmEvent abandoned;
+    /** Under lock: released because the peer gave up before any answer (the id is destroyed). */
+    private boolean released;
 
     /** A request to a UD listener (RDMA_PS_UDP, a SIDR request): accepting makes a UD connection. */
     private final boolean ud;
@@ -87,9 +90,24 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
 
     @Override
     void handle(CmStructs.Copied raw, CmEvent event) {
-        // before an accept: the peer gave up (its request timed out, it closed)
-        abandoned = event;
-        wakeAll();
+        // before an accept: the peer gave up (its request timed out, it closed); an unanswered
+        // request is released at once (its listener forgets it, its id is destroyed), and its first
+        // later answer is told why
+        boolean release;
+        synchronized (lock) {
+            abandoned = event;
+            release = answer == null && !released;
+            released |= release;
+            lock.notifyAll();
+        }
+        if (release) {
+            LOG.debug("releasing the request from {}: the peer gave up ({})", peer, event);
+            leakClosed();
+            if (listener != null) {
+                listener.answered(this);
+            }
+            destroyId();
+        }
     }
 
     /** The event by which the peer gave up on this request (its connect ended), or null. */
@@ -136,8 +154,11 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
      * Accepts: creates the RC (for a UD listener: UD, see {@link RdmaConnection#connectUd}) queue pair as {@code setup} says (its {@code beforeConnect} hook
      * runs once the queue pair exists, to post receives), moves it to RTS and sends the accept
      * with {@code privateData} (at most 196 bytes, or null); returns the connection once the peer
-     * confirmed (ESTABLISHED), within {@code timeout}. On failure everything is released and the
-     * exception says why (timeout, the peer gave up, closed meanwhile).
+     * confirmed (ESTABLISHED), within {@code timeout} (its waits for the channel's lock included). A
+     * peer that confirmed and at once disconnected still makes an accepted connection: it is
+     * returned DISCONNECTED. On failure everything is released and the exception, naming
+     * {@code rdma_accept} (or the step that failed), says why (timeout, the peer gave up, closed
+     * meanwhile).
      */
     public RdmaConnection accept(ConnectionSetup setup, byte[] privateData, Duration timeout) {
         RdmaConnection.checkPrivateData("rdma_accept", privateData, ud ? 136 : 196);
@@ -150,6 +171,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         c.peerPrivateData(this.privateData);
         c.addresses(peer, local);
         c.register(); // replaces this request as the id's endpoint
+        c.setupDeadline(deadline);
         try {
             c.locked("rdma_create_qp", () -> c.createQueuePair(setup));
             if (setup.beforeConnect != null) {

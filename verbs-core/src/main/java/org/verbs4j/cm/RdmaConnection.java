@@ -6,6 +6,7 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,8 +45,8 @@ import org.verbs4j.natives.LibRdmacm;
  *
  * <p>Owns the cm id, the queue pair, and the completion queues it created (not a protection
  * domain or queues the setup passed, nor the library's per-device PD). {@link #close()} works in
- * every state, from any thread, more than once: it disconnects if connected, closes the queue
- * pair, then its queues, then destroys the id; a connect or accept waiting on another thread
+ * every state, from any thread, more than once: it disconnects if connected, destroys the id,
+ * then closes the queue pair and its queues; a connect or accept waiting on another thread
  * throws {@link ResourceClosedException}. State changes are visible through {@link #state()},
  * {@link #awaitState} (bounded) and the {@link #onEvent} callback (run on the channel's event
  * thread, or on the thread that polls a polled channel). Thread-safe.
@@ -74,6 +75,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private volatile int responderResources, initiatorDepth;
     private volatile InetSocketAddress peer, local;
     private boolean closed; // under lock
+    /** The connection reached CONNECTED once (a DISCONNECTED right after is an established connection that ended). */
+    private volatile boolean wasEstablished;
+    /** When the connect or accept under way must have returned (System.nanoTime), for its lock waits. */
+    private volatile long setupDeadline;
+
+    private volatile boolean hasSetupDeadline;
     // set once the queue pair exists (under channel.lock; volatile for the accessors of other threads)
     private volatile Context context;
     private volatile ProtectionDomain pd;
@@ -143,9 +150,20 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             byte[] privateData,
             Duration timeout,
             boolean ud) {
+        long start = System.nanoTime();
         RdmaConnection c = create(channel, setup, ud);
         try {
-            c.connect(remote, privateData, timeout);
+            Duration left = timeout;
+            if (!timeout.isNegative() && !timeout.isZero()) { // (else refused by connect, naming the timeout)
+                left = timeout.minusNanos(System.nanoTime() - start); // the wait for the id counts too
+                if (left.isNegative() || left.isZero()) {
+                    throw new VerbsTimeoutException(
+                            "rdma_connect",
+                            "the timeout ran out while the cm id was created (other setups held the channel)",
+                            "allow more time, or spread concurrent setups over several channels");
+                }
+            }
+            c.connect(remote, privateData, left);
             return c;
         } catch (RuntimeException | Error e) {
             c.close();
@@ -225,7 +243,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             state = ConnectionState.RESOLVING_ADDRESS;
         }
         peer = remote;
-        resolveAndConnect(remote, setup, privateData, Timeouts.deadline("rdma_connect", timeout));
+        long deadline = Timeouts.deadline("rdma_connect", timeout);
+        setupDeadline(deadline);
+        resolveAndConnect(remote, setup, privateData, deadline);
     }
 
     private void resolveAndConnect(InetSocketAddress remote, ConnectionSetup setup, byte[] privateData, long deadline) {
@@ -624,6 +644,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 lock.notifyAll();
                 return;
             }
+            wasEstablished = true;
             if (active) {
                 peerPrivateData = e.privateData();
             }
@@ -639,7 +660,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         synchronized (lock) {
             ConnectionState s = state;
             wasUp = s == ConnectionState.CONNECTED;
-            if (s == ConnectionState.CONNECTING || s == ConnectionState.ACCEPTING) {
+            if (s == ConnectionState.ACCEPTING && !ud) {
+                // the peer disconnects only once established on its side: it confirmed the accept and
+                // closed before the confirmation was seen here; an accepted connection that then ended
+                wasEstablished = true;
+                wasUp = true;
+                state = ConnectionState.DISCONNECTED;
+            } else if (s == ConnectionState.CONNECTING || s == ConnectionState.ACCEPTING) {
                 failure = ConnectionFailedException.Reason.PEER_DISCONNECTED;
                 failureEvent = e;
                 state = ConnectionState.FAILED;
@@ -716,19 +743,27 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                         "no answer within the timeout while " + doing + " (state " + state
                                 + (lastEvent != null ? ", last event " + lastEvent : "") + ")",
                         "check that the peer is up and listening, or allow more time (TCG guests are slow)"));
-        if (s == target) {
-            return;
+        if (s == target
+                || target == ConnectionState.CONNECTED
+                        && wasEstablished
+                        && (s == ConnectionState.DISCONNECTED || s == ConnectionState.TIMEWAIT_EXITED)) {
+            return; // connected; ended since by the peer (or this side): still a connection that was made
         }
         throw failureException(doing);
     }
 
-    private static String verbFor(ConnectionState target) {
+    private String verbFor(ConnectionState target) {
         return switch (target) {
             case ADDRESS_RESOLVED -> "rdma_resolve_addr";
             case ROUTE_RESOLVED -> "rdma_resolve_route";
-            case CONNECTED -> "rdma_connect";
+            case CONNECTED -> setupVerb();
             default -> "rdma_get_cm_event";
         };
+    }
+
+    /** The verb of this side's setup: {@code rdma_connect} (active) or {@code rdma_accept} (passive). */
+    private String setupVerb() {
+        return active ? "rdma_connect" : "rdma_accept";
     }
 
     /** The exception for the state this connection ended in. */
@@ -736,14 +771,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         ConnectionState s = state;
         if (s == ConnectionState.CLOSED) {
             return new ResourceClosedException(
-                    "rdma_connect",
+                    setupVerb(),
                     "the connection was closed while " + doing,
                     "do not close a connection another thread is still setting up, or expect this");
         }
         ConnectionFailedException.Reason r = failure;
         CmEvent e = failureEvent;
         if (r == null) {
-            return new ResourceClosedException("rdma_connect", "the connection ended (" + s + ") while " + doing, null);
+            return new ResourceClosedException(setupVerb(), "the connection ended (" + s + ") while " + doing, null);
         }
         int errno = switch (r) {
             case ADDRESS_ERROR, ROUTE_ERROR, UNREACHABLE, CONNECT_ERROR ->
@@ -761,18 +796,17 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             case ROUTE_ERROR -> "no path to the peer: check the subnet and the RDMA link";
             case UNREACHABLE -> "the peer did not answer: is it up, and does its RDMA device work?";
             case NO_LISTENER -> "nobody listens on that port at the peer";
-            case REJECTED -> "the peer's application refused: see peerPrivateData() for what it said";
+            case REJECTED ->
+                active
+                        ? "the peer's application refused: see peerPrivateData() for what it said"
+                        : "the peer gave up on its connect (its bound ran out, or it closed) before the accept "
+                                + "completed: answer requests sooner, or ask the peer for a longer bound";
             case CONNECT_ERROR -> "the connection could not be completed: see the event's status";
             case PEER_DISCONNECTED -> "the peer disconnected before the connection was established";
             case DEVICE_REMOVAL -> "the RDMA device was removed";
         };
         return new ConnectionFailedException(
-                r,
-                verbFor(ConnectionState.CONNECTED),
-                errno,
-                r + " while " + doing + (e != null ? ": " + e : ""),
-                hint,
-                e);
+                r, setupVerb(), errno, r + " while " + doing + (e != null ? ": " + e : ""), hint, e);
     }
 
     /**
@@ -973,6 +1007,15 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             state = ConnectionState.CLOSED;
             lock.notifyAll();
         }
+        release(wasConnected);
+    }
+
+    /** Disconnects if it was connected, destroys the id, closes the queue pair and the queues (once, from close). */
+    private void release(boolean wasConnected) {
+        // under the channel's lock only what needs the id: the disconnect and rdma_destroy_id; a setup
+        // step of this connection ran before (its queue pair is seen below) or sees it closed
+        AddressHandle ah;
+        QueuePair q;
         channel.lock.lock();
         try {
             if (wasConnected && !ud) {
@@ -985,28 +1028,31 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                     LOG.debug("disconnecting on close: {}", x.getMessage());
                 }
             }
-            AddressHandle ah = addressHandle;
-            if (ah != null && ah.isOpen()) {
-                try {
-                    ah.close();
-                } catch (VerbsException x) {
-                    LOG.warn("verbs4j: closing a UD connection's address handle failed: {}", x.getMessage());
-                }
-            }
-            if (qp != null && qp.isOpen()) {
-                try {
-                    qp.close();
-                } catch (VerbsException x) {
-                    LOG.warn(
-                            "verbs4j: closing a connection's queue pair failed ({}); it stays open until closed",
-                            x.getMessage());
-                }
-            }
-            closeQueues();
+            ah = addressHandle;
+            q = qp;
+            destroyId();
         } finally {
             channel.lock.unlock();
         }
-        destroyId();
+
+        // the verbs objects outside it: many connections closing at once do not queue behind each other
+        if (ah != null && ah.isOpen()) {
+            try {
+                ah.close();
+            } catch (VerbsException x) {
+                LOG.warn("verbs4j: closing a UD connection's address handle failed: {}", x.getMessage());
+            }
+        }
+        if (q != null && q.isOpen()) {
+            try {
+                q.close();
+            } catch (VerbsException x) {
+                LOG.warn(
+                        "verbs4j: closing a connection's queue pair failed ({}); it stays open until closed",
+                        x.getMessage());
+            }
+        }
+        closeQueues();
     }
 
     private void closeQueues() {
@@ -1024,9 +1070,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
     }
 
-    /** Runs {@code action} under the channel's lock, unless the connection was closed. */
+    /**
+     * Runs {@code action} under the channel's lock, unless the connection was closed; waits for the
+     * lock no longer than the connect's or accept's deadline.
+     */
     void locked(String verb, Runnable action) {
-        channel.lock.lock();
+        lockChannel(verb);
         try {
             synchronized (lock) {
                 if (closed) {
@@ -1037,6 +1086,35 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         } finally {
             channel.lock.unlock();
         }
+    }
+
+    /** The deadline of the connect or accept under way, set before its first {@link #locked} step. */
+    void setupDeadline(long deadline) {
+        setupDeadline = deadline;
+        hasSetupDeadline = true;
+    }
+
+    /** Takes the channel's lock, within the setup's deadline when one is under way. */
+    private void lockChannel(String verb) {
+        if (!hasSetupDeadline) {
+            channel.lock.lock();
+            return;
+        }
+        long deadline = setupDeadline;
+        try {
+            if (channel.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                return;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new VerbsException(
+                    setupVerb(), Errno.EINTR, "interrupted before calling " + verb, "do not interrupt a setup", e);
+        }
+        throw new VerbsTimeoutException(
+                setupVerb(),
+                "the timeout ran out before " + verb + " could be called (state " + state
+                        + "; the channel serialises the calls of every connection on it, and others held it)",
+                "allow more time, or spread concurrent setups over several channels");
     }
 
     static void checkPrivateData(String verb, byte[] data, int max) {

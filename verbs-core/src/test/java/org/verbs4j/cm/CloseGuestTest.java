@@ -42,14 +42,18 @@ class CloseGuestTest {
                 for (ConnectionState at :
                         new ConnectionState[] {ConnectionState.RESOLVING_ADDRESS, ConnectionState.CONNECTING}) {
                     RdmaConnection c = RdmaConnection.create(ch, new ConnectionSetup());
-                    CompletableFuture<Throwable> f = CompletableFuture.supplyAsync(() -> {
-                        try {
-                            c.connect(address(port), null, Duration.ofSeconds(30));
-                            return null;
-                        } catch (Throwable t) {
-                            return t;
-                        }
-                    });
+                    // on a thread of its own: a task of the common pool (one worker on a two-CPU guest)
+                    // may wait behind another test's task, and the close would come before the connect
+                    CompletableFuture<Throwable> f = CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    c.connect(address(port), null, Duration.ofSeconds(30));
+                                    return null;
+                                } catch (Throwable t) {
+                                    return t;
+                                }
+                            },
+                            CmTestSupport.ASYNC);
                     long deadline = System.nanoTime() + 20_000_000_000L;
                     while (c.state().ordinal() < at.ordinal() && System.nanoTime() < deadline) {
                         Thread.onSpinWait();
@@ -71,12 +75,12 @@ class CloseGuestTest {
             // connected, then disconnected, each closed twice; the QP closed by the user first
             int port2 = CmTestSupport.port();
             try (CmListener l = CmListener.bind(ch, address(port2), 4)) {
-                CompletableFuture<RdmaConnection> s =
-                        CompletableFuture.supplyAsync(() -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
+                CompletableFuture<RdmaConnection> s = CompletableFuture.supplyAsync(
+                        () -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT), CmTestSupport.ASYNC);
                 RdmaConnection a = RdmaConnection.connect(ch, address(port2), new ConnectionSetup(), null, WAIT);
                 RdmaConnection b = s.get(30, TimeUnit.SECONDS);
-                CompletableFuture<RdmaConnection> s2 =
-                        CompletableFuture.supplyAsync(() -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
+                CompletableFuture<RdmaConnection> s2 = CompletableFuture.supplyAsync(
+                        () -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT), CmTestSupport.ASYNC);
                 RdmaConnection a2 = RdmaConnection.connect(ch, address(port2), new ConnectionSetup(), null, WAIT);
                 RdmaConnection b2 = s2.get(30, TimeUnit.SECONDS);
                 assertEquals(ConnectionState.CONNECTED, a.state());
@@ -130,8 +134,8 @@ class CloseGuestTest {
             assertTrue(client.fd() >= 0);
             int port = CmTestSupport.port();
             try (CmListener l = CmListener.bind(server, address(port), 4)) {
-                CompletableFuture<RdmaConnection> s =
-                        CompletableFuture.supplyAsync(() -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT));
+                CompletableFuture<RdmaConnection> s = CompletableFuture.supplyAsync(
+                        () -> l.accept(WAIT).accept(new ConnectionSetup(), null, WAIT), CmTestSupport.ASYNC);
                 try (RdmaConnection c =
                                 RdmaConnection.connect(client, address(port), new ConnectionSetup(), null, WAIT);
                         RdmaConnection p = s.get(30, TimeUnit.SECONDS)) {

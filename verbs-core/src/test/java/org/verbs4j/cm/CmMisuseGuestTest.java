@@ -114,10 +114,22 @@ class CmMisuseGuestTest {
                 });
                 assertRejected(outcome(connectAsync(address(port), LONG)));
             }
-            // the channel still dispatches: the next handler's answer reaches the peer
+            // the channel still dispatches: the next handler's reject reaches the peer, and its accept returns
             l.onRequest(r -> r.reject(bytes("answered after the Errors")));
             ConnectionFailedException e = assertRejected(outcome(connectAsync(address(port), LONG)));
             CmTestSupport.assertPrivateData(bytes("answered after the Errors"), e.peerPrivateData());
+            List<Object> accepted = new CopyOnWriteArrayList<>();
+            l.onRequest(r -> {
+                try {
+                    accepted.add(r.accept(new ConnectionSetup(), null, WAIT));
+                } catch (Throwable t) {
+                    accepted.add(t);
+                }
+            });
+            assertInstanceOf(RdmaConnection.class, outcome(connectAsync(address(port), LONG)), "connected");
+            Object a = CmTestSupport.within(() -> accepted.isEmpty() ? null : accepted.get(0), "the handler's accept");
+            assertInstanceOf(RdmaConnection.class, a, "the handler's accept after the Errors");
+            ((RdmaConnection) a).close();
         }
     }
 

@@ -1,0 +1,176 @@
+package org.verbs4j.cm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.verbs4j.cm.CmTestSupport.WAIT;
+import static org.verbs4j.cm.CmTestSupport.address;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.verbs4j.testing.RdmaTest;
+
+/**
+ * The connection manager under load on rxe0: outcomes that are true whatever the interleaving of
+ * events (a connection closed right after it connected is an accepted connection that then closed),
+ * and a listener's backlog honoured. The kernel's counts of cm ids, QPs, CQs and MRs return to
+ * their baseline after each case.
+ */
+@RdmaTest
+class CmUnderLoadGuestTest {
+    private static final ConnectionSetup SMALL =
+            new ConnectionSetup().maxSendWr(4).maxRecvWr(4);
+
+    @Test
+    void aConnectionClosedRightAfterItConnectedIsAcceptedThenClosed() throws Exception {
+        int cycles = 150;
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        List<String> wrong = new ArrayList<>();
+        try (CmEventChannel server = CmEventChannel.open();
+                CmEventChannel client = CmEventChannel.open()) {
+            int port = CmTestSupport.port();
+            try (CmListener l = CmListener.bind(server, address(port), 16)) {
+                long t0 = System.nanoTime();
+                for (int i = 0; i < cycles; i++) {
+                    List<CmEventType> seen = new CopyOnWriteArrayList<>();
+                    List<ConnectionState> states = new CopyOnWriteArrayList<>();
+                    ConnectionSetup passive = new ConnectionSetup()
+                            .maxSendWr(4)
+                            .maxRecvWr(4)
+                            .beforeConnect(p -> p.onEvent((c, e) -> {
+                                seen.add(e.type());
+                                states.add(c.state());
+                            }));
+                    CompletableFuture<Object> accepted = CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    return l.accept(WAIT).accept(passive, null, WAIT);
+                                } catch (Throwable t) {
+                                    return t;
+                                }
+                            },
+                            CmTestSupport.ASYNC);
+                    try {
+                        RdmaConnection.connect(client, address(port), SMALL, null, WAIT)
+                                .close();
+                    } catch (RuntimeException e) {
+                        wrong.add("cycle " + i + ", the connect: " + e);
+                    }
+                    Object o = accepted.get(WAIT.toSeconds() * 3, TimeUnit.SECONDS);
+                    if (!(o instanceof RdmaConnection p)) {
+                        wrong.add("cycle " + i + ", the accept: " + o);
+                        continue;
+                    }
+                    try {
+                        if (!p.awaitDisconnect(WAIT)) {
+                            wrong.add("cycle " + i + ": the accepted connection saw no disconnect: " + p.state());
+                        }
+                        CmTestSupport.within(
+                                () -> seen.contains(CmEventType.DISCONNECTED) ? true : null, "the DISCONNECTED event");
+                        String order = inOrder(seen, states);
+                        if (order != null) {
+                            wrong.add("cycle " + i + ": " + order);
+                        }
+                    } finally {
+                        p.close();
+                    }
+                }
+                double s = (System.nanoTime() - t0) / 1e9;
+                System.out.printf(
+                        "CmUnderLoadGuestTest: %d connect-then-close cycles in %.1f s, %d wrong outcomes%n",
+                        cycles, s, wrong.size());
+            }
+        }
+        assertEquals(List.of(), wrong, "every connection accepted, then closed, each event once and in order");
+        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+    }
+
+    /** Null when the passive side's events came once each, in order, each with the state it leads to; else what was wrong. */
+    private static String inOrder(List<CmEventType> seen, List<ConnectionState> states) {
+        List<CmEventType> order = List.of(CmEventType.ESTABLISHED, CmEventType.DISCONNECTED, CmEventType.TIMEWAIT_EXIT);
+        List<ConnectionState> after =
+                List.of(ConnectionState.CONNECTED, ConnectionState.DISCONNECTED, ConnectionState.TIMEWAIT_EXITED);
+        int last = -1;
+        for (int i = 0; i < seen.size(); i++) {
+            int at = order.indexOf(seen.get(i));
+            if (at <= last) {
+                return "events " + seen + " (states " + states + "): not once each in order";
+            }
+            last = at;
+            // the state when the callback ran: the event's own state, or a later one it was overtaken by
+            if (states.get(i).ordinal() < after.get(at).ordinal()) {
+                return "event " + seen.get(i) + " observed in state " + states.get(i);
+            }
+        }
+        return null;
+    }
+
+    /**
+     * A listener with a backlog of 4 that never accepts, and 12 connects: 4 requests wait, the 8
+     * beyond the backlog are rejected at once (as the kernel's rdma_cm rejects requests beyond
+     * {@code rdma_listen}'s backlog); the listener's close rejects the 4.
+     */
+    @Test
+    void aListenerHonoursItsBacklog() throws Exception {
+        int backlog = 4, n = 12;
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        try (CmEventChannel server = CmEventChannel.open();
+                CmEventChannel client = CmEventChannel.open()) {
+            int port = CmTestSupport.port();
+            CmListener l = CmListener.bind(server, address(port), backlog);
+            List<CompletableFuture<Object>> connects = new ArrayList<>();
+            try {
+                for (int i = 0; i < n; i++) {
+                    connects.add(connectAsync(client, port, Duration.ofSeconds(20)));
+                }
+                List<Object> early = CmTestSupport.within(
+                        () -> {
+                            List<Object> done = connects.stream()
+                                    .filter(CompletableFuture::isDone)
+                                    .map(CompletableFuture::join)
+                                    .toList();
+                            return done.size() >= n - backlog ? done : null;
+                        },
+                        "the requests beyond the backlog turned away");
+                assertEquals(n - backlog, early.size(), "ended before the listener closed: " + early);
+                for (Object o : early) {
+                    ConnectionFailedException e = assertInstanceOf(ConnectionFailedException.class, o);
+                    assertEquals(ConnectionFailedException.Reason.REJECTED, e.reason(), e.getMessage());
+                }
+                assertEquals(backlog, l.queued(), "requests queued");
+                l.close();
+                for (CompletableFuture<Object> f : connects) {
+                    Object o = f.get(30, TimeUnit.SECONDS);
+                    ConnectionFailedException e = assertInstanceOf(ConnectionFailedException.class, o);
+                    assertEquals(ConnectionFailedException.Reason.REJECTED, e.reason(), e.getMessage());
+                }
+            } finally {
+                l.close();
+                for (CompletableFuture<Object> f : connects) {
+                    if (f.get(30, TimeUnit.SECONDS) instanceof RdmaConnection c) {
+                        c.close();
+                    }
+                }
+            }
+        }
+        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+    }
+
+    /** Connects on another thread; the future holds the connection or what the connect threw. */
+    private static CompletableFuture<Object> connectAsync(CmEventChannel client, int port, Duration bound) {
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return RdmaConnection.connect(client, address(port), SMALL, null, bound);
+                    } catch (Throwable t) {
+                        return t;
+                    }
+                },
+                CmTestSupport.ASYNC);
+    }
+}
