@@ -348,6 +348,17 @@ public final class Context extends NativeResource {
     }
 
     /**
+     * The capability report: for the device and each port, every optional feature (atomics, SRQ,
+     * inline data, extended CQs and QPs, completion timestamps, ODP, memory windows, XRC, device
+     * memory, multicast, thread domains, dma-buf) with yes or no and, for no, the reason (see
+     * {@link CapabilityReport}). Probes create and close a protection domain, a CQ and QPs.
+     */
+    public CapabilityReport capabilities() {
+        ensureOpen("ibv_query_device_ex");
+        return Capabilities.of(this);
+    }
+
+    /**
      * {@code ibv_create_cq_ex}: an extended completion queue whose completions deliver
      * {@code fields} (see {@link CompletionQueueEx}); refused with the reason where the device
      * lacks them (timestamps on a device with {@code completion_timestamp_mask} 0, flags the

@@ -258,4 +258,23 @@ class ExtendedCompletionsGuestTest {
             System.out.println(ctx.deviceName() + " ibv_query_rt_values_ex: no (" + e.getMessage() + ")");
         }
     }
+
+    @Test
+    void theCapabilityReportAnswersEveryFeatureWithAReason() {
+        CapabilityReport r = ctx.capabilities();
+        System.out.print("capability report:\n" + r.format());
+        assertEquals(ctx.deviceName(), r.device());
+        for (String name : new String[] {
+            "atomics", "srq", "inline data", "extended CQ", "completion timestamps", "extended QP", "odp",
+            "implicit odp", "memory windows", "xrc", "device memory", "multicast", "thread domains", "dma-buf"
+        }) {
+            CapabilityReport.Feature f = r.feature(name).orElseThrow(() -> new AssertionError("no " + name));
+            assertTrue(!f.detail().isBlank(), name + " says why");
+        }
+        assertTrue(r.feature("extended CQ").orElseThrow().supported(), "this class polls extended CQs");
+        assertEquals(
+                ctx.queryDevice().atomicCap() != DeviceAttributes.ATOMIC_NONE,
+                r.feature("atomics").orElseThrow().supported());
+        assertEquals(ctx.queryDevice().physPortCount(), r.ports().size());
+    }
 }
