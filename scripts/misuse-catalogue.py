@@ -15,6 +15,8 @@ SOURCES = [
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolTest.java"),
     ("host, pool", "verbs-core/src/test/java/org/verbs4j/pool/BufferPoolLeakTest.java"),
     ("host, waits", "verbs-core/src/test/java/org/verbs4j/BlockingWaitsHostTest.java"),
+    ("host, extended CQ", "verbs-core/src/test/java/org/verbs4j/CompletionQueueExHostTest.java",
+     r"Refused|refused|Error|Closed|Second"),
     ("host, waits", "verbs-core/src/test/java/org/verbs4j/TimedCallsHostTest.java"),
     ("guest (rxe0), waits", "verbs-core/src/test/java/org/verbs4j/BlockingWaitsGuestTest.java"),
     # connection management (org.verbs4j.cm) and device (GPU) memory: only the methods that drive a

@@ -53,6 +53,10 @@ _Static_assert(sizeof(struct standin_wqe) == 64, "WQE must be 64 bytes");
 #define RING_ENTRIES 1024u
 #define CQ_CAPACITY 4096u
 #define RQ_CAPACITY 4096u
+/* The raw completion clock of completion #seq (ticks of a 1 MHz clock: hca_core_clock = 1000 kHz). */
+#define STANDIN_TS(seq) (5000u + 3u * (uint64_t)(seq))
+#define STANDIN_HCA_CORE_CLOCK_KHZ 1000u
+
 
 struct standin_cqe {
     uint64_t wr_id;
@@ -300,11 +304,91 @@ EXPORT int standin_query_device_ex(struct ibv_context *context, const struct ibv
     a.orig_attr.max_sge = 30;
     a.orig_attr.phys_port_cnt = 1;
     a.completion_timestamp_mask = 0xABCDEF;
+    a.hca_core_clock = STANDIN_HCA_CORE_CLOCK_KHZ;
     a.max_dm_size = 0x10000;
     size_t n = attr_size < sizeof(a) ? attr_size : sizeof(a);
     memcpy(attr, &a, n);
     return 0;
 }
+
+/* ---- the extended CQ: start_poll / next_poll / end_poll and the field readers -------------- */
+
+static const struct standin_cqe *cur_cqe;  /* the current completion between start and end */
+static uint64_t cur_seq;
+static int in_poll;                         /* 1 between a successful start_poll and end_poll */
+static long long protocol_errors;           /* calls out of the start/next/end order */
+static uint64_t last_ccx_wc_flags;
+
+static void set_current(struct ibv_cq_ex *cq)
+{
+    cur_seq = cq_head;
+    cur_cqe = &cq_q[cq_head++ % CQ_CAPACITY];
+    cq->status = (enum ibv_wc_status)cur_cqe->status;
+    cq->wr_id = cur_cqe->wr_id;
+}
+
+EXPORT int standin_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
+{
+    calls[OP_POLL_CQ]++;
+    last_cq = cq;
+    if (in_poll || attr == NULL)
+        protocol_errors++;
+    if (fail_poll_rc != 0)
+        return -fail_poll_rc;
+    if (cq_head == cq_tail)
+        return ENOENT;
+    in_poll = 1;
+    set_current(cq);
+    return 0;
+}
+
+EXPORT int standin_next_poll(struct ibv_cq_ex *cq)
+{
+    if (!in_poll)
+        protocol_errors++;
+    if (cq_head == cq_tail)
+        return ENOENT;
+    set_current(cq);
+    return 0;
+}
+
+EXPORT void standin_end_poll(struct ibv_cq_ex *cq)
+{
+    (void)cq;
+    if (!in_poll)
+        protocol_errors++;
+    in_poll = 0;
+    cur_cqe = NULL;
+}
+
+#define CUR(field) (in_poll && cur_cqe ? cur_cqe->field : (protocol_errors++, 0u))
+static enum ibv_wc_opcode standin_read_opcode(struct ibv_cq_ex *cq) { (void)cq; return (enum ibv_wc_opcode)CUR(opcode); }
+static uint32_t standin_read_vendor_err(struct ibv_cq_ex *cq) { (void)cq; return CUR(status) ? 0x5a : 0; }
+static uint32_t standin_read_byte_len(struct ibv_cq_ex *cq) { (void)cq; return CUR(byte_len); }
+static __be32 standin_read_imm_data(struct ibv_cq_ex *cq) { (void)cq; return CUR(imm); }
+static uint32_t standin_read_qp_num(struct ibv_cq_ex *cq) { (void)cq; return CUR(qp_num); }
+static uint32_t standin_read_src_qp(struct ibv_cq_ex *cq) { (void)cq; return CUR(qp_num) + 1000u; }
+static unsigned int standin_read_wc_flags(struct ibv_cq_ex *cq) { (void)cq; return CUR(wc_flags); }
+static uint32_t standin_read_slid(struct ibv_cq_ex *cq) { (void)cq; return CUR(qp_num) & 0xffffu; }
+static uint8_t standin_read_sl(struct ibv_cq_ex *cq) { (void)cq; return (uint8_t)(CUR(qp_num) & 0xfu); }
+static uint8_t standin_read_dlid_path_bits(struct ibv_cq_ex *cq) { (void)cq; return (uint8_t)(CUR(qp_num) & 0x7fu); }
+static uint64_t standin_read_completion_ts(struct ibv_cq_ex *cq) { (void)cq; return in_poll ? STANDIN_TS(cur_seq) : (protocol_errors++, 0u); }
+static uint16_t standin_read_cvlan(struct ibv_cq_ex *cq) { (void)cq; return (uint16_t)(CUR(qp_num) & 0xfffu); }
+static uint32_t standin_read_flow_tag(struct ibv_cq_ex *cq) { (void)cq; return CUR(qp_num) ^ 0xf00du; }
+static uint64_t standin_read_completion_wallclock_ns(struct ibv_cq_ex *cq)
+{
+    (void)cq;
+    return in_poll ? STANDIN_TS(cur_seq) * (1000000u / STANDIN_HCA_CORE_CLOCK_KHZ) : (protocol_errors++, 0u);
+}
+
+/* Calls out of the start_poll / next_poll / end_poll protocol since reset (0 when the caller keeps it). */
+EXPORT long long standin_poll_protocol_errors(void) { return protocol_errors; }
+/* 1 between a successful start_poll and its end_poll. */
+EXPORT long long standin_in_poll(void) { return in_poll; }
+/* wc_flags of the last create_cq_ex. */
+EXPORT unsigned long long standin_last_create_cq_ex_wc_flags(void) { return last_ccx_wc_flags; }
+/* The raw completion timestamp the stand-in gives completion #seq (counted from reset). */
+EXPORT unsigned long long standin_completion_ts(unsigned long long seq) { return STANDIN_TS(seq); }
 
 EXPORT struct ibv_cq_ex *standin_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *init_attr)
 {
@@ -323,7 +407,38 @@ EXPORT struct ibv_cq_ex *standin_create_cq_ex(struct ibv_context *context, struc
     cq->context = context;
     cq->cqe = init_attr ? (int)init_attr->cqe : 0;
     cq->cq_context = init_attr ? init_attr->cq_context : NULL;
+    cq->channel = init_attr ? init_attr->channel : NULL;
+    last_ccx_wc_flags = init_attr ? init_attr->wc_flags : 0;
+    cq->start_poll = standin_start_poll;
+    cq->next_poll = standin_next_poll;
+    cq->end_poll = standin_end_poll;
+    cq->read_opcode = standin_read_opcode;
+    cq->read_vendor_err = standin_read_vendor_err;
+    cq->read_byte_len = standin_read_byte_len;
+    cq->read_imm_data = standin_read_imm_data;
+    cq->read_qp_num = standin_read_qp_num;
+    cq->read_src_qp = standin_read_src_qp;
+    cq->read_wc_flags = standin_read_wc_flags;
+    cq->read_slid = standin_read_slid;
+    cq->read_sl = standin_read_sl;
+    cq->read_dlid_path_bits = standin_read_dlid_path_bits;
+    cq->read_completion_ts = standin_read_completion_ts;
+    cq->read_cvlan = standin_read_cvlan;
+    cq->read_flow_tag = standin_read_flow_tag;
+    cq->read_completion_wallclock_ns = standin_read_completion_wallclock_ns;
     return cq;
+}
+
+EXPORT int standin_query_rt_values(struct ibv_context *context, struct ibv_values_ex *values)
+{
+    (void)context;
+    if (control_rc != 0)
+        return control_rc;
+    if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+        values->raw_clock.tv_sec = 0;
+        values->raw_clock.tv_nsec = (long)STANDIN_TS(cq_tail);
+    }
+    return 0;
 }
 
 /* ---- device memory registration ---------------------------------------------------------- */
@@ -434,6 +549,10 @@ EXPORT void standin_reset(void)
     last_qdx_ctx = last_qdx_input = last_qdx_attr = NULL;
     last_qdx_attr_size = 0;
     last_ccx_ctx = last_ccx_attr = NULL;
+    last_ccx_wc_flags = 0;
+    cur_cqe = NULL;
+    in_poll = 0;
+    protocol_errors = 0;
     dmabuf_errno = devmr_errno = 0;
     dmabuf_fd_open_at_dereg = -1;
 }
@@ -552,6 +671,7 @@ EXPORT struct ibv_context *standin_make_context(int extended)
         vctx->query_port = standin_query_port;
         vctx->query_device_ex = standin_query_device_ex;
         vctx->create_cq_ex = standin_create_cq_ex;
+        vctx->query_rt_values = standin_query_rt_values;
     } else {
         ctx->abi_compat = NULL;
     }

@@ -129,7 +129,7 @@ public final class CompletionQueue extends NativeResource {
      * only on its owner thread and only while open (program order on the one thread that polls
      * and closes it is all the ordering needed). Pair with {@link #leavePoll} in a finally block.
      */
-    private void enterPoll(String verb) {
+    void enterPoll(String verb) {
         Thread owner = confinedTo;
         if (owner != null) {
             if (Thread.currentThread() != owner || pollGate.isClosed()) {
@@ -140,7 +140,7 @@ public final class CompletionQueue extends NativeResource {
         }
     }
 
-    private void leavePoll() {
+    void leavePoll() {
         if (confinedTo == null) {
             pollGate.exit();
         }
@@ -271,7 +271,7 @@ public final class CompletionQueue extends NativeResource {
     }
 
     /** Credits completions {@code [from, to)} of {@code wcs} to their queue pairs (checked mode). */
-    private void credit(WorkCompletions wcs, int from, int to) {
+    void credit(Reaped wcs, int from, int to) {
         QpTable t = table;
         QueueAccount q = null;
         int qpn = 0;

@@ -347,6 +347,34 @@ public final class Context extends NativeResource {
         return createCq(minEntries, channel, compVector, Thread.currentThread());
     }
 
+    /**
+     * The capability report: for the device and each port, every optional feature (atomics, SRQ,
+     * inline data, extended CQs and QPs, completion timestamps, ODP, memory windows, XRC, device
+     * memory, multicast, thread domains, dma-buf) with yes or no and, for no, the reason (see
+     * {@link CapabilityReport}). Probes create and close a protection domain, a CQ and QPs.
+     */
+    public CapabilityReport capabilities() {
+        ensureOpen("ibv_query_device_ex");
+        return Capabilities.of(this);
+    }
+
+    /**
+     * {@code ibv_create_cq_ex}: an extended completion queue whose completions deliver
+     * {@code fields} (see {@link CompletionQueueEx}); refused with the reason where the device
+     * lacks them (timestamps on a device with {@code completion_timestamp_mask} 0, flags the
+     * provider rejects).
+     *
+     * @param minEntries the least number of entries (the provider may round up)
+     * @param fields     the optional fields each completion delivers (may be empty)
+     * @param channel    the completion channel that receives its events, or null
+     * @param compVector the completion vector, {@code 0 <= compVector < numCompVectors()}
+     */
+    public CompletionQueueEx createExtendedCompletionQueue(
+            int minEntries, java.util.Set<CompletionField> fields, CompletionChannel channel, int compVector) {
+        return CompletionQueueEx.create(
+                this, minEntries, fields, channel, compVector, InlineVerbs::createCqEx, LibIbverbs::destroyCq);
+    }
+
     private CompletionQueue createCq(int minEntries, CompletionChannel channel, int compVector, Thread confinedTo) {
         return createCq(minEntries, channel, compVector, confinedTo, LibIbverbs::createCq, LibIbverbs::destroyCq);
     }

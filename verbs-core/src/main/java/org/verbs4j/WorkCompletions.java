@@ -16,7 +16,7 @@ import org.verbs4j.natives.CompletionLayout;
  * {@link #close()} racing a poll on another thread cannot free memory the provider writes into;
  * close makes the array unusable and invalidates the raw view. Not thread-safe: one poller uses it.
  */
-public final class WorkCompletions implements AutoCloseable {
+public final class WorkCompletions extends Reaped implements AutoCloseable {
     /** {@code IBV_WC_SUCCESS}. */
     public static final int SUCCESS = 0;
     /** {@code IBV_WC_WITH_IMM}. */
@@ -150,6 +150,7 @@ public final class WorkCompletions implements AutoCloseable {
     }
 
     // unchecked reads for the poller's own bookkeeping (index already known to be in range)
+    @Override
     int rawQpNumber(int i) {
         return wcs.get(JAVA_INT, (long) i * CompletionLayout.WC_SIZE + CompletionLayout.QP_NUM);
     }
@@ -159,6 +160,7 @@ public final class WorkCompletions implements AutoCloseable {
      * {@code struct ibv_wc}, at an 8-byte boundary): take them apart with {@link #statusOf} and
      * {@link #opcodeOf}.
      */
+    @Override
     long rawStatusAndOpcode(int i) {
         return wcs.get(JAVA_LONG, (long) i * CompletionLayout.WC_SIZE + CompletionLayout.STATUS);
     }

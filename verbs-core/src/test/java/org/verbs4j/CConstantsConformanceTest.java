@@ -196,6 +196,29 @@ class CConstantsConformanceTest {
         t(GidType.class, "INFINIBAND", "IBV_GID_TYPE_IB");
         each(GidType.class, "", "IBV_GID_TYPE_", "ROCE_V1", "ROCE_V2");
         each(LinkLayer.class, "", "IBV_LINK_LAYER_", "UNSPECIFIED", "INFINIBAND", "ETHERNET");
+        each(
+                CompletionField.class,
+                "",
+                "IBV_WC_EX_WITH_",
+                "BYTE_LEN",
+                "IMM",
+                "QP_NUM",
+                "SRC_QP",
+                "SLID",
+                "SL",
+                "DLID_PATH_BITS",
+                "COMPLETION_TIMESTAMP",
+                "CVLAN",
+                "FLOW_TAG",
+                "COMPLETION_TIMESTAMP_WALLCLOCK");
+        notC(
+                "verbs4j's masks of the fields a poll reads (bits 1 << CompletionField ordinal)",
+                "CompletionQueueEx.B_BYTE_LEN",
+                "CompletionQueueEx.B_IMM",
+                "CompletionQueueEx.B_QP_NUM",
+                "CompletionQueueEx.B_TIMESTAMP",
+                "CompletionQueueEx.B_WALLCLOCK",
+                "CompletionQueueEx.B_RARE");
 
         // the connection manager (org.verbs4j.cm): rdmacm_h names carry the prefix "rdmacm:"
         for (String n : List.of("TIMEOUT", "RETRY_CNT", "RNR_RETRY", "MAX_QP_RD_ATOMIC", "MAX_DEST_RD_ATOMIC")) {

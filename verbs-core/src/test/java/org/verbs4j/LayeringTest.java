@@ -38,6 +38,7 @@ class LayeringTest {
     static final Set<String> CORE_USERS_OF_GENERATED = Set.of(
             "org.verbs4j.AddressVector",
             "org.verbs4j.AsyncEventDispatcher",
+            "org.verbs4j.Capabilities",
             "org.verbs4j.cm.CmStructs",
             "org.verbs4j.Context",
             "org.verbs4j.DeviceAttributes",

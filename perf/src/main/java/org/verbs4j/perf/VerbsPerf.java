@@ -16,7 +16,7 @@ import picocli.CommandLine;
 /**
  * {@code verbs-perf}: RDMA micro-benchmarks on verbs4j's public API, a peer of perftest 4.5
  * (same tests, options, wire exchange and output columns). The command line is
- * {@link PerfOptions} (picocli); {@code verbs-perf devices} lists the devices; {@code verbs-perf gpu-info}
+ * {@link PerfOptions} (picocli); {@code verbs-perf devices} lists the devices ({@code --caps}: each one's capability report); {@code verbs-perf gpu-info}
  * prints the GPUDirect capability report ({@link GpuInfoCommand});
  * {@code verbs-perf --batch FILE [--retries N] [--settle SEC]} runs one test per line of FILE in this JVM (one
  * JVM start for many runs; a line may end with {@code >> OUTFILE} to append that run's output there; with
@@ -39,7 +39,9 @@ public final class VerbsPerf {
 
     static int run(String[] args) {
         if (args.length > 0 && args[0].equals("devices")) {
-            return PerfDevicesCommand.run();
+            return args.length > 1 && args[1].equals("--caps")
+                    ? PerfDevicesCommand.capabilities()
+                    : PerfDevicesCommand.run();
         }
         if (args.length > 0 && args[0].equals("gpu-info")) {
             return GpuInfoCommand.run(System.out);

@@ -176,6 +176,64 @@ class LayoutConformanceTest {
         t(c, "COMP_CHANNEL_FD", off("struct ibv_comp_channel", "fd"));
 
         t(InlineVerbs.class, "ACCESS_OPTIONAL_RANGE", "IBV_ACCESS_OPTIONAL_RANGE");
+        String cqx = "struct ibv_cq_ex", cia = "struct ibv_cq_init_attr_ex", dax = "struct ibv_device_attr_ex";
+        c = CompletionExLayout.class;
+        t(c, "CQ_EX_SIZE", "sizeof(struct ibv_cq_ex)");
+        for (String m : new String[] {
+            "status",
+            "wr_id",
+            "start_poll",
+            "next_poll",
+            "end_poll",
+            "read_opcode",
+            "read_vendor_err",
+            "read_byte_len",
+            "read_imm_data",
+            "read_qp_num",
+            "read_src_qp",
+            "read_wc_flags",
+            "read_slid",
+            "read_sl",
+            "read_dlid_path_bits",
+            "read_completion_ts",
+            "read_cvlan",
+            "read_flow_tag",
+            "read_completion_wallclock_ns"
+        }) {
+            t(c, m.toUpperCase(java.util.Locale.ROOT), off(cqx, m));
+        }
+        t(c, "INIT_SIZE", "sizeof(struct ibv_cq_init_attr_ex)");
+        for (String m : new String[] {
+            "cqe", "cq_context", "channel", "comp_vector", "wc_flags", "comp_mask", "flags", "parent_domain"
+        }) {
+            t(c, "INIT_" + m.toUpperCase(java.util.Locale.ROOT), off(cia, m));
+        }
+        t(c, "POLL_ATTR_SIZE", "sizeof(struct ibv_poll_cq_attr)");
+        t(c, "VALUES_SIZE", "sizeof(struct ibv_values_ex)");
+        t(c, "VALUES_COMP_MASK", off("struct ibv_values_ex", "comp_mask"));
+        t(c, "VALUES_RAW_CLOCK_SEC", off("struct ibv_values_ex", "raw_clock.tv_sec"));
+        t(c, "VALUES_RAW_CLOCK_NSEC", off("struct ibv_values_ex", "raw_clock.tv_nsec"));
+        t(c, "VALUES_MASK_RAW_CLOCK", "IBV_VALUES_MASK_RAW_CLOCK");
+        t(c, "VCTX_QUERY_RT_VALUES", off("struct verbs_context", "query_rt_values"));
+        t(c, "DEVICE_ATTR_EX_SIZE", "sizeof(struct ibv_device_attr_ex)");
+        t(c, "DEVICE_ATTR_EX_COMPLETION_TIMESTAMP_MASK", off(dax, "completion_timestamp_mask"));
+        t(c, "DEVICE_ATTR_EX_HCA_CORE_CLOCK", off(dax, "hca_core_clock"));
+        for (String f : new String[] {
+            "BYTE_LEN",
+            "IMM",
+            "QP_NUM",
+            "SRC_QP",
+            "SLID",
+            "SL",
+            "DLID_PATH_BITS",
+            "COMPLETION_TIMESTAMP",
+            "CVLAN",
+            "FLOW_TAG",
+            "COMPLETION_TIMESTAMP_WALLCLOCK"
+        }) {
+            t(c, "WC_EX_WITH_" + f, "IBV_WC_EX_WITH_" + f);
+        }
+        t(c, "CQ_INIT_ATTR_MASK_FLAGS", "IBV_CQ_INIT_ATTR_MASK_FLAGS");
     }
 
     /** The classes whose every public static final int/long must be in {@link #TABLE}. */
@@ -184,6 +242,7 @@ class LayoutConformanceTest {
             WorkRequestLayout.class,
             CompletionLayout.class,
             ObjectLayout.class,
+            CompletionExLayout.class,
             InlineVerbs.class);
 
     // ---- the probe --------------------------------------------------------------------------

@@ -459,6 +459,36 @@ public final class StandInProvider implements AutoCloseable {
         return lib.ptrCall("standin_last_create_cq_ex_attr");
     }
 
+    /** The wc_flags the last {@code create_cq_ex} was asked for. */
+    public long lastCreateCqExWcFlags() {
+        return lib.ptrCall("standin_last_create_cq_ex_wc_flags");
+    }
+
+    /**
+     * Calls of an extended CQ's {@code start_poll}/{@code next_poll}/{@code end_poll} and field
+     * readers out of order since {@link #reset()} (a start inside a poll, a next, end or read
+     * outside one, a NULL poll attribute): 0 when the caller keeps the protocol.
+     */
+    public long pollProtocolErrors() {
+        return lib.ptrCall("standin_poll_protocol_errors");
+    }
+
+    /** True between a successful {@code start_poll} and its {@code end_poll}. */
+    public boolean inPoll() {
+        return lib.ptrCall("standin_in_poll") != 0;
+    }
+
+    /**
+     * The raw completion timestamp the stand-in's extended CQ gives the {@code seq}-th completion
+     * queued since {@link #reset()} (a 1 MHz clock: {@code hca_core_clock} is {@value #HCA_CORE_CLOCK_KHZ} kHz).
+     */
+    public long completionTimestamp(long seq) {
+        return lib.ptrCall("standin_completion_ts", seq);
+    }
+
+    /** The {@code hca_core_clock} (kHz) the stand-in's query_device_ex reports. */
+    public static final int HCA_CORE_CLOCK_KHZ = 1000;
+
     // ---- device memory registration (dma-buf, nvidia-peermem) ----------------------------------
 
     /**
@@ -590,7 +620,8 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_set_device_reg_errno", FunctionDescriptor.ofVoid(JAVA_INT, JAVA_INT)),
                 Map.entry("standin_device_mr_live", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_last_device_reg_errno", FunctionDescriptor.of(JAVA_INT)),
-                Map.entry("standin_dmabuf_fd_open_at_dereg", FunctionDescriptor.of(JAVA_INT)));
+                Map.entry("standin_dmabuf_fd_open_at_dereg", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_completion_ts", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG)));
 
         private MethodHandle handle(String name) {
             return handles.computeIfAbsent(name, n -> {

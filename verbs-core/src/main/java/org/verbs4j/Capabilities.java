@@ -1,0 +1,187 @@
+package org.verbs4j;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import org.verbs4j.CapabilityReport.Feature;
+import org.verbs4j.natives.InlineVerbs;
+import org.verbs4j.natives.generated.ibverbs.ibv_device_attr;
+import org.verbs4j.natives.generated.ibverbs.ibv_device_attr_ex;
+import org.verbs4j.natives.generated.ibverbs.ibv_odp_caps;
+import org.verbs4j.natives.generated.ibverbs.ibverbs_h;
+import org.verbs4j.natives.generated.ibverbs.verbs_context;
+
+/** Builds a {@link CapabilityReport} for {@link Context#capabilities()}. Stateless. */
+final class Capabilities {
+    private Capabilities() {}
+
+    /** The inline sizes the probe tries, largest first. */
+    private static final int[] INLINE_PROBES = {1024, 512, 256, 128, 64, 32};
+
+    static CapabilityReport of(Context ctx) {
+        DeviceAttributes d = ctx.queryDevice();
+        List<Feature> f = new ArrayList<>();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment ex = a.allocate(ibv_device_attr_ex.layout());
+            ctx.pin("ibv_query_device_ex");
+            try {
+                InlineVerbs.queryDeviceEx(ctx.handle, ex, ibv_device_attr_ex.sizeof());
+            } finally {
+                ctx.unpin();
+            }
+            MemorySegment orig = ibv_device_attr_ex.orig_attr(ex);
+            long capsEx = ibv_device_attr_ex.device_cap_flags_ex(ex);
+            f.add(
+                    d.atomicCap() != DeviceAttributes.ATOMIC_NONE
+                            ? Feature.yes(
+                                    "atomics", "atomic_cap " + d.atomicCap() + ", max_qp_rd_atom " + d.maxQpRdAtom())
+                            : Feature.no("atomics", "device attribute atomic_cap is IBV_ATOMIC_NONE"));
+            f.add(
+                    d.maxSrq() > 0
+                            ? Feature.yes("srq", "max_srq " + d.maxSrq() + ", max_srq_wr " + d.maxSrqWr())
+                            : Feature.no("srq", "device attribute max_srq is 0"));
+            f.add(inline(ctx));
+            f.add(extendedCq(ctx));
+            long tsMask = ibv_device_attr_ex.completion_timestamp_mask(ex);
+            f.add(
+                    tsMask != 0
+                            ? Feature.yes(
+                                    "completion timestamps",
+                                    "completion_timestamp_mask 0x" + Long.toHexString(tsMask) + ", hca_core_clock "
+                                            + ibv_device_attr_ex.hca_core_clock(ex) + " kHz")
+                            : Feature.no("completion timestamps", "device attribute completion_timestamp_mask is 0"));
+            f.add(op(ctx, "extended QP", verbs_context.create_qp_ex$offset(), "create_qp_ex", "op present"));
+            MemorySegment odp = ibv_device_attr_ex.odp_caps(ex);
+            long odpGeneral = ibv_odp_caps.general_caps(odp);
+            f.add(
+                    (odpGeneral & ibverbs_h.IBV_ODP_SUPPORT()) != 0
+                            ? Feature.yes(
+                                    "odp",
+                                    "general_caps 0x" + Long.toHexString(odpGeneral) + ", rc_odp_caps 0x"
+                                            + Integer.toHexString(ibv_odp_caps.per_transport_caps.rc_odp_caps(
+                                                    ibv_odp_caps.per_transport_caps(odp))))
+                            : Feature.no("odp", "device attribute odp_caps.general_caps has no IBV_ODP_SUPPORT"));
+            f.add(
+                    (odpGeneral & ibverbs_h.IBV_ODP_SUPPORT_IMPLICIT()) != 0
+                            ? Feature.yes("implicit odp", "general_caps has IBV_ODP_SUPPORT_IMPLICIT")
+                            : Feature.no("implicit odp", "odp_caps.general_caps has no IBV_ODP_SUPPORT_IMPLICIT"));
+            f.add(memoryWindows(ctx, d));
+            f.add(
+                    (d.deviceCapFlags() & ibverbs_h.IBV_DEVICE_XRC()) == 0
+                            ? Feature.no("xrc", "device_cap_flags has no IBV_DEVICE_XRC")
+                            : op(ctx, "xrc", verbs_context.open_xrcd$offset(), "open_xrcd", "IBV_DEVICE_XRC"));
+            long dm = ibv_device_attr_ex.max_dm_size(ex);
+            f.add(
+                    dm == 0
+                            ? Feature.no("device memory", "device attribute max_dm_size is 0")
+                            : op(
+                                    ctx,
+                                    "device memory",
+                                    verbs_context.alloc_dm$offset(),
+                                    "alloc_dm",
+                                    "max_dm_size " + dm));
+            int mcast = ibv_device_attr.max_mcast_grp(orig);
+            f.add(
+                    mcast > 0
+                            ? Feature.yes(
+                                    "multicast",
+                                    "max_mcast_grp " + mcast + ", max_mcast_qp_attach "
+                                            + ibv_device_attr.max_mcast_qp_attach(orig))
+                            : Feature.no("multicast", "device attribute max_mcast_grp is 0"));
+            f.add(op(ctx, "thread domains", verbs_context.alloc_td$offset(), "alloc_td", "op present"));
+            f.add(dmaBuf(ctx));
+            f.add(Feature.yes("device_cap_flags_ex", "0x" + Long.toHexString(capsEx)));
+        }
+        List<CapabilityReport.Port> ports = new ArrayList<>();
+        for (int p = 1; p <= d.physPortCount(); p++) {
+            PortAttributes pa = ctx.queryPort(p);
+            List<Feature> pf = new ArrayList<>();
+            pf.add(Feature.yes("link layer", String.valueOf(pa.linkLayer())));
+            pf.add(Feature.yes("mtu", "active " + pa.activeMtu() + ", max " + pa.maxMtu()));
+            pf.add(Feature.yes("gid table", pa.gidTableLength() + " entries"));
+            int port = p;
+            pf.add(ctx.firstRoceV2Ipv4Gid(p)
+                    .map(g -> Feature.yes("roce v2 ipv4 gid", "index " + g.index()))
+                    .orElseGet(
+                            () -> Feature.no("roce v2 ipv4 gid", "no RoCE v2 IPv4 GID in port " + port + "'s table")));
+            ports.add(new CapabilityReport.Port(p, pa.stateText(), pf));
+        }
+        return new CapabilityReport(ctx.deviceName(), ctx.providerName().orElse(""), f, ports);
+    }
+
+    private static Feature op(Context ctx, String name, long vctxOffset, String opName, String yes) {
+        ctx.pin("verbs_get_ctx_op");
+        try {
+            return InlineVerbs.verbsGetCtxOp(ctx.handle, vctxOffset).equals(MemorySegment.NULL)
+                    ? Feature.no(name, "the provider has no " + opName + " op")
+                    : Feature.yes(name, yes + " (" + opName + ")");
+        } finally {
+            ctx.unpin();
+        }
+    }
+
+    private static Feature memoryWindows(Context ctx, DeviceAttributes d) {
+        if (d.maxMw() == 0) {
+            return Feature.no("memory windows", "device attribute max_mw is 0");
+        }
+        ctx.pin("ibv_alloc_mw");
+        try {
+            if (InlineVerbs.contextOp(ctx.handle, org.verbs4j.natives.ContextLayout.OPS_ALLOC_MW)
+                    .equals(MemorySegment.NULL)) {
+                return Feature.no("memory windows", "the provider has no alloc_mw op");
+            }
+        } finally {
+            ctx.unpin();
+        }
+        int flags = d.deviceCapFlags();
+        return Feature.yes(
+                "memory windows",
+                "max_mw " + d.maxMw() + ", type 2A " + ((flags & ibverbs_h.IBV_DEVICE_MEM_WINDOW_TYPE_2A()) != 0)
+                        + ", type 2B " + ((flags & ibverbs_h.IBV_DEVICE_MEM_WINDOW_TYPE_2B()) != 0));
+    }
+
+    private static Feature extendedCq(Context ctx) {
+        try (CompletionQueueEx cq =
+                ctx.createExtendedCompletionQueue(1, EnumSet.noneOf(CompletionField.class), null, 0)) {
+            return Feature.yes("extended CQ", "ibv_create_cq_ex probed: " + cq.capacity() + " entries granted");
+        } catch (VerbsException e) {
+            return Feature.no("extended CQ", "ibv_create_cq_ex probe: " + e.getMessage());
+        }
+    }
+
+    private static Feature inline(Context ctx) {
+        VerbsException last = null;
+        try (ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cq = ctx.createCompletionQueue(1)) {
+            for (int size : INLINE_PROBES) {
+                QueuePair qp = null;
+                try {
+                    qp = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq)
+                            .maxSendWr(1)
+                            .maxRecvWr(1)
+                            .maxInlineData(size));
+                    return Feature.yes("inline data", "max_inline_data " + size + " (probed with an RC QP)");
+                } catch (VerbsException e) {
+                    last = e;
+                } finally {
+                    if (qp != null) {
+                        qp.close();
+                    }
+                }
+            }
+        } catch (VerbsException e) {
+            last = e;
+        }
+        return Feature.no(
+                "inline data", "no RC QP with 32 or more bytes inline: " + (last == null ? "" : last.getMessage()));
+    }
+
+    private static Feature dmaBuf(Context ctx) {
+        try (ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+            DmaBufSupport s = pd.probeDmaBuf();
+            return new Feature("dma-buf", s.supported(), s.verdict() + ": " + s.reason());
+        }
+    }
+}
