@@ -302,12 +302,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         try {
             switch (state) {
                 case ADDRESS_RESOLVED -> {
-                    if (f.step.compareAndSet(SetupFuture.Step.ADDRESS, SetupFuture.Step.ROUTE)) {
+                    if (f.step.compareAndSet(ConnectionState.ADDRESS_RESOLVED, ConnectionState.ROUTE_RESOLVED)) {
                         resolveRoute(f);
                     }
                 }
                 case ROUTE_RESOLVED -> {
-                    if (f.step.compareAndSet(SetupFuture.Step.ROUTE, SetupFuture.Step.CONNECT)) {
+                    if (f.step.compareAndSet(ConnectionState.ROUTE_RESOLVED, ConnectionState.CONNECTED)) {
                         connectQueuePair(f);
                     }
                 }
@@ -338,7 +338,6 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private void resolveRoute(SetupFuture f) {
         InetSocketAddress remote = f.remote;
         f.doing = "resolving the route to " + remote;
-        f.target = ConnectionState.ROUTE_RESOLVED;
         int routeMs = (int) Math.min(setup.routeTimeout.toMillis(), Math.max(1, left(f.deadline) / 1_000_000L));
         locked("rdma_resolve_route", () -> {
             if (CmStructs.verbs(id).address() == 0) { // librdmacm dereferences the id's device unchecked
@@ -362,7 +361,6 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     private void connectQueuePair(SetupFuture f) {
         f.doing = "connecting to " + f.remote;
-        f.target = ConnectionState.CONNECTED;
         byte[] privateData = f.privateData;
         locked("rdma_create_qp", () -> createQueuePair(setup));
         if (setup.beforeConnect != null) {
@@ -397,7 +395,6 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      */
     SetupFuture startAccept(long deadline, String doing, Runnable accept) {
         SetupFuture f = new SetupFuture(this, deadline, true, doing, ConnectionState.CONNECTED);
-        f.step.set(SetupFuture.Step.CONNECT);
         setupFuture = f;
         f.startTimer();
         try {

@@ -8,6 +8,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.verbs4j.ResourceClosedException;
 
 /**
@@ -35,21 +36,15 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
     final long deadline;
     private final boolean ownsConnection;
     private final AtomicBoolean settled = new AtomicBoolean();
-    /** The steps of a setup after its first call: each is taken once (compare-and-set on {@link #step}). */
-    enum Step {
-        ADDRESS,
-        ROUTE,
-        CONNECT
-    }
+    /**
+     * The step the setup is at, named by the state it waits for (ADDRESS_RESOLVED, ROUTE_RESOLVED,
+     * CONNECTED): each step is taken once, by compare-and-set (see {@link RdmaConnection#advanceSetup});
+     * it also names the verb of a timeout.
+     */
+    final AtomicReference<ConnectionState> step;
 
-    /** The step the setup is at: see {@link RdmaConnection#advanceSetup}. */
-    final java.util.concurrent.atomic.AtomicReference<Step> step =
-            new java.util.concurrent.atomic.AtomicReference<>(Step.ADDRESS);
     /** What the setup is doing now, for the messages ("resolving the route to …"). */
     volatile String doing;
-    /** The state the current step waits for (names the verb of a timeout). */
-    volatile ConnectionState target;
-
     /** Active side: where to, and the request's private data (set before the first step). */
     volatile java.net.InetSocketAddress remote;
 
@@ -63,7 +58,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         this.deadline = deadline;
         this.ownsConnection = ownsConnection;
         this.doing = doing;
-        this.target = target;
+        this.step = new AtomicReference<>(target);
     }
 
     /** Arms the deadline (after the future is reachable from its connection). */
@@ -78,7 +73,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
     /** The deadline passed: fails with the timeout exception of the step in progress, unless settled. */
     void timeOut() {
         if (!isDone()) {
-            fail(connection.timeoutException(target, doing));
+            fail(connection.timeoutException(step.get(), doing));
         }
     }
 
