@@ -16,8 +16,10 @@ import picocli.CommandLine;
 /**
  * {@code verbs-perf}: RDMA micro-benchmarks on verbs4j's public API, a peer of perftest 4.5
  * (same tests, options, wire exchange and output columns). The command line is
- * {@link PerfOptions} (picocli); {@code verbs-perf devices} lists the devices ({@code --caps}: each one's capability report); {@code verbs-perf gpu-info}
- * prints the GPUDirect capability report ({@link GpuInfoCommand});
+ * {@link PerfOptions} (picocli); {@code verbs-perf devices} lists the devices ({@code --caps}: each one's
+ * capability report); {@code verbs-perf gpu-info} prints the GPUDirect capability report
+ * ({@link GpuInfoCommand}); {@code verbs-perf cm-setup} measures connection setup through rdma_cm next
+ * to {@code cmtime} ({@link CmSetupCommand});
  * {@code verbs-perf --batch FILE [--retries N] [--settle SEC]} runs one test per line of FILE in this JVM (one
  * JVM start for many runs; a line may end with {@code >> OUTFILE} to append that run's output there; with
  * {@code --settle}, each run waits first until the JIT compiler is idle, and again after it, see {@link JitSettle};
@@ -42,6 +44,9 @@ public final class VerbsPerf {
             return args.length > 1 && args[1].equals("--caps")
                     ? PerfDevicesCommand.capabilities()
                     : PerfDevicesCommand.run();
+        }
+        if (args.length > 0 && args[0].equals("cm-setup")) {
+            return CmSetupCommand.run(Arrays.copyOfRange(args, 1, args.length), OUT);
         }
         if (args.length > 0 && args[0].equals("gpu-info")) {
             return GpuInfoCommand.run(System.out);

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.verbs4j.Context;
+import org.verbs4j.DeviceAttributes;
 import org.verbs4j.ProtectionDomain;
 import org.verbs4j.internal.CoreAccess;
 import org.verbs4j.natives.ContextLayout;
@@ -16,7 +17,12 @@ import org.verbs4j.natives.LibIbverbs;
  * contexts). A device-removal event drops the device's entry. Thread-safe.
  */
 final class CmDevices {
-    record Device(Context context, ProtectionDomain pd) {}
+    /**
+     * A device as librdmacm opened it: the context, the library's PD on it, and its attributes,
+     * queried once (they are fixed for the device's life; each connect and accept needs them, and
+     * {@code ibv_query_device} is a system call).
+     */
+    record Device(Context context, ProtectionDomain pd, DeviceAttributes attributes) {}
 
     private static final Map<Long, Device> BY_CONTEXT = new ConcurrentHashMap<>();
 
@@ -29,7 +35,7 @@ final class CmDevices {
             String name =
                     LibIbverbs.getDeviceName(ctx.get(java.lang.foreign.ValueLayout.ADDRESS, ContextLayout.DEVICE));
             Context c = CoreAccess.get().borrowContext(ctx, name);
-            return new Device(c, c.allocateProtectionDomain());
+            return new Device(c, c.allocateProtectionDomain(), c.queryDevice());
         });
     }
 

@@ -20,6 +20,7 @@ import org.verbs4j.ResourceBusyException;
 import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsException;
 import org.verbs4j.internal.CoreAccess;
+import org.verbs4j.internal.FdReadiness;
 import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
@@ -134,6 +135,16 @@ public final class CmEventChannel implements AutoCloseable {
 
         final AtomicInteger liveIds = new AtomicInteger();
         private final MemorySegment eventSlot = Arena.ofAuto().allocate(ValueLayout.ADDRESS);
+        /**
+         * Polled mode: the channel's fd in the JVM's epoll poller, so that a thread waiting for
+         * events parks (a virtual thread unmounts, an interrupt wakes it) instead of blocking in
+         * poll(2); null for a channel with its own thread. Its scratch is used under {@link #reader}.
+         */
+        volatile FdReadiness.Watch watch;
+        /** Counts the rounds that dispatched events (written under {@link #reader}). */
+        private volatile long rounds;
+
+        private final MemorySegment watchScratch = Arena.ofAuto().allocate(FdReadiness.SCRATCH_SIZE, 8);
         volatile Thread thread;
         /** No more events are dispatched, no more ids created. */
         volatile boolean closing;
@@ -178,25 +189,54 @@ public final class CmEventChannel implements AutoCloseable {
             }
         }
 
-        /** One round of reading (polled mode, or a wait of this package): poll the fd, then dispatch. */
+        /**
+         * One round of reading (polled mode, or a wait of this package): dispatches what is queued;
+         * if nothing was, parks until the fd is readable (at most {@code timeoutMillis}) and
+         * dispatches again. Never blocks in native code: the fd is non-blocking, and the wait is
+         * {@link FdReadiness}'s (the channel's own thread, when it drives from a callback, polls).
+         */
         int drive(long timeoutMillis) {
+            long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
+            long seen = rounds;
             try {
                 if (!reader.tryLock(timeoutMillis, TimeUnit.MILLISECONDS)) {
                     return 0;
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new VerbsException("rdma_get_cm_event", Errno.EINTR, "interrupted", null, e);
+                throw interrupted(e);
             }
             try {
-                if (closing) {
-                    return 0;
+                if (closing || rounds != seen) {
+                    return 0; // another thread dispatched meanwhile: the caller checks its condition first
                 }
-                int r = LibC.pollReadableOrWoken("rdma_get_cm_event", fd, wakeFd, timeoutMillis);
-                return r == LibC.READABLE ? dispatchQueued() : 0;
+                int n = dispatchQueued();
+                FdReadiness.Watch w = watch;
+                if (n > 0 || closing) {
+                    return n;
+                }
+                if (w == null) { // the event thread itself, in a callback that waits
+                    int r = LibC.pollReadableOrWoken(
+                            "rdma_get_cm_event", fd, wakeFd, Math.max(0, (deadline - System.nanoTime()) / 1_000_000L));
+                    return r == LibC.READABLE ? dispatchQueued() : 0;
+                }
+                w.await("rdma_get_cm_event", deadline - System.nanoTime(), watchScratch);
+                if (Thread.currentThread().isInterrupted()) {
+                    throw interrupted(null);
+                }
+                return closing ? 0 : dispatchQueued();
             } finally {
                 reader.unlock();
             }
+        }
+
+        private static VerbsException interrupted(InterruptedException e) {
+            return new VerbsException(
+                    "rdma_get_cm_event",
+                    Errno.EINTR,
+                    "interrupted while waiting for connection-manager events",
+                    "the interrupt status stays set; call again to go on waiting",
+                    e);
         }
 
         /**
@@ -208,6 +248,14 @@ public final class CmEventChannel implements AutoCloseable {
          * route on an id bound to no device: rdma_resolve_route dereferenced its NULL verbs).
          */
         private int dispatchQueued() {
+            int n = dispatchAll();
+            if (n > 0) {
+                rounds++; // under reader: one writer
+            }
+            return n;
+        }
+
+        private int dispatchAll() {
             int n = 0;
             while (true) {
                 CmStructs.Copied c;
@@ -300,6 +348,10 @@ public final class CmEventChannel implements AutoCloseable {
                     return;
                 }
                 released = true;
+                FdReadiness.Watch w = watch;
+                if (w != null) {
+                    w.close(); // before the fd is closed
+                }
                 LibRdmacm.destroyEventChannel(channel);
                 LibC.close(wakeFd);
             } finally {
@@ -315,12 +367,21 @@ public final class CmEventChannel implements AutoCloseable {
             try {
                 if (!released) {
                     LibC.signalEventFd("rdma_destroy_event_channel", wakeFd);
+                    wakeWatchers();
                 }
             } finally {
                 lock.unlock();
             }
             destroyOrphans();
             releaseIfAbandoned();
+        }
+
+        /** Unparks the threads waiting for events of a polled channel (at close). */
+        void wakeWatchers() {
+            FdReadiness.Watch w = watch;
+            if (w != null) {
+                w.wakeAll();
+            }
         }
 
         /** For a dropped channel: destroys it once no id is left on it and its thread has stopped. */
@@ -352,14 +413,24 @@ public final class CmEventChannel implements AutoCloseable {
         this.channel = LibRdmacm.createEventChannel().reinterpret(16);
         int fd = channel.get(ValueLayout.JAVA_INT, 0);
         int w;
+        FdReadiness.Watch watch = null;
         try {
             LibC.setNonBlocking("rdma_create_event_channel", fd);
             w = LibC.eventFd("rdma_create_event_channel", LibC.O_NONBLOCK | LibC.EFD_CLOEXEC);
+            if (!threaded) {
+                try {
+                    watch = FdReadiness.watch("rdma_create_event_channel", fd);
+                } catch (RuntimeException e) {
+                    LibC.close(w);
+                    throw e;
+                }
+            }
         } catch (RuntimeException e) {
             LibRdmacm.destroyEventChannel(channel);
             throw e;
         }
         this.core = new Core(channel, fd, w);
+        core.watch = watch;
         this.lock = core.lock;
         Core c = core;
         this.leakClosed =
@@ -514,6 +585,7 @@ public final class CmEventChannel implements AutoCloseable {
                 }
                 core.closing = true;
                 LibC.signalEventFd("rdma_destroy_event_channel", core.wakeFd);
+                core.wakeWatchers();
             }
         } finally {
             lock.unlock();

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.InvalidRequestException;
@@ -161,6 +162,22 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
      * meanwhile).
      */
     public RdmaConnection accept(ConnectionSetup setup, byte[] privateData, Duration timeout) {
+        return startAccept(setup, privateData, timeout).await();
+    }
+
+    /**
+     * The asynchronous {@link #accept}: creates the queue pair and sends the accept on this thread,
+     * then returns a future that completes with the connection once the peer confirmed
+     * (ESTABLISHED, read by the channel's event thread or the thread polling a polled channel), or
+     * exceptionally with what {@link #accept} throws, within {@code timeout}. On failure, timeout or
+     * cancellation the connection is closed before the future completes. Argument errors and a
+     * second answer are thrown at once.
+     */
+    public CompletableFuture<RdmaConnection> acceptAsync(ConnectionSetup setup, byte[] privateData, Duration timeout) {
+        return startAccept(setup, privateData, timeout);
+    }
+
+    private SetupFuture startAccept(ConnectionSetup setup, byte[] privateData, Duration timeout) {
         RdmaConnection.checkPrivateData("rdma_accept", privateData, ud ? 136 : 196);
         if (timeout.isNegative() || timeout.isZero()) {
             throw new InvalidRequestException("rdma_accept", "the timeout must be positive: " + timeout);
@@ -172,24 +189,13 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         c.addresses(peer, local);
         c.register(); // replaces this request as the id's endpoint
         c.setupDeadline(deadline);
-        try {
-            c.locked("rdma_create_qp", () -> c.createQueuePair(setup));
-            if (setup.beforeConnect != null) {
-                setup.beforeConnect.accept(c);
+        return c.startAccept(deadline, "accepting " + peer, () -> {
+            CmEvent gone = abandoned;
+            if (gone != null) {
+                throw peerGaveUp("rdma_accept", gone);
             }
-            c.locked("rdma_accept", () -> {
-                CmEvent gone = abandoned;
-                if (gone != null) {
-                    throw peerGaveUp("rdma_accept", gone);
-                }
-                c.acceptNow(privateData, responderResources, initiatorDepth);
-            });
-            c.awaitProgress(ConnectionState.CONNECTED, deadline, "accepting " + peer);
-            return c;
-        } catch (RuntimeException | Error e) {
-            c.close();
-            throw e;
-        }
+            c.acceptNow(privateData, responderResources, initiatorDepth);
+        });
     }
 
     /**

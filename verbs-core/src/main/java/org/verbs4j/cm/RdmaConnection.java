@@ -6,6 +6,7 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
@@ -83,6 +84,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private volatile boolean hasSetupDeadline;
     // set once the queue pair exists (under channel.lock; volatile for the accessors of other threads)
     private volatile Context context;
+    /** The device's attributes, from {@link CmDevices} (queried once per device, not per connection). */
+    private volatile DeviceAttributes deviceAttributes;
+
     private volatile ProtectionDomain pd;
     private volatile CompletionQueue sendCq, recvCq;
     private volatile boolean ownsCqs;
@@ -93,6 +97,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     private volatile AddressHandle addressHandle;
     private volatile int remoteQpn = -1, remoteQkey, qkey;
+    /** The connect or accept in progress (or done), moved on by this connection's events; null before. */
+    private volatile SetupFuture setupFuture;
 
     RdmaConnection(
             CmEventChannel channel,
@@ -139,11 +145,34 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             ConnectionSetup setup,
             byte[] privateData,
             Duration timeout) {
-        return createAndConnect(channel, remote, setup, privateData, timeout, false);
+        return startConnect(channel, remote, setup, privateData, timeout, false).await();
     }
 
-    /** Creates an active connection (RC or UD) and connects it; on any failure it is closed and the exception thrown. */
-    private static RdmaConnection createAndConnect(
+    /**
+     * The asynchronous {@link #connect(CmEventChannel, InetSocketAddress, ConnectionSetup, byte[],
+     * Duration)}: returns at once with a future that completes with the CONNECTED connection, or
+     * exceptionally with what the blocking call throws (the same exceptions, naming the verb), within
+     * {@code timeout} ({@link VerbsTimeoutException} then). Every step after the first runs where
+     * this channel's events are read: its event thread, or the thread that calls
+     * {@link CmEventChannel#processEvents} on a polled channel (which must be called for the
+     * future to complete, except by its timeout). One thread can so drive hundreds of connects.
+     * On failure, timeout or {@link CompletableFuture#cancel cancel}, the connection is closed
+     * (its queue pair, queues and cm id released) before the future completes. Dependent actions
+     * that are not {@code *Async} run on the thread that completes the future (the event thread):
+     * keep them short, or use the {@code *Async} forms. Argument errors and a closed channel are
+     * thrown at once.
+     */
+    public static CompletableFuture<RdmaConnection> connectAsync(
+            CmEventChannel channel,
+            InetSocketAddress remote,
+            ConnectionSetup setup,
+            byte[] privateData,
+            Duration timeout) {
+        return startConnect(channel, remote, setup, privateData, timeout, false);
+    }
+
+    /** Creates an active connection (RC or UD) and starts its connect; the future closes it on any failure. */
+    private static SetupFuture startConnect(
             CmEventChannel channel,
             InetSocketAddress remote,
             ConnectionSetup setup,
@@ -163,8 +192,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                             "allow more time, or spread concurrent setups over several channels");
                 }
             }
-            c.connect(remote, privateData, left);
-            return c;
+            return c.startConnect(remote, privateData, left, true);
         } catch (RuntimeException | Error e) {
             c.close();
             throw e;
@@ -209,7 +237,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             byte[] privateData,
             Duration timeout) {
         checkPrivateData("rdma_connect", privateData, 180);
-        return createAndConnect(channel, remote, setup, privateData, timeout, true);
+        return startConnect(channel, remote, setup, privateData, timeout, true).await();
     }
 
     /**
@@ -225,6 +253,22 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      *                    zeros to 56), or null
      */
     public void connect(InetSocketAddress remote, byte[] privateData, Duration timeout) {
+        startConnect(remote, privateData, timeout, false).await();
+    }
+
+    /**
+     * The asynchronous {@link #connect(InetSocketAddress, byte[], Duration)} of this IDLE
+     * connection: a future completed as {@link #connectAsync(CmEventChannel, InetSocketAddress,
+     * ConnectionSetup, byte[], Duration)}'s is, except that a failure leaves this connection
+     * FAILED (not closed): close it. Cancelling the future does not close it either.
+     */
+    public CompletableFuture<RdmaConnection> connectAsync(
+            InetSocketAddress remote, byte[] privateData, Duration timeout) {
+        return startConnect(remote, privateData, timeout, false);
+    }
+
+    /** Checks, then {@code rdma_resolve_addr} on this thread; the later steps follow the events ({@link #advanceSetup}). */
+    private SetupFuture startConnect(InetSocketAddress remote, byte[] privateData, Duration timeout, boolean owns) {
         checkPrivateData("rdma_connect", privateData, ud ? 180 : 56);
         if (timeout.isNegative() || timeout.isZero()) {
             throw new InvalidRequestException("rdma_connect", "the timeout must be positive: " + timeout);
@@ -245,11 +289,56 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         peer = remote;
         long deadline = Timeouts.deadline("rdma_connect", timeout);
         setupDeadline(deadline);
-        resolveAndConnect(remote, setup, privateData, deadline);
+        SetupFuture f = new SetupFuture(
+                this, deadline, owns, "resolving the address " + remote, ConnectionState.ADDRESS_RESOLVED);
+        f.remote = remote;
+        f.privateData = privateData;
+        setupFuture = f;
+        f.startTimer();
+        try {
+            resolveAddress(f);
+        } catch (RuntimeException | Error e) {
+            f.fail(e);
+        }
+        return f;
     }
 
-    private void resolveAndConnect(InetSocketAddress remote, ConnectionSetup setup, byte[] privateData, long deadline) {
-        int addrMs = (int) Math.min(setup.addressTimeout.toMillis(), Math.max(1, left(deadline) / 1_000_000L));
+    /**
+     * Moves an asynchronous setup on after a state change (each step once): the route once the
+     * address resolved, the queue pair and the request once the route resolved; completes the
+     * future once CONNECTED (a connection that went down again at once was still made), fails it
+     * once the connection failed, was removed or closed. Called after each event of this
+     * connection, at close, and by the steps that run on the caller's thread.
+     */
+    void advanceSetup() {
+        SetupFuture f = setupFuture;
+        if (f == null || f.isDone()) {
+            return;
+        }
+        try {
+            switch (state) {
+                case ADDRESS_RESOLVED -> {
+                    if (f.step.compareAndSet(ConnectionState.ADDRESS_RESOLVED, ConnectionState.ROUTE_RESOLVED)) {
+                        resolveRoute(f);
+                    }
+                }
+                case ROUTE_RESOLVED -> {
+                    if (f.step.compareAndSet(ConnectionState.ROUTE_RESOLVED, ConnectionState.CONNECTED)) {
+                        connectQueuePair(f);
+                    }
+                }
+                case CONNECTED, DISCONNECTED, TIMEWAIT_EXITED -> f.succeed();
+                case FAILED, DEVICE_REMOVED, CLOSED -> f.fail(failureException(f.doing));
+                default -> {}
+            }
+        } catch (RuntimeException | Error e) {
+            f.fail(e);
+        }
+    }
+
+    private void resolveAddress(SetupFuture f) {
+        InetSocketAddress remote = f.remote;
+        int addrMs = (int) Math.min(setup.addressTimeout.toMillis(), Math.max(1, left(f.deadline) / 1_000_000L));
         locked("rdma_resolve_addr", () -> {
             try (Arena a = Arena.ofConfined()) {
                 LibRdmacm.resolveAddr(id, MemorySegment.NULL, CmStructs.sockaddr(a, remote), addrMs);
@@ -260,8 +349,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 throw failureException("resolving the address " + remote);
             }
         });
-        awaitProgress(ConnectionState.ADDRESS_RESOLVED, deadline, "resolving the address " + remote);
-        int routeMs = (int) Math.min(setup.routeTimeout.toMillis(), Math.max(1, left(deadline) / 1_000_000L));
+    }
+
+    private void resolveRoute(SetupFuture f) {
+        InetSocketAddress remote = f.remote;
+        f.doing = "resolving the route to " + remote;
+        int routeMs = (int) Math.min(setup.routeTimeout.toMillis(), Math.max(1, left(f.deadline) / 1_000_000L));
         locked("rdma_resolve_route", () -> {
             if (CmStructs.verbs(id).address() == 0) { // librdmacm dereferences the id's device unchecked
                 VerbsException e = VerbsException.create(
@@ -280,7 +373,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 throw failureException("resolving the route to " + remote);
             }
         });
-        awaitProgress(ConnectionState.ROUTE_RESOLVED, deadline, "resolving the route to " + remote);
+    }
+
+    private void connectQueuePair(SetupFuture f) {
+        f.doing = "connecting to " + f.remote;
+        byte[] privateData = f.privateData;
         locked("rdma_create_qp", () -> createQueuePair(setup));
         if (setup.beforeConnect != null) {
             setup.beforeConnect.accept(this);
@@ -295,7 +392,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             try (Arena a = Arena.ofConfined()) {
                 setAckTimeout(a);
-                DeviceAttributes d = context.queryDevice();
+                DeviceAttributes d = deviceAttributes;
                 int rr = Math.min(wantResponderResources, d.maxQpRdAtom());
                 int depth = Math.min(wantInitiatorDepth, d.maxQpInitRdAtom());
                 state = ConnectionState.CONNECTING;
@@ -305,7 +402,28 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                                 a, privateData, rr, depth, options.retryCount(), options.rnrRetry(), qp.qpNumber()));
             }
         });
-        awaitProgress(ConnectionState.CONNECTED, deadline, "connecting to " + remote);
+    }
+
+    /**
+     * Passive side ({@link ConnectionRequest#acceptAsync}): the queue pair, the setup's hook and
+     * {@code accept} (the {@code rdma_accept} call, run under the channel's lock) on this thread;
+     * the future completes at ESTABLISHED, or fails (closing this connection) within the deadline.
+     */
+    SetupFuture startAccept(long deadline, String doing, Runnable accept) {
+        SetupFuture f = new SetupFuture(this, deadline, true, doing, ConnectionState.CONNECTED);
+        setupFuture = f;
+        f.startTimer();
+        try {
+            locked("rdma_create_qp", () -> createQueuePair(setup));
+            if (setup.beforeConnect != null) {
+                setup.beforeConnect.accept(this);
+            }
+            locked("rdma_accept", accept);
+            advanceSetup(); // an event handled before the future was reachable, or UD: CONNECTED at once
+        } catch (RuntimeException | Error e) {
+            f.fail(e);
+        }
+        return f;
     }
 
     private void setAckTimeout(Arena a) {
@@ -328,6 +446,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
         CmDevices.Device dev = CmDevices.of(verbs);
         context = dev.context();
+        deviceAttributes = dev.attributes();
         pd = s.pd != null ? s.pd : dev.pd();
         if (pd.context() != context) {
             throw new InvalidRequestException(
@@ -336,7 +455,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                             + context.deviceName() + " as librdmacm opened it)",
                     "allocate it on CmEventChannel.deviceContext(address), or pass none");
         }
-        checkCapacities(s, context.queryDevice());
+        checkCapacities(s, deviceAttributes);
         if (s.sendCq != null) {
             sendCq = s.sendCq;
             recvCq = s.recvCq;
@@ -423,7 +542,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /** Under channel.lock: INIT -> RTR -> RTS with librdmacm's path and this library's limits. */
     private void toReadyToSend(int peerResponderResources, int peerInitiatorDepth) {
-        DeviceAttributes d = context.queryDevice();
+        DeviceAttributes d = deviceAttributes;
         CoreAccess core = CoreAccess.get();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = CmStructs.qpAttr(a);
@@ -500,6 +619,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             case DEVICE_REMOVAL -> deviceRemoved(e);
             case null, default -> {}
         }
+        advanceSetup();
         BiConsumer<RdmaConnection, CmEvent> cb = callback;
         if (cb != null) {
             try {
@@ -738,11 +858,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                     ConnectionState now = state;
                     return now.ordinal() >= target.ordinal() || now == ConnectionState.FAILED ? now : null;
                 },
-                () -> new VerbsTimeoutException(
-                        verbFor(target),
-                        "no answer within the timeout while " + doing + " (state " + state
-                                + (lastEvent != null ? ", last event " + lastEvent : "") + ")",
-                        "check that the peer is up and listening, or allow more time (TCG guests are slow)"));
+                () -> timeoutException(target, doing));
         if (s == target
                 || target == ConnectionState.CONNECTED
                         && wasEstablished
@@ -750,6 +866,15 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             return; // connected; ended since by the peer (or this side): still a connection that was made
         }
         throw failureException(doing);
+    }
+
+    /** The exception of a setup step that got no answer in time ({@code target}: the state it waited for). */
+    VerbsTimeoutException timeoutException(ConnectionState target, String doing) {
+        return new VerbsTimeoutException(
+                verbFor(target),
+                "no answer within the timeout while " + doing + " (state " + state
+                        + (lastEvent != null ? ", last event " + lastEvent : "") + ")",
+                "check that the peer is up and listening, or allow more time (TCG guests are slow)");
     }
 
     private String verbFor(ConnectionState target) {
@@ -1007,7 +1132,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             state = ConnectionState.CLOSED;
             lock.notifyAll();
         }
-        release(wasConnected);
+        try {
+            release(wasConnected);
+        } finally {
+            advanceSetup(); // a connect or accept in progress fails (its resources are released by now)
+        }
     }
 
     /** Disconnects if it was connected, destroys the id, closes the queue pair and the queues (once, from close). */

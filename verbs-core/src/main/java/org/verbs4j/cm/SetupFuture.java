@@ -1,0 +1,181 @@
+package org.verbs4j.cm;
+
+import java.time.Duration;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.verbs4j.ResourceClosedException;
+
+/**
+ * The future of one asynchronous connect or accept ({@link RdmaConnection#connectAsync},
+ * {@link ConnectionRequest#acceptAsync}): the connection it sets up, its deadline (a timer
+ * completes it with the timeout exception when the connection manager has not answered by then),
+ * and the one outcome it gets. The setup steps themselves run where the connection's events are
+ * read (the channel's event thread, or the thread polling a polled channel).
+ *
+ * <p>Settled once: the first of success, failure, timeout and {@link #cancel} wins. On failure,
+ * timeout or cancellation, a future that owns its connection closes it (queue pair, queues, cm id)
+ * before it completes, so that nothing stays behind once the outcome is visible.
+ */
+final class SetupFuture extends CompletableFuture<RdmaConnection> {
+    /** One daemon thread for the deadlines of every setup in the JVM (each task only completes a future). */
+    private static final ScheduledThreadPoolExecutor TIMERS;
+
+    static {
+        TIMERS = new ScheduledThreadPoolExecutor(
+                1, Thread.ofPlatform().daemon().name("verbs4j-cm-deadlines").factory());
+        TIMERS.setRemoveOnCancelPolicy(true);
+    }
+
+    final RdmaConnection connection;
+    final long deadline;
+    private final boolean ownsConnection;
+    private final AtomicBoolean settled = new AtomicBoolean();
+    /**
+     * The step the setup is at, named by the state it waits for (ADDRESS_RESOLVED, ROUTE_RESOLVED,
+     * CONNECTED): each step is taken once, by compare-and-set (see {@link RdmaConnection#advanceSetup});
+     * it also names the verb of a timeout.
+     */
+    final AtomicReference<ConnectionState> step;
+
+    /** What the setup is doing now, for the messages ("resolving the route to …"). */
+    volatile String doing;
+    /** Active side: where to, and the request's private data (set before the first step). */
+    volatile java.net.InetSocketAddress remote;
+
+    volatile byte[] privateData;
+
+    private volatile ScheduledFuture<?> timer;
+
+    SetupFuture(
+            RdmaConnection connection, long deadline, boolean ownsConnection, String doing, ConnectionState target) {
+        this.connection = connection;
+        this.deadline = deadline;
+        this.ownsConnection = ownsConnection;
+        this.doing = doing;
+        this.step = new AtomicReference<>(target);
+    }
+
+    /** Arms the deadline (after the future is reachable from its connection). */
+    void startTimer() {
+        long left = deadline - System.nanoTime();
+        timer = TIMERS.schedule(this::timeOut, Math.max(0, left), TimeUnit.NANOSECONDS);
+        if (isDone()) {
+            timer.cancel(false);
+        }
+    }
+
+    /** The deadline passed: fails with the timeout exception of the step in progress, unless settled. */
+    void timeOut() {
+        if (!isDone()) {
+            fail(connection.timeoutException(step.get(), doing));
+        }
+    }
+
+    /** Completes with the connection, unless settled. */
+    void succeed() {
+        if (settled.compareAndSet(false, true)) {
+            complete(connection);
+            done();
+        }
+    }
+
+    /** Fails with {@code x} (closing an owned connection first), unless settled. */
+    void fail(Throwable x) {
+        if (!settled.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            if (ownsConnection) {
+                connection.close();
+            }
+        } finally {
+            completeExceptionally(x);
+            done();
+        }
+    }
+
+    /**
+     * Cancels the setup: completes with {@link CancellationException}, then closes the connection
+     * the future owns (its cm id is destroyed, the peer sees its request go away). False when the
+     * setup was settled already.
+     */
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+        if (!settled.compareAndSet(false, true)) {
+            return false;
+        }
+        boolean r = super.cancel(mayInterruptIfRunning);
+        try {
+            if (ownsConnection) {
+                connection.close();
+            }
+        } finally {
+            done();
+        }
+        return r;
+    }
+
+    private void done() {
+        ScheduledFuture<?> t = timer;
+        if (t != null) {
+            t.cancel(false);
+        }
+        connection.wakeAll(); // a blocking connect or accept waits on the connection's lock
+    }
+
+    /**
+     * The blocking call's wait: until settled or the deadline (driving a polled channel, or the
+     * channel from its own event thread, meanwhile); returns the connection or throws what the
+     * setup failed with, as it was raised (naming its verb).
+     */
+    RdmaConnection await() {
+        try {
+            connection.await(
+                    Duration.ofNanos(Math.max(1, deadline - System.nanoTime())),
+                    () -> isDone() ? Boolean.TRUE : null,
+                    DeadlinePassed::new);
+        } catch (DeadlinePassed e) {
+            timeOut(); // outside the connection's lock: a failure closes the connection (channel lock first)
+        }
+        RuntimeException x = outcome();
+        if (x != null) {
+            throw x;
+        }
+        return connection;
+    }
+
+    /** The blocking wait reached the deadline (never leaves this class). */
+    private static final class DeadlinePassed extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        DeadlinePassed() {
+            super(null, null, false, false);
+        }
+    }
+
+    /** The exception this future completed with (an Error is thrown), or null after success. */
+    private RuntimeException outcome() {
+        try {
+            join();
+            return null;
+        } catch (CancellationException e) {
+            return new ResourceClosedException(
+                    "rdma_connect", "the setup was cancelled while " + doing, "cancel only a setup you give up on");
+        } catch (CompletionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RuntimeException r) {
+                return r;
+            }
+            if (c instanceof Error er) {
+                throw er;
+            }
+            return e;
+        }
+    }
+}
