@@ -71,6 +71,12 @@ public final class CompletionQueueEx implements AutoCloseable {
     private final MemorySegment view;
 
     private final boolean critical;
+    /**
+     * Whether the provider's {@code next_poll} ends the batch itself when it finds the queue empty:
+     * rxe's stores the consumer index and drops its lock there, and an {@code end_poll} after it
+     * would advance past the producer (stale completions read again) and unlock twice.
+     */
+    private final boolean emptyNextEndsBatch;
     /** {@code hca_core_clock} in kHz (0 when the device does not report it). */
     private final long coreClockKHz;
 
@@ -81,6 +87,7 @@ public final class CompletionQueueEx implements AutoCloseable {
         this.coreClockKHz = coreClockKHz;
         this.address = cq.address;
         this.critical = context.criticalDataPath;
+        this.emptyNextEndsBatch = context.providerName().filter("rxe"::equals).isPresent();
         MemorySegment x = MemorySegment.ofAddress(address).reinterpret(CompletionExLayout.CQ_EX_SIZE);
         startFn = fn(x, CompletionExLayout.START_POLL);
         nextFn = fn(x, CompletionExLayout.NEXT_POLL);
@@ -302,6 +309,7 @@ public final class CompletionQueueEx implements AutoCloseable {
             if (rc != 0) {
                 throw pollFailed("ibv_start_poll", rc, "the provider reported an error polling the CQ");
             }
+            boolean ended = false;
             try {
                 while (true) {
                     read(out, n);
@@ -312,11 +320,14 @@ public final class CompletionQueueEx implements AutoCloseable {
                     rc = ExtendedVerbs.nextPoll(critical, nextFn, address);
                     if (rc != 0) {
                         failure = rc == Errno.ENOENT ? 0 : rc;
+                        ended = rc == Errno.ENOENT && emptyNextEndsBatch;
                         break;
                     }
                 }
             } finally {
-                ExtendedVerbs.endPoll(critical, endFn, address);
+                if (!ended) {
+                    ExtendedVerbs.endPoll(critical, endFn, address);
+                }
                 out.count = n;
                 if (CHECKED && n > have) {
                     cq.credit(out, have, n);
