@@ -464,8 +464,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
     }
 
+    /** AUTO_READ turned off: no read pending; before registration (the bootstrap's options) at once. */
     void clearReadPending() {
-        if (eventLoop().inEventLoop()) {
+        if (!isRegistered() || eventLoop().inEventLoop()) {
             readPending = false;
         } else {
             eventLoop().execute(() -> readPending = false);
