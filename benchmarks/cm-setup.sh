@@ -2,21 +2,34 @@
 # cm-setup.sh — connection setup through rdma_cm: verbs-perf cm-setup next to librdmacm's cmtime.
 #
 # For each count N of --counts, on one device, in one run (each client and server a separate
-# process on this host, loopback through the RDMA device):
+# process on this host, loopback through the RDMA device; each cmtime server serves one client
+# run and is then stopped: a cmtime server whose first connection closed creates its next queue
+# pairs on that connection's destroyed completion queues and refuses them, "failure creating qp"):
 #   cmtime  -> cmtime     cmtime's client against its own server (the baseline)
 #   verbs4j -> cmtime     verbs-perf cm-setup as the active side, --api async, then blocking (two
-#                         rounds in one JVM each: the first includes the JIT's warm-up, the second not)
+#                         rounds in one JVM each, against two cmtime servers: the first round
+#                         includes the JIT's warm-up, the second not)
 #   cmtime  -> verbs4j    cmtime's client against verbs-perf cm-setup as the passive side (async, blocking)
 # and prints one line per run: who, the side measured, N, the time and connects/s. cmtime's rate is
 # N over the sum of its setup steps' totals (create id, bind, resolve addr, resolve route, create
 # qp, connect: its client runs them one step at a time for all N, as it prints them); verbs-perf's
 # is N over the time from the first connect (or request) to the last connection established. The
-# raw outputs are in target/cm-setup/.
+# queue pairs of both are alike: one work request and one SGE each way, one pair of completion
+# queues shared by all connections (what cmtime ends up with; verbs-perf --cqs). The table is
+# written to target/cm-setup/summary.txt, the raw outputs beside it.
+#
+# --profile: verbs4j also logs the wall time of each setup step (org.verbs4j.cm.SetupTimings at
+# debug) and a summary per run (step, count, total ms, mean us) follows its line; cmtime's client
+# output gets a time stamp per line (where its steps stall).
 #
 # Usage (on a host with an RDMA device, or in the Soft-RoCE guest; --guest boots one):
 #   benchmarks/cm-setup.sh [--guest] [--counts "1 10 100"] [--addr IP] [--threads virtual|platform]
-# --guest boots a fresh guest (softroce/run-in-guest.sh) and runs this script there; hold the
-# machine-wide guest lock around it: flock /tmp/verbs4j-guest-global.lock benchmarks/cm-setup.sh --guest
+#                          [--budget SECONDS] [--profile]
+# --budget bounds the whole run (default 1200 s): each command gets at most what is left, and a
+# count that would start with less than a minute left is skipped (said so). --guest boots a fresh
+# guest (softroce/run-in-guest.sh, bounded by the budget plus the boot) and runs this script there;
+# hold the machine-wide guest lock around it:
+#   flock /tmp/verbs4j-guest-global.lock benchmarks/cm-setup.sh --guest
 # Builds perf/target/verbs-perf.jar first when it is missing (./mvnw package, no install).
 # Exit status: 0 when every verbs-perf run set up all its connections, 1 otherwise.
 set -euo pipefail
@@ -27,12 +40,16 @@ COUNTS="1 10 100"
 ADDR="${VERBS4J_GUEST_IP:-}"
 THREADS=virtual
 GUEST=0
+BUDGET=1200
+PROFILE=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --guest) GUEST=1; shift ;;
     --counts) COUNTS="${2:?--counts needs a value}"; shift 2 ;;
     --addr) ADDR="${2:?--addr needs a value}"; shift 2 ;;
     --threads) THREADS="${2:?--threads needs a value}"; shift 2 ;;
+    --budget) BUDGET="${2:?--budget needs a value}"; shift 2 ;;
+    --profile) PROFILE=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "cm-setup.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -48,16 +65,31 @@ if [[ ! -f "$JAR" ]]; then
 fi
 
 if [[ $GUEST == 1 ]]; then
-    exec "$ROOT/softroce/run-in-guest.sh" --timeout 2400 --share "$ROOT" -- \
-        "cd $(printf '%q' "$ROOT") && benchmarks/cm-setup.sh --counts $(printf '%q' "$COUNTS") --threads $THREADS"
+    args=(--counts "$COUNTS" --threads "$THREADS" --budget "$BUDGET")
+    ((PROFILE)) && args+=(--profile)
+    exec "$ROOT/softroce/run-in-guest.sh" --timeout $((BUDGET + 300)) --share "$ROOT" -- \
+        "cd $(printf '%q' "$ROOT") && benchmarks/cm-setup.sh $(printf '%q ' "${args[@]}")"
 fi
 
 [[ -n "$ADDR" ]] || { echo "cm-setup.sh: give the device's IP address with --addr" >&2; exit 2; }
 OUT="$ROOT/target/cm-setup"
 mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+END=$((SECONDS + BUDGET))
 PORT=7471
 rc=0
-JAVA=(java --enable-native-access=ALL-UNNAMED -cp "$JAR" org.verbs4j.perf.VerbsPerf cm-setup)
+JAVA=(java --enable-native-access=ALL-UNNAMED)
+if ((PROFILE)); then
+    JAVA+=(-Dorg.slf4j.simpleLogger.log.org.verbs4j.cm.SetupTimings=debug)
+fi
+JAVA+=(-cp "$JAR" org.verbs4j.perf.VerbsPerf cm-setup)
+
+# the seconds left of the budget
+left() { echo $((END - SECONDS > 1 ? END - SECONDS : 1)); }
+
+# one line of the table: on stdout and in the summary
+say() { echo "$*" | tee -a "$SUMMARY"; }
 
 # waits (at most 120 s) until a cm id listens on port $1
 await_listener() {
@@ -75,55 +107,109 @@ await_listener() {
 # cmtime's client output ($1) -> "N connections in X ms = R connects/s"
 cmtime_rate() {
     awk -F: -v n="$2" '
-        /^(create id|bind addr|resolve addr|resolve route|create qp|connect) *:/ { split($2, a, " "); ms += a[1] }
+        /^([0-9:.]+ )?(create id|bind addr|resolve addr|resolve route|create qp|connect) *:/ {
+            sub(/^([0-9:.]+ )?(create id|bind addr|resolve addr|resolve route|create qp|connect) *:/, "")
+            split($0, a, " "); ms += a[1]
+        }
         END { if (ms > 0) printf "%d connections in %.1f ms = %.1f connects/s\n", n, ms, n / (ms / 1000); else print "no result" }
     ' "$1"
 }
 
-stop() {
-    kill "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
+# verbs4j's step timings in $1 (--profile) -> one line per step: count, total ms, mean us
+step_summary() {
+    ((PROFILE)) || return 0
+    awk '/ step .* us on / {
+            sub(/^.* step /, ""); i = index($0, " us on "); head = substr($0, 1, i - 1)
+            n = split(head, w, " "); us = w[n]; name = substr(head, 1, length(head) - length(us) - 1)
+            c[name]++; t[name] += us
+        }
+        END { for (k in c) printf "    %-28s %6d x %10.1f ms  mean %8.0f us\n", k, c[k], t[k] / 1000, t[k] / c[k] }' "$1" |
+        sort | tee -a "$SUMMARY"
 }
+
+# cmtime, each line time-stamped (--profile), bounded by the budget
+run_cmtime() {
+    if ((PROFILE)); then
+        timeout "$(left)" stdbuf -oL cmtime "$@" 2>&1 | while IFS= read -r l; do printf '%s %s\n' "$(date +%T.%3N)" "$l"; done
+    else
+        timeout "$(left)" cmtime "$@" 2>&1
+    fi
+}
+
+# starts a cmtime server on port $1 (its pid appended to SERVERS)
+SERVERS=()
+cmtime_server() {
+    timeout "$(left)" cmtime -b "$ADDR" -p "$1" >"$OUT/cmtime-server-$1.out" 2>&1 &
+    SERVERS+=($!)
+    await_listener "$1"
+}
+
+stop_servers() {
+    local p
+    for p in "${SERVERS[@]}"; do
+        kill "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    SERVERS=()
+}
+trap stop_servers EXIT
 
 # the timeline of one connect (after two to warm up): each connection-manager event, with the time
 # it was dispatched, from verbs4j's debug log
 PORT=$((PORT + 1))
-cmtime -b "$ADDR" -p "$PORT" >"$OUT/cmtime-server-timeline.out" 2>&1 &
-srv=$!
-await_listener "$PORT"
-timeout 600 java --enable-native-access=ALL-UNNAMED -Dorg.slf4j.simpleLogger.log.org.verbs4j.cm=debug \
+cmtime_server "$PORT"
+cmtime_server $((PORT + 1))
+cmtime_server $((PORT + 2))
+timeout "$(left)" java --enable-native-access=ALL-UNNAMED -Dorg.slf4j.simpleLogger.log.org.verbs4j.cm=debug \
     -Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
     -cp "$JAR" org.verbs4j.perf.VerbsPerf cm-setup -s "$ADDR" -p "$PORT" -c 1 --api blocking --rounds 3 \
     >"$OUT/timeline.out" 2>&1 || rc=1
-stop "$srv"
+stop_servers
+PORT=$((PORT + 2))
 echo "one connect, third of three in one JVM (verbs4j blocking -> cmtime):"
-awk '/connects\/s/ { if (++k == 3) print; next } k == 2 && /cm event/' "$OUT/timeline.out" | sed 's/^/  /'
+awk '/connects\/s/ { if (++k == 3) print; next } k == 2 && /cm event|step /' "$OUT/timeline.out" | sed 's/^/  /'
 for n in $COUNTS; do
+    if ((END - SECONDS < 60)); then
+        say "N = $n skipped: less than a minute of the --budget of $BUDGET s was left"
+        rc=1
+        continue
+    fi
+    say "N = $n"
     # cmtime -> cmtime
     PORT=$((PORT + 1))
-    cmtime -b "$ADDR" -p "$PORT" >"$OUT/cmtime-server-$n.out" 2>&1 &
-    srv=$!
-    await_listener "$PORT"
-    timeout 600 cmtime -s "$ADDR" -p "$PORT" -c "$n" >"$OUT/cmtime-cmtime-$n.out" 2>&1 || true
-    echo "cmtime -> cmtime   cmtime active:   $(cmtime_rate "$OUT/cmtime-cmtime-$n.out" "$n")"
-    # verbs4j -> cmtime
+    cmtime_server "$PORT"
+    run_cmtime -s "$ADDR" -p "$PORT" -c "$n" >"$OUT/cmtime-cmtime-$n.out" || true
+    stop_servers
+    say "cmtime -> cmtime   cmtime active:   $(cmtime_rate "$OUT/cmtime-cmtime-$n.out" "$n")"
+    # verbs4j -> cmtime, two rounds each against two fresh cmtime servers
     for api in async blocking; do
-        timeout 600 "${JAVA[@]}" -s "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" --rounds 2 \
-            >"$OUT/verbs4j-$api-cmtime-$n.out" 2>&1 || rc=1
-        grep -h 'active:.*connects/s' "$OUT/verbs4j-$api-cmtime-$n.out" | sed 's/^/verbs4j -> cmtime  /'
+        PORT=$((PORT + 1))
+        cmtime_server "$PORT"
+        cmtime_server $((PORT + 1))
+        timeout "$(left)" "${JAVA[@]}" -s "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" --rounds 2 \
+            >"$OUT/verbs4j-$api-cmtime-$n.out" 2>"$OUT/verbs4j-$api-cmtime-$n.log" || rc=1
+        stop_servers
+        PORT=$((PORT + 1))
+        grep -h 'active:.*connects/s\|^first failure' "$OUT/verbs4j-$api-cmtime-$n.out" | sed 's/^/verbs4j -> cmtime  /' |
+            tee -a "$SUMMARY"
+        step_summary "$OUT/verbs4j-$api-cmtime-$n.log"
     done
-    stop "$srv"
     # cmtime -> verbs4j
     for api in async blocking; do
         PORT=$((PORT + 1))
-        timeout 600 "${JAVA[@]}" -b "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" \
-            >"$OUT/cmtime-verbs4j-$api-$n.out" 2>&1 &
+        timeout "$(left)" "${JAVA[@]}" -b "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" \
+            >"$OUT/cmtime-verbs4j-$api-$n.out" 2>"$OUT/cmtime-verbs4j-$api-$n.log" &
         srv=$!
-        await_listener "$PORT"
-        timeout 600 cmtime -s "$ADDR" -p "$PORT" -c "$n" >"$OUT/cmtime-client-$api-$n.out" 2>&1 || true
+        await_listener "$PORT" || true
+        run_cmtime -s "$ADDR" -p "$PORT" -c "$n" >"$OUT/cmtime-client-$api-$n.out" || true
         wait "$srv" || rc=1
-        echo "cmtime -> verbs4j  $(grep -h 'passive:.*connects/s' "$OUT/cmtime-verbs4j-$api-$n.out" | head -1)"
-        echo "                   (cmtime active:  $(cmtime_rate "$OUT/cmtime-client-$api-$n.out" "$n"))"
+        say "cmtime -> verbs4j  $(grep -h 'passive:.*connects/s' "$OUT/cmtime-verbs4j-$api-$n.out" | head -1)"
+        say "                   (cmtime active:  $(cmtime_rate "$OUT/cmtime-client-$api-$n.out" "$n"))"
+        step_summary "$OUT/cmtime-verbs4j-$api-$n.log"
+        if ((PROFILE)); then
+            grep -E '^[0-9:.]+ (resolving|creating|connecting|disconnecting|destroying)' "$OUT/cmtime-client-$api-$n.out" |
+                sed 's/^/    cmtime client: /' | tee -a "$SUMMARY"
+        fi
     done
 done
 exit $rc

@@ -14,6 +14,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.verbs4j.CompletionQueue;
+import org.verbs4j.Context;
 import org.verbs4j.cm.CmEventChannel;
 import org.verbs4j.cm.CmEventType;
 import org.verbs4j.cm.CmListener;
@@ -35,9 +37,15 @@ import picocli.CommandLine.Option;
  * disconnects, and exits when all are closed. {@code --api async} drives every connect or accept
  * from one thread (the futures of {@code connectAsync}/{@code acceptAsync}); {@code --api
  * blocking} runs one blocking {@code connect}/{@code accept} per thread ({@code --threads
- * virtual|platform}). The queue pairs are cmtime's: one work request and one SGE each way, two
- * completion queues per connection (librdmacm's {@code rdma_create_qp} creates two for cmtime).
- * Not a timed test: a benchmark to run next to {@code cmtime} on the same machine.
+ * virtual|platform}). The queue pairs are cmtime's: one work request and one SGE each way, and
+ * ({@code --cqs shared}, the default) one pair of completion queues that every connection shares:
+ * cmtime passes the same {@code ibv_qp_init_attr} to every {@code rdma_create_qp}, which writes
+ * the completion queues it created for the first connection back into it, so that all later ones
+ * use those ({@code --cqs own}: two of its own per connection). With {@code --rounds R} the
+ * active side connects to port {@code -p} + r in round r (a fresh cmtime server for each: a
+ * cmtime server whose first connection closed creates its next queue pairs on that connection's
+ * destroyed completion queues, and refuses them, "failure creating qp"). Not a timed test: a
+ * benchmark to run next to {@code cmtime} on the same machine.
  */
 @Command(
         name = "cm-setup",
@@ -78,7 +86,16 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
             defaultValue = "1")
     int rounds;
 
+    @Option(
+            names = "--cqs",
+            description = "shared (one pair for all connections, as cmtime ends up with) or own "
+                    + "(two per connection; default: shared)",
+            defaultValue = "shared")
+    String cqs;
+
     private final PrintStream out;
+    /** The completion queues every connection shares ({@code --cqs shared}), or null. */
+    private CompletionQueue sharedCq;
 
     CmSetupCommand(PrintStream out) {
         this.out = out;
@@ -89,12 +106,11 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
     }
 
     private ConnectionSetup setup() {
-        return new ConnectionSetup()
-                .maxSendWr(1)
-                .maxRecvWr(1)
-                .maxSendSge(1)
-                .maxRecvSge(1)
-                .maxInlineData(0);
+        ConnectionSetup s = new ConnectionSetup();
+        if (sharedCq != null) {
+            s.completionQueues(sharedCq, sharedCq);
+        }
+        return s.maxSendWr(1).maxRecvWr(1).maxSendSge(1).maxRecvSge(1).maxInlineData(0);
     }
 
     private Duration timeout() {
@@ -122,15 +138,32 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
         if (rounds <= 0) {
             throw new CommandLine.ParameterException(new CommandLine(this), "--rounds must be positive: " + rounds);
         }
+        if (!cqs.equals("shared") && !cqs.equals("own")) {
+            throw new CommandLine.ParameterException(new CommandLine(this), "--cqs is shared or own, not " + cqs);
+        }
         try (CmEventChannel channel = CmEventChannel.open()) {
-            if (server == null) {
-                return passive(channel);
+            InetAddress local = InetAddress.getByName(server != null ? server : bind);
+            if (cqs.equals("shared") && !local.isAnyLocalAddress()) {
+                // the device of the local address: the server's on the active side (the benchmark
+                // runs both sides on one device), the bound one on the passive side (a wildcard
+                // address names no device: own queues then)
+                Context device = channel.deviceContext(local);
+                sharedCq = device.createCompletionQueue(Math.max(2, 2 * connections));
             }
-            int rc = 0;
-            for (int r = 0; r < rounds; r++) {
-                rc = Math.max(rc, active(channel));
+            try {
+                if (server == null) {
+                    return passive(channel);
+                }
+                int rc = 0;
+                for (int r = 0; r < rounds; r++) {
+                    rc = Math.max(rc, active(channel, port + r));
+                }
+                return rc;
+            } finally {
+                if (sharedCq != null) {
+                    sharedCq.close();
+                }
             }
-            return rc;
         }
     }
 
@@ -145,7 +178,7 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
                 label(), side, ok, ms, ok / (nanos / 1e9), failed);
     }
 
-    private int active(CmEventChannel channel) throws Exception {
+    private int active(CmEventChannel channel, int port) throws Exception {
         InetSocketAddress remote = new InetSocketAddress(InetAddress.getByName(server), port);
         List<RdmaConnection> up = new ArrayList<>();
         AtomicInteger failed = new AtomicInteger();
