@@ -321,7 +321,11 @@ public final class CmEventChannel implements AutoCloseable {
                 return; // an event for an id closed (or dropped) meanwhile
             }
             try {
+                long t0 = SetupTimings.start();
                 target.handle(c, event);
+                if (t0 != 0) {
+                    SetupTimings.done("handle " + type, t0);
+                }
             } catch (RuntimeException | Error e) { // the endpoints answer their peers themselves; keep reading
                 LOG.warn("verbs4j: handling {} failed: {}", event, e.toString(), e);
             }

@@ -162,22 +162,24 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
      * meanwhile).
      */
     public RdmaConnection accept(ConnectionSetup setup, byte[] privateData, Duration timeout) {
-        return startAccept(setup, privateData, timeout).await();
+        return startAccept(setup, privateData, timeout, false).await();
     }
 
     /**
-     * The asynchronous {@link #accept}: creates the queue pair and sends the accept on this thread,
-     * then returns a future that completes with the connection once the peer confirmed
+     * The asynchronous {@link #accept}: returns at once (a polled channel: once this thread created
+     * the queue pair and sent the accept; a channel with its own event thread: those run on the
+     * library's setup threads, so that a request handler on the event thread does not hold up the
+     * events of other requests) a future that completes with the connection once the peer confirmed
      * (ESTABLISHED, read by the channel's event thread or the thread polling a polled channel), or
      * exceptionally with what {@link #accept} throws, within {@code timeout}. On failure, timeout or
      * cancellation the connection is closed before the future completes. Argument errors and a
      * second answer are thrown at once.
      */
     public CompletableFuture<RdmaConnection> acceptAsync(ConnectionSetup setup, byte[] privateData, Duration timeout) {
-        return startAccept(setup, privateData, timeout);
+        return startAccept(setup, privateData, timeout, true);
     }
 
-    private SetupFuture startAccept(ConnectionSetup setup, byte[] privateData, Duration timeout) {
+    private SetupFuture startAccept(ConnectionSetup setup, byte[] privateData, Duration timeout, boolean async) {
         RdmaConnection.checkPrivateData("rdma_accept", privateData, ud ? 136 : 196);
         if (timeout.isNegative() || timeout.isZero()) {
             throw new InvalidRequestException("rdma_accept", "the timeout must be positive: " + timeout);
@@ -189,7 +191,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         c.addresses(peer, local);
         c.register(); // replaces this request as the id's endpoint
         c.setupDeadline(deadline);
-        return c.startAccept(deadline, "accepting " + peer, () -> {
+        return c.startAccept(deadline, "accepting " + peer, async, () -> {
             CmEvent gone = abandoned;
             if (gone != null) {
                 throw peerGaveUp("rdma_accept", gone);

@@ -160,7 +160,8 @@ public final class ConnectionSetup {
     /**
      * Called once the queue pair exists (in INIT), before the connection request or the accept
      * goes out: the place to post the first receives, so that the peer's first SEND finds one.
-     * Runs on the connecting (accepting) thread.
+     * Runs on the thread that made the queue pair: a blocking {@code accept}'s caller, the thread
+     * polling a polled channel, else one of the library's setup threads.
      */
     public ConnectionSetup beforeConnect(Consumer<RdmaConnection> hook) {
         this.beforeConnect = hook;

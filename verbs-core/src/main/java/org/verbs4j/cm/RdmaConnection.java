@@ -152,15 +152,17 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * The asynchronous {@link #connect(CmEventChannel, InetSocketAddress, ConnectionSetup, byte[],
      * Duration)}: returns at once with a future that completes with the CONNECTED connection, or
      * exceptionally with what the blocking call throws (the same exceptions, naming the verb), within
-     * {@code timeout} ({@link VerbsTimeoutException} then). Every step after the first runs where
-     * this channel's events are read: its event thread, or the thread that calls
-     * {@link CmEventChannel#processEvents} on a polled channel (which must be called for the
-     * future to complete, except by its timeout). One thread can so drive hundreds of connects.
-     * On failure, timeout or {@link CompletableFuture#cancel cancel}, the connection is closed
-     * (its queue pair, queues and cm id released) before the future completes. Dependent actions
-     * that are not {@code *Async} run on the thread that completes the future (the event thread):
-     * keep them short, or use the {@code *Async} forms. Argument errors and a closed channel are
-     * thrown at once.
+     * {@code timeout} ({@link VerbsTimeoutException} then). Every step after the first follows this
+     * connection's events: on a channel with its own event thread, the queue pair and the request
+     * are made on the library's setup threads (so that the event thread goes on reading and many
+     * setups proceed at once), the rest on the event thread; on a polled channel, all on the
+     * thread that calls {@link CmEventChannel#processEvents} (which must be called for the future
+     * to complete, except by its timeout). One thread can so drive hundreds of connects. On
+     * failure, timeout or {@link CompletableFuture#cancel cancel}, the connection is closed (its
+     * queue pair, queues and cm id released) before the future completes. Dependent actions that
+     * are not {@code *Async} run on the thread that completes the future (the event thread, or a
+     * setup thread): keep them short, or use the {@code *Async} forms. Argument errors and a closed
+     * channel are thrown at once.
      */
     public static CompletableFuture<RdmaConnection> connectAsync(
             CmEventChannel channel,
@@ -324,7 +326,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 }
                 case ROUTE_RESOLVED -> {
                     if (f.step.compareAndSet(ConnectionState.ROUTE_RESOLVED, ConnectionState.CONNECTED)) {
-                        connectQueuePair(f);
+                        onSetupThread(f, () -> connectQueuePair(f));
                     }
                 }
                 case CONNECTED, DISCONNECTED, TIMEWAIT_EXITED -> f.succeed();
@@ -336,12 +338,35 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs {@code step} (the queue pair and the request or the accept: the longest steps, and no
+     * event of this connection can come before they are done) on a setup thread of the library
+     * when the channel has its own event thread, so that the event thread goes on reading events
+     * and the steps of many connections run at once; on a polled channel, here (the polling
+     * thread). A failure fails {@code f}.
+     */
+    private void onSetupThread(SetupFuture f, Runnable step) {
+        if (channel.isPolled()) {
+            step.run();
+            return;
+        }
+        SetupFuture.STEPS.execute(() -> {
+            try {
+                step.run();
+            } catch (RuntimeException | Error e) {
+                f.fail(e);
+            }
+        });
+    }
+
     private void resolveAddress(SetupFuture f) {
         InetSocketAddress remote = f.remote;
         int addrMs = (int) Math.min(setup.addressTimeout.toMillis(), Math.max(1, left(f.deadline) / 1_000_000L));
         locked("rdma_resolve_addr", () -> {
+            long t0 = SetupTimings.start();
             try (Arena a = Arena.ofConfined()) {
                 LibRdmacm.resolveAddr(id, MemorySegment.NULL, CmStructs.sockaddr(a, remote), addrMs);
+                SetupTimings.done("rdma_resolve_addr", t0);
             } catch (ConnectionFailedException e) {
                 throw e;
             } catch (VerbsException e) { // refused at once: no route, no RDMA device for the address
@@ -367,7 +392,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             state = ConnectionState.RESOLVING_ROUTE;
             try {
+                long t0 = SetupTimings.start();
                 LibRdmacm.resolveRoute(id, routeMs);
+                SetupTimings.done("rdma_resolve_route", t0);
             } catch (VerbsException e) {
                 failSync(ConnectionFailedException.Reason.ROUTE_ERROR, e);
                 throw failureException("resolving the route to " + remote);
@@ -378,7 +405,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private void connectQueuePair(SetupFuture f) {
         f.doing = "connecting to " + f.remote;
         byte[] privateData = f.privateData;
-        locked("rdma_create_qp", () -> createQueuePair(setup));
+        createQueuePair(setup);
         if (setup.beforeConnect != null) {
             setup.beforeConnect.accept(this);
         }
@@ -396,10 +423,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 int rr = Math.min(wantResponderResources, d.maxQpRdAtom());
                 int depth = Math.min(wantInitiatorDepth, d.maxQpInitRdAtom());
                 state = ConnectionState.CONNECTING;
+                long t0 = SetupTimings.start();
                 LibRdmacm.connect(
                         id,
                         CmStructs.connParam(
                                 a, privateData, rr, depth, options.retryCount(), options.rnrRetry(), qp.qpNumber()));
+                SetupTimings.done("rdma_connect", t0);
             }
         });
     }
@@ -409,17 +438,24 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * {@code accept} (the {@code rdma_accept} call, run under the channel's lock) on this thread;
      * the future completes at ESTABLISHED, or fails (closing this connection) within the deadline.
      */
-    SetupFuture startAccept(long deadline, String doing, Runnable accept) {
+    SetupFuture startAccept(long deadline, String doing, boolean async, Runnable accept) {
         SetupFuture f = new SetupFuture(this, deadline, true, doing, ConnectionState.CONNECTED);
         setupFuture = f;
         f.startTimer();
-        try {
-            locked("rdma_create_qp", () -> createQueuePair(setup));
+        Runnable steps = () -> {
+            createQueuePair(setup);
             if (setup.beforeConnect != null) {
                 setup.beforeConnect.accept(this);
             }
             locked("rdma_accept", accept);
             advanceSetup(); // an event handled before the future was reachable, or UD: CONNECTED at once
+        };
+        if (async) {
+            onSetupThread(f, steps); // the event thread (a request handler) goes on reading events
+            return f;
+        }
+        try {
+            steps.run();
         } catch (RuntimeException | Error e) {
             f.fail(e);
         }
@@ -427,6 +463,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     private void setAckTimeout(Arena a) {
+        long t0 = SetupTimings.start();
         MemorySegment v = a.allocate(1);
         v.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) options.timeout());
         try {
@@ -434,13 +471,26 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         } catch (VerbsException e) {
             LOG.debug("RDMA_OPTION_ID_ACK_TIMEOUT not supported: {}", e.getMessage()); // older kernels: the CM's own
         }
+        SetupTimings.done("rdma_set_option", t0);
     }
 
     // ---- the queue pair ----------------------------------------------------------------------
 
-    /** Under channel.lock: PD, CQs and the QP on the id's device, then INIT with this setup's access. */
+    /**
+     * PD, CQs and the QP on the id's device, then INIT with this setup's access. Holds the
+     * channel's lock only while it reads the id and while {@code rdma_create_qp} runs (the id is
+     * destroyed under that lock): the rest (queues, the queue pair's object, its transition) runs
+     * beside the steps of other connections. A {@link #close()} meanwhile makes it close what it
+     * made and throw.
+     */
     void createQueuePair(ConnectionSetup s) {
-        MemorySegment verbs = CmStructs.verbs(id);
+        MemorySegment[] verbsOf = new MemorySegment[1];
+        int[] portOf = new int[1];
+        locked("rdma_create_qp", () -> {
+            verbsOf[0] = CmStructs.verbs(id);
+            portOf[0] = verbsOf[0].address() == 0 ? 0 : CmStructs.portNum(id);
+        });
+        MemorySegment verbs = verbsOf[0];
         if (verbs.address() == 0) {
             throw VerbsException.create("rdma_create_qp", Errno.ENODEV, "the cm id is bound to no RDMA device", null);
         }
@@ -456,6 +506,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                     "allocate it on CmEventChannel.deviceContext(address), or pass none");
         }
         checkCapacities(s, deviceAttributes);
+        long t0 = SetupTimings.start();
         if (s.sendCq != null) {
             sendCq = s.sendCq;
             recvCq = s.recvCq;
@@ -468,6 +519,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 throw e;
             }
             ownsCqs = true;
+            SetupTimings.done("ibv_create_cq x2", t0);
         }
         QueuePairInit init = QueuePairInit.of(ud ? QueuePairType.UD : QueuePairType.RC, sendCq, recvCq)
                 .maxSendWr(s.maxSendWr)
@@ -477,20 +529,27 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 .maxInlineData(s.maxInlineData)
                 .signalAll(s.signalAll);
         MemorySegment cmId = id;
+        t0 = SetupTimings.start();
+        QueuePair made;
         try {
-            qp = CoreAccess.get()
+            made = CoreAccess.get()
                     .createQueuePair(
                             pd,
                             init,
                             (pdHandle, attr) -> {
-                                LibRdmacm.createQp(cmId, pdHandle, attr);
-                                MemorySegment q = CmStructs.qp(cmId);
-                                // the library makes every transition itself: librdmacm must not touch the QP (it
-                                // would re-grant its own access flags and take the peer's retry count, 7 from rping)
-                                CmStructs.setQp(cmId, MemorySegment.NULL);
-                                return q;
+                                MemorySegment[] q = new MemorySegment[1];
+                                locked("rdma_create_qp", () -> {
+                                    LibRdmacm.createQp(cmId, pdHandle, attr);
+                                    q[0] = CmStructs.qp(cmId);
+                                    // the library makes every transition itself: librdmacm must not touch the QP
+                                    // (it would re-grant its own access flags and take the peer's retry count, 7
+                                    // from rping)
+                                    CmStructs.setQp(cmId, MemorySegment.NULL);
+                                });
+                                return q[0];
                             },
                             LibIbverbs::destroyQp);
+            SetupTimings.done("rdma_create_qp", t0);
         } catch (VerbsException e) {
             closeQueues();
             if (e.errno() != Errno.EINVAL || !"rdma_create_qp".equals(e.verb())) {
@@ -508,16 +567,29 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             closeQueues();
             throw e;
         }
+        qp = made;
+        boolean closedMeanwhile;
+        synchronized (lock) { // close() sets closed, then reads qp: one of the two sees the other
+            closedMeanwhile = closed;
+        }
+        if (closedMeanwhile) {
+            made.close();
+            closeQueues();
+            throw failureException("creating the queue pair");
+        }
         if (ud) {
             // rdma_create_qp took a UD QP to RTS itself; the library redoes it so that its QueuePair
             // knows the state: RESET, then INIT (with the CM's Q_Key), RTR, RTS
-            qkey = CmStructs.udQkey(id);
+            int[] qkeyOf = new int[1];
+            locked("rdma_create_qp", () -> qkeyOf[0] = CmStructs.udQkey(id));
+            qkey = qkeyOf[0];
             qp.reset();
-            qp.activateUd(CmStructs.portNum(id), qkey, 0);
+            qp.activateUd(portOf[0], qkey, 0);
             return;
         }
-        qp.toInit(
-                CmStructs.portNum(id), remoteAccess); // INIT -> INIT: least privilege, whatever rdma_create_qp granted
+        t0 = SetupTimings.start();
+        qp.toInit(portOf[0], remoteAccess); // INIT -> INIT: least privilege, whatever rdma_create_qp granted
+        SetupTimings.done("ibv_modify_qp INIT", t0);
     }
 
     /** The setup's queue sizes against the device's limits, before any queue pair is made. */
@@ -544,6 +616,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private void toReadyToSend(int peerResponderResources, int peerInitiatorDepth) {
         DeviceAttributes d = deviceAttributes;
         CoreAccess core = CoreAccess.get();
+        long t0 = SetupTimings.start();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = CmStructs.qpAttr(a);
             int rr = Math.min(Math.min(wantResponderResources, d.maxQpRdAtom()), active ? 255 : peerInitiatorDepth);
@@ -556,6 +629,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             responderResources = rr;
             initiatorDepth = depth;
         }
+        SetupTimings.done("ibv_modify_qp RTR RTS", t0);
     }
 
     /** Passive side, under channel.lock: the queue pair to RTS, then {@code rdma_accept}. */
@@ -574,6 +648,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             return;
         }
         toReadyToSend(peerResponderResources, peerInitiatorDepth);
+        long t0 = SetupTimings.start();
         try (Arena a = Arena.ofConfined()) {
             LibRdmacm.accept(
                     id,
@@ -586,6 +661,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                             options.rnrRetry(),
                             qp.qpNumber()));
         }
+        SetupTimings.done("rdma_accept", t0);
     }
 
     // ---- events ------------------------------------------------------------------------------
@@ -698,7 +774,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             try {
                 toReadyToSend(e.responderResources(), e.initiatorDepth());
+                long t0 = SetupTimings.start();
                 LibRdmacm.establish(id);
+                SetupTimings.done("rdma_establish", t0);
             } catch (RuntimeException x) {
                 LOG.debug("completing the connection failed: {}", x.getMessage());
                 try {
@@ -1230,8 +1308,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             return;
         }
         long deadline = setupDeadline;
+        long t0 = SetupTimings.start();
         try {
             if (channel.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                SetupTimings.done("channel lock wait", t0);
                 return;
             }
         } catch (InterruptedException e) {

@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -31,6 +33,16 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
                 1, Thread.ofPlatform().daemon().name("verbs4j-cm-deadlines").factory());
         TIMERS.setRemoveOnCancelPolicy(true);
     }
+
+    /**
+     * The threads that make the queue pairs and send the requests and accepts of setups on channels
+     * with their own event thread (one per processor, at least two; daemons): those steps are the
+     * longest (several system calls each), and run here so that the event thread goes on reading
+     * events and the setups of many connections proceed at once.
+     */
+    static final ExecutorService STEPS = Executors.newFixedThreadPool(
+            Math.max(2, Runtime.getRuntime().availableProcessors()),
+            Thread.ofPlatform().daemon().name("verbs4j-cm-setup-", 0).factory());
 
     final RdmaConnection connection;
     final long deadline;

@@ -1,0 +1,32 @@
+package org.verbs4j.cm;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The wall time of each connection-setup step (a librdmacm or verbs call, a wait for the
+ * channel's lock, the handling of one event), logged at debug level by the logger
+ * {@code org.verbs4j.cm.SetupTimings}: "step NAME US us on THREAD". Off (one check per step)
+ * unless that logger is at debug: a profile of where setup time goes, as cmtime prints its own.
+ */
+final class SetupTimings {
+    private static final Logger LOG = LoggerFactory.getLogger(SetupTimings.class);
+
+    private SetupTimings() {}
+
+    /** A start time for {@link #done}, or 0 when the timings are off. */
+    static long start() {
+        return LOG.isDebugEnabled() ? System.nanoTime() : 0;
+    }
+
+    /** Logs the time since {@code t0} (from {@link #start}) as step {@code step}; nothing when 0. */
+    static void done(String step, long t0) {
+        if (t0 != 0) {
+            LOG.debug(
+                    "step {} {} us on {}",
+                    step,
+                    (System.nanoTime() - t0) / 1000,
+                    Thread.currentThread().getName());
+        }
+    }
+}
