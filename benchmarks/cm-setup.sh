@@ -6,9 +6,9 @@
 # run and is then stopped: a cmtime server whose first connection closed creates its next queue
 # pairs on that connection's destroyed completion queues and refuses them, "failure creating qp"):
 #   cmtime  -> cmtime     cmtime's client against its own server (the baseline)
-#   verbs4j -> cmtime     verbs-perf cm-setup as the active side, --api async, then blocking (two
-#                         rounds in one JVM each, against two cmtime servers: the first round
-#                         includes the JIT's warm-up, the second not)
+#   verbs4j -> cmtime     verbs-perf cm-setup as the active side, --api async, then blocking
+#                         (--rounds R in one JVM each, default 2, against R cmtime servers: the
+#                         first round includes the JIT's warm-up, the later ones less of it)
 #   cmtime  -> verbs4j    cmtime's client against verbs-perf cm-setup as the passive side (async, blocking)
 # and prints one line per run: who, the side measured, N, the time and connects/s. cmtime's rate is
 # N over the sum of its setup steps' totals (create id, bind, resolve addr, resolve route, create
@@ -24,7 +24,7 @@
 #
 # Usage (on a host with an RDMA device, or in the Soft-RoCE guest; --guest boots one):
 #   benchmarks/cm-setup.sh [--guest] [--counts "1 10 100"] [--addr IP] [--threads virtual|platform]
-#                          [--budget SECONDS] [--profile]
+#                          [--rounds R] [--budget SECONDS] [--profile]
 # --budget bounds the whole run (default 1200 s): each command gets at most what is left, and a
 # count that would start with less than a minute left is skipped (said so). --guest boots a fresh
 # guest (softroce/run-in-guest.sh, bounded by the budget plus the boot) and runs this script there;
@@ -42,6 +42,7 @@ THREADS=virtual
 GUEST=0
 BUDGET=1200
 PROFILE=0
+ROUNDS=2
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --guest) GUEST=1; shift ;;
@@ -50,6 +51,7 @@ while [[ $# -gt 0 ]]; do
     --threads) THREADS="${2:?--threads needs a value}"; shift 2 ;;
     --budget) BUDGET="${2:?--budget needs a value}"; shift 2 ;;
     --profile) PROFILE=1; shift ;;
+    --rounds) ROUNDS="${2:?--rounds needs a value}"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "cm-setup.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -65,7 +67,7 @@ if [[ ! -f "$JAR" ]]; then
 fi
 
 if [[ $GUEST == 1 ]]; then
-    args=(--counts "$COUNTS" --threads "$THREADS" --budget "$BUDGET")
+    args=(--counts "$COUNTS" --threads "$THREADS" --budget "$BUDGET" --rounds "$ROUNDS")
     ((PROFILE)) && args+=(--profile)
     exec "$ROOT/softroce/run-in-guest.sh" --timeout $((BUDGET + 300)) --share "$ROOT" -- \
         "cd $(printf '%q' "$ROOT") && benchmarks/cm-setup.sh $(printf '%q ' "${args[@]}")"
@@ -181,15 +183,16 @@ for n in $COUNTS; do
     run_cmtime -s "$ADDR" -p "$PORT" -c "$n" >"$OUT/cmtime-cmtime-$n.out" || true
     stop_servers
     say "cmtime -> cmtime   cmtime active:   $(cmtime_rate "$OUT/cmtime-cmtime-$n.out" "$n")"
-    # verbs4j -> cmtime, two rounds each against two fresh cmtime servers
+    # verbs4j -> cmtime, the rounds of each against fresh cmtime servers
     for api in async blocking; do
         PORT=$((PORT + 1))
-        cmtime_server "$PORT"
-        cmtime_server $((PORT + 1))
-        timeout "$(left)" "${JAVA[@]}" -s "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" --rounds 2 \
+        for ((r = 0; r < ROUNDS; r++)); do
+            cmtime_server $((PORT + r))
+        done
+        timeout "$(left)" "${JAVA[@]}" -s "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" --rounds "$ROUNDS" \
             >"$OUT/verbs4j-$api-cmtime-$n.out" 2>"$OUT/verbs4j-$api-cmtime-$n.log" || rc=1
         stop_servers
-        PORT=$((PORT + 1))
+        PORT=$((PORT + ROUNDS - 1))
         grep -h 'active:.*connects/s\|^first failure' "$OUT/verbs4j-$api-cmtime-$n.out" | sed 's/^/verbs4j -> cmtime  /' |
             tee -a "$SUMMARY"
         step_summary "$OUT/verbs4j-$api-cmtime-$n.log"
