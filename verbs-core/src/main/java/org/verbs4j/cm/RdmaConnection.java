@@ -346,17 +346,18 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * thread). A failure fails {@code f}.
      */
     private void onSetupThread(SetupFuture f, Runnable step) {
-        if (channel.isPolled()) {
-            step.run();
-            return;
-        }
-        SetupFuture.STEPS.execute(() -> {
+        Runnable run = () -> {
             try {
                 step.run();
             } catch (RuntimeException | Error e) {
                 f.fail(e);
             }
-        });
+        };
+        if (channel.isPolled()) {
+            run.run();
+        } else {
+            SetupFuture.STEPS.execute(run);
+        }
     }
 
     private void resolveAddress(SetupFuture f) {
@@ -572,8 +573,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         synchronized (lock) { // close() sets closed, then reads qp: one of the two sees the other
             closedMeanwhile = closed;
         }
-        if (closedMeanwhile) {
-            made.close();
+        if (closedMeanwhile) { // close() may have seen it too: whichever comes second finds it closed
+            try {
+                if (made.isOpen()) {
+                    made.close();
+                }
+            } catch (VerbsException x) {
+                LOG.debug("closing the queue pair of a connection closed meanwhile: {}", x.getMessage());
+            }
             closeQueues();
             throw failureException("creating the queue pair");
         }
