@@ -155,7 +155,8 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
      * Accepts: creates the RC (for a UD listener: UD, see {@link RdmaConnection#connectUd}) queue pair as {@code setup} says (its {@code beforeConnect} hook
      * runs once the queue pair exists, to post receives), moves it to RTS and sends the accept
      * with {@code privateData} (at most 196 bytes, or null); returns the connection once the peer
-     * confirmed (ESTABLISHED), within {@code timeout} (its waits for the channel's lock included). A
+     * confirmed (ESTABLISHED), within {@code timeout} (its waits for the channel's lock included)
+     * plus {@link RdmaConnection#BOUND_MARGIN}. A
      * peer that confirmed and at once disconnected still makes an accepted connection: it is
      * returned DISCONNECTED. On failure everything is released and the exception, naming
      * {@code rdma_accept} (or the step that failed), says why (timeout, the peer gave up, closed
@@ -188,7 +189,6 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         c.peerPrivateData(this.privateData);
         c.addresses(peer, local);
         c.register(); // replaces this request as the id's endpoint
-        c.setupDeadline(deadline);
         return c.startAccept(deadline, "accepting " + peer, () -> {
             CmEvent gone = abandoned;
             if (gone != null) {
