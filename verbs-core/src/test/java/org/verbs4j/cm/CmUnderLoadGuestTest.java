@@ -2,6 +2,7 @@ package org.verbs4j.cm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.verbs4j.cm.CmTestSupport.WAIT;
 import static org.verbs4j.cm.CmTestSupport.address;
@@ -19,15 +20,17 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.verbs4j.VerbsException;
 import org.verbs4j.VerbsTimeoutException;
 import org.verbs4j.testing.RdmaTest;
 
 /**
  * The connection manager under load on rxe0: outcomes that are true whatever the interleaving of
  * events (a connection closed right after it connected is an accepted connection that then closed),
- * bounds that hold with 100 concurrent callers on platform and on virtual threads, and a listener's
- * backlog honoured. The kernel's counts of cm ids, QPs, CQs and MRs return to
- * their baseline after each case.
+ * bounds that hold with 100 concurrent callers on platform and on virtual threads, a listener's
+ * backlog honoured, and unanswered requests (their peer gone, or never answered) released at the
+ * listener's request timeout while it stays open. The kernel's counts of cm ids, QPs, CQs and MRs
+ * return to their baseline after each case.
  */
 @RdmaTest
 class CmUnderLoadGuestTest {
@@ -196,7 +199,8 @@ class CmUnderLoadGuestTest {
     /**
      * A listener with a backlog of 4 that never accepts, and 12 connects: 4 requests wait, the 8
      * beyond the backlog are rejected at once (as the kernel's rdma_cm rejects requests beyond
-     * {@code rdma_listen}'s backlog); the listener's close rejects the 4.
+     * {@code rdma_listen}'s backlog), so that the cm ids held stay at the listener, the 4 waiting
+     * requests and their 4 connects; the listener's close rejects the 4.
      */
     @Test
     void aListenerHonoursItsBacklog() throws Exception {
@@ -226,6 +230,12 @@ class CmUnderLoadGuestTest {
                     assertEquals(ConnectionFailedException.Reason.REJECTED, e.reason(), e.getMessage());
                 }
                 assertEquals(backlog, l.queued(), "requests queued");
+                int held = before.get("cm_id") + 1 + 2 * backlog;
+                int[] ids = {0};
+                CmTestSupport.within(
+                        () -> (ids[0] = CmTestSupport.leakCounts().get("cm_id")) == held ? true : null,
+                        "cm ids back to the listener, its " + backlog + " requests and their connects (" + held
+                                + "; now " + ids[0] + ")");
                 l.close();
                 for (CompletableFuture<Object> f : connects) {
                     Object o = f.get(30, TimeUnit.SECONDS);
@@ -239,6 +249,94 @@ class CmUnderLoadGuestTest {
                         c.close();
                     }
                 }
+            }
+        }
+        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+    }
+
+    /**
+     * Requests that nobody answers, with the listener open: with a request timeout of 3 s and
+     * connects bounded by 30 s, the 4 waiting requests (a listener that never accepts) are rejected
+     * at the request timeout: their connects end REJECTED long before their bound, and the cm ids
+     * are back to the listener's alone while it stays open.
+     */
+    @Test
+    void requestsUnansweredPastTheRequestTimeoutAreRejected() throws Exception {
+        Duration timeout = Duration.ofSeconds(3);
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        try (CmEventChannel server = CmEventChannel.open();
+                CmEventChannel client = CmEventChannel.open()) {
+            int port = CmTestSupport.port();
+            try (CmListener l = CmListener.bind(server, address(port), 4).requestTimeout(timeout)) {
+                assertEquals(timeout, l.requestTimeout());
+                List<CompletableFuture<Object>> connects = new ArrayList<>();
+                for (int i = 0; i < 4; i++) {
+                    connects.add(connectAsync(client, port, Duration.ofSeconds(30)));
+                }
+                CmTestSupport.within(() -> l.queued() == 4 ? true : null, "4 requests queued");
+                long t0 = System.nanoTime(); // the last request came before this: none waits longer
+                for (CompletableFuture<Object> f : connects) {
+                    ConnectionFailedException e =
+                            assertInstanceOf(ConnectionFailedException.class, f.get(60, TimeUnit.SECONDS));
+                    assertEquals(ConnectionFailedException.Reason.REJECTED, e.reason(), e.getMessage());
+                }
+                double s = (System.nanoTime() - t0) / 1e9;
+                System.out.printf(
+                        "CmUnderLoadGuestTest: 4 requests unanswered, request timeout %s: their connects were"
+                                + " rejected %.1f s after the last request came%n",
+                        timeout, s);
+                assertTrue(s < 15, "rejected at the request timeout, not at the connects' bound: " + s + " s");
+                CmTestSupport.within(
+                        () -> CmTestSupport.leakCounts().get("cm_id") == before.get("cm_id") + 1 ? true : null,
+                        "the requests released while the listener stays open");
+            }
+        }
+        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+    }
+
+    /**
+     * Abandoned requests: two clients connect and destroy their ids (cancel) before the listener
+     * answers, one request handed out by accept, one still queued. rxe tells the listener nothing;
+     * with the listener still open both are released at its request timeout (4 s): its cm ids are
+     * back to the listener's alone, and the late accept of the handed-out one is refused, naming
+     * the timeout.
+     */
+    @Test
+    void requestsWhosePeerGaveUpAreReleasedAtTheRequestTimeout() throws Exception {
+        Duration timeout = Duration.ofSeconds(4);
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        try (CmEventChannel server = CmEventChannel.open();
+                CmEventChannel client = CmEventChannel.open()) {
+            int port = CmTestSupport.port();
+            try (CmListener l = CmListener.bind(server, address(port), 8).requestTimeout(timeout)) {
+                CompletableFuture<RdmaConnection> first =
+                        RdmaConnection.connectAsync(client, address(port), SMALL, null, Duration.ofSeconds(60));
+                ConnectionRequest handedOut = l.accept(WAIT);
+                CompletableFuture<RdmaConnection> second =
+                        RdmaConnection.connectAsync(client, address(port), SMALL, null, Duration.ofSeconds(60));
+                CmTestSupport.within(() -> l.queued() == 1 ? true : null, "the second request queued");
+                long t0 = System.nanoTime();
+                assertTrue(first.cancel(true), "the first connect still waited");
+                assertTrue(second.cancel(true), "the second connect still waited");
+                int listening = before.get("cm_id") + 1;
+                String[] last = {""};
+                CmTestSupport.within(
+                        () -> {
+                            int ids = CmTestSupport.leakCounts().get("cm_id");
+                            last[0] =
+                                    "queued " + l.queued() + ", cm ids " + ids + " (the listener's: " + listening + ")";
+                            return l.queued() == 0 && ids == listening ? true : null;
+                        },
+                        "the abandoned requests released");
+                System.out.printf(
+                        "CmUnderLoadGuestTest: 2 requests whose peers gave up released %.1f s after they did,"
+                                + " request timeout %s (%s)%n",
+                        (System.nanoTime() - t0) / 1e9, timeout, last[0]);
+                VerbsException late = assertThrows(
+                        VerbsException.class,
+                        () -> handedOut.accept(SMALL, null, WAIT).close(),
+                        "an accept after the release");
+                assertEquals("rdma_accept", late.verb(), late.getMessage());
             }
         }
         assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
