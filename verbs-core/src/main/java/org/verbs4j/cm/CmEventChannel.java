@@ -93,24 +93,28 @@ public final class CmEventChannel implements AutoCloseable {
                 if (destroyed) {
                     return;
                 }
-                destroyed = true;
-                try {
-                    if (reject) {
-                        LibRdmacm.reject(id, MemorySegment.NULL, 0);
-                    }
-                } catch (RuntimeException e) {
-                    LOG.debug("rejecting a leaked request: {}", e.getMessage());
-                } finally {
-                    try {
-                        LibRdmacm.destroyId(id);
-                    } catch (RuntimeException e) {
-                        LOG.warn("verbs4j: rdma_destroy_id failed: {}", e.getMessage());
-                    }
-                    core.endpoints.computeIfPresent(id.address(), (k, v) -> v.state == this ? null : v);
-                    core.liveIds.decrementAndGet();
+                destroyed = true; // every other call on the id checks this under the lock first
+                core.destroying.incrementAndGet();
+                if (reject) {
+                    LibRdmacm.reject(id, MemorySegment.NULL, 0);
                 }
+            } catch (RuntimeException e) {
+                LOG.debug("rejecting a leaked request: {}", e.getMessage());
             } finally {
                 core.lock.unlock();
+            }
+            // outside the lock: rdma_destroy_id waits for the kernel (a REJ or DREQ sent, its references
+            // dropped); ids destroyed at once must not queue behind each other, nor the event reader. Its
+            // events were all read and acknowledged under the lock (librdmacm waits for that): the id's
+            // address cannot be reused while an event of the old id is routed
+            try {
+                LibRdmacm.destroyId(id);
+            } catch (RuntimeException e) {
+                LOG.warn("verbs4j: rdma_destroy_id failed: {}", e.getMessage());
+            } finally {
+                core.endpoints.computeIfPresent(id.address(), (k, v) -> v.state == this ? null : v);
+                core.liveIds.decrementAndGet();
+                core.destroying.decrementAndGet();
             }
             core.releaseIfAbandoned();
         }
@@ -134,6 +138,9 @@ public final class CmEventChannel implements AutoCloseable {
         final Map<Long, Entry> endpoints = new ConcurrentHashMap<>();
 
         final AtomicInteger liveIds = new AtomicInteger();
+        /** Ids marked destroyed whose {@code rdma_destroy_id} (outside the lock) has not returned yet. */
+        final AtomicInteger destroying = new AtomicInteger();
+
         private final MemorySegment eventSlot = Arena.ofAuto().allocate(ValueLayout.ADDRESS);
         /**
          * Polled mode: the channel's fd in the JVM's epoll poller, so that a thread waiting for
@@ -514,6 +521,29 @@ public final class CmEventChannel implements AutoCloseable {
     IdState createId(int portSpace) {
         ensureOpen("rdma_create_id");
         lock.lock();
+        return createIdLocked(portSpace);
+    }
+
+    /**
+     * {@link #createId(int)} for a connect that must return by {@code deadline} (System.nanoTime):
+     * waits for the channel's lock no longer; {@code null} when the deadline passed first.
+     */
+    IdState createId(int portSpace, long deadline) {
+        ensureOpen("rdma_create_id");
+        try {
+            if (!lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                return null;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new VerbsException(
+                    "rdma_create_id", Errno.EINTR, "interrupted while waiting for the channel", null, e);
+        }
+        return createIdLocked(portSpace);
+    }
+
+    /** With the lock held: creates the id, then unlocks. */
+    private IdState createIdLocked(int portSpace) {
         try (Arena a = Arena.ofConfined()) {
             ensureOpen("rdma_create_id");
             return new IdState(core, LibRdmacm.createId(channel, a.allocate(ValueLayout.ADDRESS), portSpace));
@@ -573,6 +603,10 @@ public final class CmEventChannel implements AutoCloseable {
      * finishes once the callback returned. A second call after a complete close does nothing.
      */
     public void close(Duration bound) {
+        long deadline = Timeouts.deadline("rdma_destroy_event_channel", bound);
+        while (core.destroying.get() > 0 && System.nanoTime() < deadline) {
+            java.util.concurrent.locks.LockSupport.parkNanos(100_000); // ids closed whose rdma_destroy_id is under way
+        }
         lock.lock();
         try {
             if (core.released) {
@@ -594,7 +628,6 @@ public final class CmEventChannel implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        long deadline = Timeouts.deadline("rdma_destroy_event_channel", bound);
         Thread t = core.thread;
         if (t != null && t != Thread.currentThread()) {
             try {

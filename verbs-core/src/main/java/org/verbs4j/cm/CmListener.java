@@ -10,6 +10,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.WeakHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,6 +18,7 @@ import org.verbs4j.Context;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsTimeoutException;
+import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.LibRdmacm;
 
 /**
@@ -30,7 +32,10 @@ import org.verbs4j.natives.LibRdmacm;
  * neither accepted nor rejected): a request beyond them is rejected at once (the peer sees
  * REJECTED), as the kernel rejects requests beyond {@code rdma_listen}'s backlog; a request whose
  * peer gave up (its connect ended: timed out, closed) is released as soon as the connection
- * manager reports it, whether queued or handed out. A port
+ * manager reports it, whether queued or handed out, and a request still unanswered
+ * {@link #requestTimeout} after it came is rejected and released (rxe does not report a peer that
+ * gave up). Unanswered requests are so bounded in number (the backlog) and in time; each holds its
+ * cm id and a copy of its private data (at most 56 bytes; a UD request 180). A port
  * already bound fails at {@link #bind} with EADDRINUSE. Thread-safe. A listener that becomes
  * unreachable unclosed is reported by a cleaner (a warning naming its address and where it was
  * bound) and its id destroyed, which frees the port; the channel holds it only weakly, so keep a
@@ -50,6 +55,21 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
     private final boolean ud;
     /** The most requests unanswered at a time (queued or handed out); more are rejected. */
     private final int backlog;
+
+    /** The default {@link #requestTimeout}: librdmacm's active side gives up on its request after about 64 s. */
+    static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(70);
+
+    private volatile long requestTimeoutNanos = DEFAULT_REQUEST_TIMEOUT.toNanos();
+
+    /** One daemon thread that hands the requests unanswered past their listener's request timeout on to be rejected. */
+    private static final ScheduledThreadPoolExecutor EXPIRY;
+
+    static {
+        EXPIRY = new ScheduledThreadPoolExecutor(
+                1,
+                Thread.ofPlatform().daemon().name("verbs4j-cm-request-expiry").factory());
+        EXPIRY.setRemoveOnCancelPolicy(true); // an answered request's timer goes at once, not when it would fire
+    }
 
     /** What a later answer to a request rejected by {@link #close()} is told. */
     private static final String CLOSED_ANSWER = "rejected when its listener closed";
@@ -127,6 +147,28 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
     }
 
     /**
+     * Rejects and releases each later request still unanswered {@code timeout} after it came (70 s
+     * by default: with librdmacm's defaults the peer's connect has given up by then, whether or not
+     * the connection manager said so; rxe does not tell the listening side). An answer after that is
+     * refused, naming the timeout. Returns this listener.
+     */
+    public CmListener requestTimeout(Duration timeout) {
+        if (timeout == null || timeout.isNegative() || timeout.isZero()) {
+            throw new InvalidRequestException(
+                    "CmListener.requestTimeout",
+                    "the request timeout must be positive: " + timeout,
+                    "give a positive Duration: how long a request may wait for its answer");
+        }
+        this.requestTimeoutNanos = Timeouts.nanos("CmListener.requestTimeout", timeout);
+        return this;
+    }
+
+    /** The request timeout now in force (see {@link #requestTimeout(Duration)}). */
+    public Duration requestTimeout() {
+        return Duration.ofNanos(requestTimeoutNanos);
+    }
+
+    /**
      * Hands every later request to {@code handler} (on the channel's event thread, or the thread
      * polling a polled channel) instead of queueing it for {@link #accept}; the handler must accept,
      * reject or close it. Null goes back to queueing.
@@ -155,13 +197,9 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
         synchronized (lock) {
             wasClosed = closed;
             full = !closed && pending.size() + handedOut.size() >= backlog;
-            if (!closed && !full && h == null) {
-                pending.add(r);
-                lock.notifyAll();
-                return;
-            }
             if (!closed && !full) {
-                handedOut.add(r);
+                (h == null ? pending : handedOut).add(r);
+                lock.notifyAll();
             }
         }
         if (wasClosed) {
@@ -171,6 +209,10 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
         if (full) {
             LOG.debug("rejecting a request from {}: {} requests unanswered on {}", r.peerAddress(), backlog, local);
             r.closeAs("rejected: the listener's backlog of " + backlog + " unanswered requests was full");
+            return;
+        }
+        r.expireAfter(requestTimeoutNanos, EXPIRY);
+        if (h == null) {
             return;
         }
         try {

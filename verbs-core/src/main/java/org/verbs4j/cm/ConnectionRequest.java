@@ -2,9 +2,13 @@ package org.verbs4j.cm;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.WeakReference;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.InvalidRequestException;
@@ -42,6 +46,9 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
     private volatile CmEvent abandoned;
     /** Under lock: released because the peer gave up before any answer (the id is destroyed). */
     private boolean released;
+
+    /** The listener's request timeout for this request, cancelled once it is answered or released; or null. */
+    private volatile Future<?> expiry;
 
     /** A request to a UD listener (RDMA_PS_UDP, a SIDR request): accepting makes a UD connection. */
     private final boolean ud;
@@ -89,6 +96,41 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         return initiatorDepth;
     }
 
+    /**
+     * Rejects this request (on a release thread) if it is still unanswered {@code nanos} from now:
+     * its listener's request timeout. Held weakly: a request dropped unanswered is its cleaner's.
+     */
+    void expireAfter(long nanos, ScheduledExecutorService timers) {
+        WeakReference<ConnectionRequest> ref = new WeakReference<>(this);
+        String as = "rejected: unanswered " + Duration.ofNanos(nanos) + " after it came (the listener's "
+                + "requestTimeout)";
+        Future<?> f = timers.schedule(
+                () -> RdmaConnection.RELEASERS.execute(() -> {
+                    ConnectionRequest r = ref.get();
+                    if (r != null) {
+                        LOG.debug("{}: {}", r, as);
+                        r.closeAs(as);
+                    }
+                }),
+                nanos,
+                TimeUnit.NANOSECONDS);
+        expiry = f;
+        synchronized (lock) {
+            if (answer == null && !released) {
+                return;
+            }
+        }
+        f.cancel(false); // answered or released meanwhile
+    }
+
+    /** Answered or released: its request timeout goes. */
+    private void cancelExpiry() {
+        Future<?> f = expiry;
+        if (f != null) {
+            f.cancel(false);
+        }
+    }
+
     @Override
     void handle(CmStructs.Copied raw, CmEvent event) {
         // before an accept: the peer gave up (its request timed out, it closed); an unanswered
@@ -103,6 +145,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         }
         if (release) {
             LOG.debug("releasing the request from {}: the peer gave up ({})", peer, event);
+            cancelExpiry();
             leakClosed();
             if (listener != null) {
                 listener.answered(this);
@@ -130,6 +173,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
             gone = abandoned;
             answer = gone == null ? as : "released: the peer gave up on it (" + gone.name() + ")";
         }
+        cancelExpiry();
         leakClosed(); // answered: the connection (or the reject) owns the id from here on
         if (listener != null) {
             listener.answered(this);
@@ -155,7 +199,8 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
      * Accepts: creates the RC (for a UD listener: UD, see {@link RdmaConnection#connectUd}) queue pair as {@code setup} says (its {@code beforeConnect} hook
      * runs once the queue pair exists, to post receives), moves it to RTS and sends the accept
      * with {@code privateData} (at most 196 bytes, or null); returns the connection once the peer
-     * confirmed (ESTABLISHED), within {@code timeout} (its waits for the channel's lock included). A
+     * confirmed (ESTABLISHED), within {@code timeout} (its waits for the channel's lock included)
+     * plus {@link RdmaConnection#BOUND_MARGIN}. A
      * peer that confirmed and at once disconnected still makes an accepted connection: it is
      * returned DISCONNECTED. On failure everything is released and the exception, naming
      * {@code rdma_accept} (or the step that failed), says why (timeout, the peer gave up, closed
@@ -190,7 +235,6 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         c.peerPrivateData(this.privateData);
         c.addresses(peer, local);
         c.register(); // replaces this request as the id's endpoint
-        c.setupDeadline(deadline);
         return c.startAccept(deadline, "accepting " + peer, async, () -> {
             CmEvent gone = abandoned;
             if (gone != null) {

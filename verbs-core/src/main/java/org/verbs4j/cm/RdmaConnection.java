@@ -63,6 +63,27 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     /** Infiniband CM reject reason: no listener on the service ID. */
     private static final int REJ_INVALID_SERVICE_ID = 8;
 
+    /**
+     * What a connect or accept may take beyond its bound: with a bound of T it returns (connected,
+     * failed, or with {@link VerbsTimeoutException}) within T plus this margin, its cm id destroyed
+     * and its queue pair and queues released, however many threads set up connections on the same
+     * channel at once (platform or virtual). The margin is the release after the bound: the wait
+     * for the channel's lock (held only for single librdmacm calls) and {@code rdma_destroy_id},
+     * which waits for the kernel's connection manager (milliseconds; on the emulated test guest
+     * with 100 connects timing out at once, well within this margin).
+     */
+    public static final Duration BOUND_MARGIN = Duration.ofSeconds(1);
+
+    /**
+     * Platform threads for the native part of a close called on a virtual thread (a native call
+     * pins its carrier, and many virtual threads closing at once, their connects timed out
+     * together, would take the few carriers from the threads that still have to see their bound),
+     * and for the closes of setups whose deadline passed (each on its own thread: not one after
+     * another on the deadline timer's).
+     */
+    static final java.util.concurrent.ExecutorService RELEASERS = java.util.concurrent.Executors.newCachedThreadPool(
+            Thread.ofPlatform().daemon().name("verbs4j-cm-release-", 0).factory());
+
     private final boolean active;
     private final ConnectOptions options;
     private final Set<org.verbs4j.Access> remoteAccess;
@@ -78,10 +99,6 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private boolean closed; // under lock
     /** The connection reached CONNECTED once (a DISCONNECTED right after is an established connection that ended). */
     private volatile boolean wasEstablished;
-    /** When the connect or accept under way must have returned (System.nanoTime), for its lock waits. */
-    private volatile long setupDeadline;
-
-    private volatile boolean hasSetupDeadline;
     // set once the queue pair exists (under channel.lock; volatile for the accessors of other threads)
     private volatile Context context;
     /** The device's attributes, from {@link CmDevices} (queried once per device, not per connection). */
@@ -135,7 +152,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     /**
-     * Connects to {@code remote} within {@code timeout}: {@link #create} then {@link #connect(
+     * Connects to {@code remote} within {@code timeout} (plus {@link #BOUND_MARGIN}, however many
+     * threads connect on the channel at once): {@link #create} then {@link #connect(
      * InetSocketAddress, byte[], Duration)}; on any failure the connection is closed (nothing
      * stays behind) and the exception thrown.
      */
@@ -182,18 +200,27 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             Duration timeout,
             boolean ud) {
         long start = System.nanoTime();
-        RdmaConnection c = create(channel, setup, ud);
-        try {
-            Duration left = timeout;
-            if (!timeout.isNegative() && !timeout.isZero()) { // (else refused by connect, naming the timeout)
-                left = timeout.minusNanos(System.nanoTime() - start); // the wait for the id counts too
-                if (left.isNegative() || left.isZero()) {
-                    throw new VerbsTimeoutException(
-                            "rdma_connect",
-                            "the timeout ran out while the cm id was created (other setups held the channel)",
-                            "allow more time, or spread concurrent setups over several channels");
+        boolean bounded = !timeout.isNegative() && !timeout.isZero(); // (else refused by connect, naming it)
+        long deadline = bounded ? Timeouts.deadline("rdma_connect", timeout) : start;
+        CmEventChannel.IdState id = bounded
+                ? channel.createId(ud ? LibRdmacm.RDMA_PS_UDP : LibRdmacm.RDMA_PS_TCP, deadline)
+                : channel.createId(ud ? LibRdmacm.RDMA_PS_UDP : LibRdmacm.RDMA_PS_TCP);
+        Duration left = timeout;
+        if (bounded) {
+            left = timeout.minusNanos(System.nanoTime() - start); // the wait for the id counts too
+            if (id == null || left.isNegative() || left.isZero()) {
+                if (id != null) {
+                    id.destroy(false);
                 }
+                throw new VerbsTimeoutException(
+                        "rdma_connect",
+                        "the timeout of " + timeout + " ran out before the cm id was created (other setups held"
+                                + " the channel)",
+                        "allow more time, or spread concurrent setups over several channels");
             }
+        }
+        RdmaConnection c = create(channel, id, setup, ud);
+        try {
             return c.startConnect(remote, privateData, left, true);
         } catch (RuntimeException | Error e) {
             c.close();
@@ -212,7 +239,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     private static RdmaConnection create(CmEventChannel channel, ConnectionSetup setup, boolean ud) {
-        CmEventChannel.IdState id = channel.createId(ud ? LibRdmacm.RDMA_PS_UDP : LibRdmacm.RDMA_PS_TCP);
+        return create(channel, channel.createId(ud ? LibRdmacm.RDMA_PS_UDP : LibRdmacm.RDMA_PS_TCP), setup, ud);
+    }
+
+    private static RdmaConnection create(
+            CmEventChannel channel, CmEventChannel.IdState id, ConnectionSetup setup, boolean ud) {
         RdmaConnection c = new RdmaConnection(channel, id, true, ud, setup, ConnectionState.IDLE);
         c.register();
         return c;
@@ -290,7 +321,6 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
         peer = remote;
         long deadline = Timeouts.deadline("rdma_connect", timeout);
-        setupDeadline(deadline);
         SetupFuture f = new SetupFuture(
                 this, deadline, owns, "resolving the address " + remote, ConnectionState.ADDRESS_RESOLVED);
         f.remote = remote;
@@ -1218,7 +1248,16 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             lock.notifyAll();
         }
         try {
-            release(wasConnected);
+            if (Thread.currentThread().isVirtual()) {
+                // a platform thread makes the native calls; this one waits unmounted (not interruptibly:
+                // a close completes)
+                CompletableFuture.runAsync(() -> release(wasConnected), RELEASERS)
+                        .join();
+            } else {
+                release(wasConnected);
+            }
+        } catch (java.util.concurrent.CompletionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : e;
         } finally {
             advanceSetup(); // a connect or accept in progress fails (its resources are released by now)
         }
@@ -1226,8 +1265,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /** Disconnects if it was connected, destroys the id, closes the queue pair and the queues (once, from close). */
     private void release(boolean wasConnected) {
-        // under the channel's lock only what needs the id: the disconnect and rdma_destroy_id; a setup
-        // step of this connection ran before (its queue pair is seen below) or sees it closed
+        // under the channel's lock only the disconnect; a setup step of this connection ran before (its
+        // queue pair is seen below) or sees it closed
         AddressHandle ah;
         QueuePair q;
         channel.lock.lock();
@@ -1244,10 +1283,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             ah = addressHandle;
             q = qp;
-            destroyId();
         } finally {
             channel.lock.unlock();
         }
+        destroyId(); // takes the lock only to mark the id destroyed; rdma_destroy_id runs outside it
 
         // the verbs objects outside it: many connections closing at once do not queue behind each other
         if (ah != null && ah.isOpen()) {
@@ -1302,19 +1341,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
     }
 
-    /** The deadline of the connect or accept under way, set before its first {@link #locked} step. */
-    void setupDeadline(long deadline) {
-        setupDeadline = deadline;
-        hasSetupDeadline = true;
-    }
-
-    /** Takes the channel's lock, within the setup's deadline when one is under way. */
+    /** Takes the channel's lock, within the deadline of the connect or accept (its {@link SetupFuture}). */
     private void lockChannel(String verb) {
-        if (!hasSetupDeadline) {
+        SetupFuture f = setupFuture;
+        if (f == null) {
             channel.lock.lock();
             return;
         }
-        long deadline = setupDeadline;
+        long deadline = f.deadline;
         long t0 = SetupTimings.start();
         try {
             if (channel.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {

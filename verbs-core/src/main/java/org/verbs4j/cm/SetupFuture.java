@@ -76,7 +76,10 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
     /** Arms the deadline (after the future is reachable from its connection). */
     void startTimer() {
         long left = deadline - System.nanoTime();
-        timer = TIMERS.schedule(this::timeOut, Math.max(0, left), TimeUnit.NANOSECONDS);
+        // the timer thread only hands the timeout on: failing closes the connection, and the setups
+        // that time out together must not close one after another
+        timer = TIMERS.schedule(
+                () -> RdmaConnection.RELEASERS.execute(this::timeOut), Math.max(0, left), TimeUnit.NANOSECONDS);
         if (isDone()) {
             timer.cancel(false);
         }

@@ -285,6 +285,19 @@ class CmMisuseGuestTest {
     }
 
     @Test
+    void aRequestTimeoutThatIsNotPositiveIsRefused() {
+        try (CmListener l = CmListener.bind(client, address(CmTestSupport.port()), 4)) {
+            for (Duration d : new Duration[] {Duration.ZERO, Duration.ofSeconds(-1), null}) {
+                assertClear(
+                        assertThrows(InvalidRequestException.class, () -> l.requestTimeout(d)),
+                        "CmListener.requestTimeout",
+                        "positive");
+            }
+            assertEquals(CmListener.DEFAULT_REQUEST_TIMEOUT, l.requestTimeout(), "unchanged by the refusals");
+        }
+    }
+
+    @Test
     void aClosedListenerIsNeverAskedForItsDevice() {
         CmListener l = CmListener.bind(client, address(CmTestSupport.port()), 4);
         assertNotNull(l.context(), "bound to rxe0's address");

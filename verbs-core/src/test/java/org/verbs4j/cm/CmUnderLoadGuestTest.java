@@ -2,6 +2,8 @@ package org.verbs4j.cm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.verbs4j.cm.CmTestSupport.WAIT;
 import static org.verbs4j.cm.CmTestSupport.address;
 
@@ -11,18 +13,30 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.verbs4j.VerbsException;
+import org.verbs4j.VerbsTimeoutException;
 import org.verbs4j.testing.RdmaTest;
 
 /**
  * The connection manager under load on rxe0: outcomes that are true whatever the interleaving of
  * events (a connection closed right after it connected is an accepted connection that then closed),
- * and a listener's backlog honoured. The kernel's counts of cm ids, QPs, CQs and MRs return to
- * their baseline after each case.
+ * bounds that hold with 100 concurrent callers on platform and on virtual threads, a listener's
+ * backlog honoured, and unanswered requests (their peer gone, or never answered) released at the
+ * listener's request timeout while it stays open. The kernel's counts of cm ids, QPs, CQs and MRs
+ * return to their baseline after each case.
  */
 @RdmaTest
 class CmUnderLoadGuestTest {
+    /** The verbs a connect's timeout names: the step that got no answer in time. */
+    private static final List<String> SETUP_VERBS = List.of("rdma_resolve_addr", "rdma_resolve_route", "rdma_connect");
+
     private static final ConnectionSetup SMALL =
             new ConnectionSetup().maxSendWr(4).maxRecvWr(4);
 
@@ -113,9 +127,84 @@ class CmUnderLoadGuestTest {
     }
 
     /**
+     * 100 connects at once to a listener that never accepts, each bounded by 8 s: every one ends
+     * with a timeout naming the step it waited on (address, route, or the connect) and a fix, within
+     * 8 s plus {@link RdmaConnection#BOUND_MARGIN},
+     * on platform and on virtual threads; then the kernel's counts return to the baseline.
+     */
+    @ParameterizedTest(name = "virtual threads: {0}")
+    @ValueSource(booleans = {false, true})
+    void hundredConnectsToAListenerThatNeverAcceptsEndWithinTheirBound(boolean virtual) throws Exception {
+        int n = 100;
+        Duration bound = Duration.ofSeconds(8);
+        Duration margin = RdmaConnection.BOUND_MARGIN;
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        List<String> wrong = new CopyOnWriteArrayList<>();
+        long[] took = new long[n];
+        try (CmEventChannel server = CmEventChannel.open();
+                CmEventChannel client = CmEventChannel.open()) {
+            int port = CmTestSupport.port();
+            try (CmListener l = CmListener.bind(server, address(port), n)) {
+                CountDownLatch go = new CountDownLatch(1);
+                try (ExecutorService threads = virtual
+                        ? Executors.newVirtualThreadPerTaskExecutor()
+                        : Executors.newThreadPerTaskExecutor(
+                                Thread.ofPlatform().daemon().factory())) {
+                    for (int i = 0; i < n; i++) {
+                        int k = i;
+                        threads.submit(() -> {
+                            go.await();
+                            long t0 = System.nanoTime();
+                            try {
+                                RdmaConnection.connect(client, address(port), SMALL, null, bound)
+                                        .close();
+                                wrong.add("connect " + k + " connected to a listener that never accepts");
+                            } catch (VerbsTimeoutException e) {
+                                if (!SETUP_VERBS.contains(e.verb()) || e.hint() == null) {
+                                    wrong.add("connect " + k + ": a timeout that names no verb or fix: " + e);
+                                }
+                            } catch (RuntimeException e) {
+                                wrong.add("connect " + k + ": " + e);
+                            }
+                            took[k] = System.nanoTime() - t0;
+                            return null;
+                        });
+                    }
+                    go.countDown();
+                }
+                assertTrue(l.queued() <= n, "queued: " + l.queued());
+            }
+        }
+        long[] sorted = took.clone();
+        java.util.Arrays.sort(sorted);
+        long max = sorted[n - 1];
+        int over = 0;
+        for (long t : took) {
+            if (t > bound.plus(margin).toNanos()) {
+                over++;
+            }
+        }
+        System.out.printf(
+                "CmUnderLoadGuestTest: %d concurrent connects (%s threads), bound %s: returned after %.2f s"
+                        + " (median), %.2f s (90th percentile), %.2f s (the slowest); %d beyond the bound plus %s%n",
+                n,
+                virtual ? "virtual" : "platform",
+                bound,
+                sorted[n / 2] / 1e9,
+                sorted[n * 9 / 10] / 1e9,
+                max / 1e9,
+                over,
+                margin);
+        assertEquals(List.of(), wrong, "every connect ended by its bound");
+        assertEquals(0, over, "connects that returned later than " + bound + " + " + margin);
+        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+    }
+
+    /**
      * A listener with a backlog of 4 that never accepts, and 12 connects: 4 requests wait, the 8
      * beyond the backlog are rejected at once (as the kernel's rdma_cm rejects requests beyond
-     * {@code rdma_listen}'s backlog); the listener's close rejects the 4.
+     * {@code rdma_listen}'s backlog), so that the cm ids held stay at the listener, the 4 waiting
+     * requests and their 4 connects; the listener's close rejects the 4.
      */
     @Test
     void aListenerHonoursItsBacklog() throws Exception {
@@ -145,6 +234,12 @@ class CmUnderLoadGuestTest {
                     assertEquals(ConnectionFailedException.Reason.REJECTED, e.reason(), e.getMessage());
                 }
                 assertEquals(backlog, l.queued(), "requests queued");
+                int held = before.get("cm_id") + 1 + 2 * backlog;
+                int[] ids = {0};
+                CmTestSupport.within(
+                        () -> (ids[0] = CmTestSupport.leakCounts().get("cm_id")) == held ? true : null,
+                        "cm ids back to the listener, its " + backlog + " requests and their connects (" + held
+                                + "; now " + ids[0] + ")");
                 l.close();
                 for (CompletableFuture<Object> f : connects) {
                     Object o = f.get(30, TimeUnit.SECONDS);
@@ -158,6 +253,94 @@ class CmUnderLoadGuestTest {
                         c.close();
                     }
                 }
+            }
+        }
+        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+    }
+
+    /**
+     * Requests that nobody answers, with the listener open: with a request timeout of 3 s and
+     * connects bounded by 30 s, the 4 waiting requests (a listener that never accepts) are rejected
+     * at the request timeout: their connects end REJECTED long before their bound, and the cm ids
+     * are back to the listener's alone while it stays open.
+     */
+    @Test
+    void requestsUnansweredPastTheRequestTimeoutAreRejected() throws Exception {
+        Duration timeout = Duration.ofSeconds(3);
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        try (CmEventChannel server = CmEventChannel.open();
+                CmEventChannel client = CmEventChannel.open()) {
+            int port = CmTestSupport.port();
+            try (CmListener l = CmListener.bind(server, address(port), 4).requestTimeout(timeout)) {
+                assertEquals(timeout, l.requestTimeout());
+                List<CompletableFuture<Object>> connects = new ArrayList<>();
+                for (int i = 0; i < 4; i++) {
+                    connects.add(connectAsync(client, port, Duration.ofSeconds(30)));
+                }
+                CmTestSupport.within(() -> l.queued() == 4 ? true : null, "4 requests queued");
+                long t0 = System.nanoTime(); // the last request came before this: none waits longer
+                for (CompletableFuture<Object> f : connects) {
+                    ConnectionFailedException e =
+                            assertInstanceOf(ConnectionFailedException.class, f.get(60, TimeUnit.SECONDS));
+                    assertEquals(ConnectionFailedException.Reason.REJECTED, e.reason(), e.getMessage());
+                }
+                double s = (System.nanoTime() - t0) / 1e9;
+                System.out.printf(
+                        "CmUnderLoadGuestTest: 4 requests unanswered, request timeout %s: their connects were"
+                                + " rejected %.1f s after the last request came%n",
+                        timeout, s);
+                assertTrue(s < 15, "rejected at the request timeout, not at the connects' bound: " + s + " s");
+                CmTestSupport.within(
+                        () -> CmTestSupport.leakCounts().get("cm_id") == before.get("cm_id") + 1 ? true : null,
+                        "the requests released while the listener stays open");
+            }
+        }
+        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+    }
+
+    /**
+     * Abandoned requests: two clients connect and destroy their ids (cancel) before the listener
+     * answers, one request handed out by accept, one still queued. rxe tells the listener nothing;
+     * with the listener still open both are released at its request timeout (4 s): its cm ids are
+     * back to the listener's alone, and the late accept of the handed-out one is refused, naming
+     * the timeout.
+     */
+    @Test
+    void requestsWhosePeerGaveUpAreReleasedAtTheRequestTimeout() throws Exception {
+        Duration timeout = Duration.ofSeconds(4);
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        try (CmEventChannel server = CmEventChannel.open();
+                CmEventChannel client = CmEventChannel.open()) {
+            int port = CmTestSupport.port();
+            try (CmListener l = CmListener.bind(server, address(port), 8).requestTimeout(timeout)) {
+                CompletableFuture<RdmaConnection> first =
+                        RdmaConnection.connectAsync(client, address(port), SMALL, null, Duration.ofSeconds(60));
+                ConnectionRequest handedOut = l.accept(WAIT);
+                CompletableFuture<RdmaConnection> second =
+                        RdmaConnection.connectAsync(client, address(port), SMALL, null, Duration.ofSeconds(60));
+                CmTestSupport.within(() -> l.queued() == 1 ? true : null, "the second request queued");
+                long t0 = System.nanoTime();
+                assertTrue(first.cancel(true), "the first connect still waited");
+                assertTrue(second.cancel(true), "the second connect still waited");
+                int listening = before.get("cm_id") + 1;
+                String[] last = {""};
+                CmTestSupport.within(
+                        () -> {
+                            int ids = CmTestSupport.leakCounts().get("cm_id");
+                            last[0] =
+                                    "queued " + l.queued() + ", cm ids " + ids + " (the listener's: " + listening + ")";
+                            return l.queued() == 0 && ids == listening ? true : null;
+                        },
+                        "the abandoned requests released");
+                System.out.printf(
+                        "CmUnderLoadGuestTest: 2 requests whose peers gave up released %.1f s after they did,"
+                                + " request timeout %s (%s)%n",
+                        (System.nanoTime() - t0) / 1e9, timeout, last[0]);
+                VerbsException late = assertThrows(
+                        VerbsException.class,
+                        () -> handedOut.accept(SMALL, null, WAIT).close(),
+                        "an accept after the release");
+                assertEquals("rdma_accept", late.verb(), late.getMessage());
             }
         }
         assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
