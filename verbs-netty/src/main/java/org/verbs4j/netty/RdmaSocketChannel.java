@@ -424,9 +424,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             return;
         }
         stream.down();
-        boolean quiet = e instanceof RdmaStream.CompletionFailedException f
-                && f.flushed
-                && connection.state().isDown();
+        // once the peer disconnected, a flushed completion or a refused post is only its consequence
+        boolean quiet = connection.state().isDown()
+                && !(e instanceof ProtocolViolationException)
+                && !(e instanceof RdmaStream.CompletionFailedException f && !f.flushed);
         deliverAll();
         if (!isOpen()) {
             return; // a handler closed it meanwhile

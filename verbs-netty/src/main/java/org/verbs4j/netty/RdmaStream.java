@@ -237,6 +237,9 @@ final class RdmaStream implements OutboundFrames.Frames {
         } catch (VerbsException e) {
             down = true;
             throw new IOException("reaping the connection's completions failed: " + e.getMessage(), e);
+        } catch (IOException e) {
+            down = true; // a failed completion or a protocol violation: the connection is ending
+            throw e;
         }
     }
 
@@ -289,6 +292,7 @@ final class RdmaStream implements OutboundFrames.Frames {
     /** A work request of the connection completed with an error status. */
     static final class CompletionFailedException extends IOException {
         private static final long serialVersionUID = 1L;
+        /** Flushed (WR_FLUSH_ERR): the queue pair left the ready state, nothing wrong with the work. */
         final boolean flushed;
 
         CompletionFailedException(String message, boolean flushed) {
