@@ -47,9 +47,7 @@ final class RdmaStream implements OutboundFrames.Frames {
     // the send ring: slots [sendTail, sendHead) are posted; sendLength[slot] bytes of stream data each
     private final int[] sendLength;
     private long sendHead, sendTail;
-    // received data frames not handed up yet: (slot, length), FIFO; readyOffset bytes of the oldest taken
-    private final int[] readySlot, readyLength;
-    private int readyHead, readyCount, readyOffset;
+    private final ReceivedFrames ready;
     private long posted;
     private boolean released, down;
 
@@ -66,8 +64,7 @@ final class RdmaStream implements OutboundFrames.Frames {
         this.sends = new SendWorkRequests(1, 1);
         this.wcs = new WorkCompletions(32);
         this.sendLength = new int[sendBuffers];
-        this.readySlot = new int[receiveBuffers];
-        this.readyLength = new int[receiveBuffers];
+        this.ready = new ReceivedFrames(receiveBuffers);
     }
 
     /** The queue pair shape this stream needs. */
@@ -191,31 +188,20 @@ final class RdmaStream implements OutboundFrames.Frames {
 
     /** Data frames received and not handed up yet. */
     int readyFrames() {
-        return readyCount;
+        return ready.count();
     }
 
     /**
      * Copies the next bytes of the oldest ready frame, as many as {@code dst} has room for, into
      * {@code dst}; once the frame is all taken, reposts its buffer and forgets it.
      *
-     * @return the bytes copied
      * @throws IOException the buffer could not be reposted (the connection is down or broken)
      */
-    int takeReady(ByteBuf dst) throws IOException {
-        if (readyCount == 0) {
-            return 0;
-        }
-        int slot = readySlot[readyHead];
-        int n = Math.min(dst.writableBytes(), readyLength[readyHead] - readyOffset);
-        dst.writeBytes(recvView, slot * bufferSize + readyOffset, n);
-        readyOffset += n;
-        if (readyOffset == readyLength[readyHead]) {
-            readyOffset = 0;
-            readyHead = (readyHead + 1) % receiveBuffers;
-            readyCount--;
+    void takeReady(ByteBuf dst) throws IOException {
+        int slot = ready.take(recvView, bufferSize, dst);
+        if (slot >= 0) {
             repost(slot);
         }
-        return n;
     }
 
     /**
@@ -283,10 +269,7 @@ final class RdmaStream implements OutboundFrames.Frames {
             repost(slot);
             return;
         }
-        int at = (readyHead + readyCount) % receiveBuffers;
-        readySlot[at] = slot;
-        readyLength[at] = length;
-        readyCount++;
+        ready.add(slot, length);
     }
 
     /** A work request of the connection completed with an error status. */
