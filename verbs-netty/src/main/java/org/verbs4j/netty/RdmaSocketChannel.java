@@ -443,8 +443,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      * re-entered from its own call; nothing more is posted meanwhile.
      */
     private void failLater(IOException e) {
-        stream.down();
-        eventLoop().execute(() -> fail(e));
+        RdmaStream s = stream;
+        if (s != null) { // else a handler closed the channel meanwhile
+            s.down();
+            eventLoop().execute(() -> fail(e));
+        }
     }
 
     /** Hands up every received byte, reading or not (the connection is ending; nothing is reposted). */

@@ -298,6 +298,7 @@ final class RdmaStream implements OutboundFrames.Frames {
             return;
         }
         released = true;
+        down = true;
         RdmaStats.POSTED.addAndGet(-posted);
         posted = 0;
         closeQuietly(recvMr);
