@@ -58,7 +58,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     }
 
     private final RdmaSocketChannelConfig config = new RdmaSocketChannelConfig(this);
-    private final Copier copier = new Copier();
+    private final OutboundFrames outbound = new OutboundFrames();
     private final Runnable deliverTask = this::deliver;
     private volatile State state = State.OPEN;
     private volatile RdmaConnection pending;
@@ -70,7 +70,6 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private RdmaStream stream;
     private ChannelPromise connectPromise;
     private boolean readPending, deliverScheduled;
-    private long inFlight;
 
     /** An unconnected client channel (for {@code Bootstrap.channel}). */
     public RdmaSocketChannel() {
@@ -195,6 +194,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             stream.release();
             stream = null;
         }
+        outbound.reset();
         if (was == State.ACTIVE) {
             RdmaStats.CONNECTIONS.decrementAndGet();
         }
@@ -360,14 +360,14 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         if (state != State.ACTIVE) {
             return;
         }
+        stream.down();
         try {
             stream.poll(false);
         } catch (IOException e) {
             // the flush of the posted work: the connection is down, as the peer said
         }
-        readPending = true;
         deliverAll();
-        unsafe().close(unsafe().voidPromise());
+        unsafe().close(unsafe().voidPromise()); // pending writes fail: the peer is gone
     }
 
     // ---- the data path (event loop thread) -------------------------------------------------------
@@ -391,38 +391,66 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private void afterCompletions(RdmaStream s) {
         long done = s.completedBytes;
         if (done > 0) {
-            inFlight -= done;
             s.completedBytes = 0;
             ChannelOutboundBuffer in = unsafe().outboundBuffer();
             if (in != null) {
-                in.removeBytes(done);
+                outbound.completed(in, done); // may run listeners, which may write or close
             }
         }
         if (readPending) {
             deliver();
         }
         ((RdmaUnsafe) unsafe()).resumeFlush();
-        if (stream != null) {
-            stream.returnCreditsIfDue();
+        returnCredits();
+    }
+
+    private void returnCredits() {
+        RdmaStream s = stream;
+        if (s != null && state == State.ACTIVE) {
+            try {
+                s.returnCreditsIfDue();
+            } catch (IOException e) {
+                failLater(e);
+            }
         }
     }
 
+    /**
+     * On the loop: the connection broke ({@code e} says how): hands up what arrived before, tells
+     * the pipeline (unless the peer simply went away), and closes; pending writes fail with {@code e}.
+     */
     private void fail(IOException e) {
         if (state != State.ACTIVE) {
             return;
         }
-        boolean quiet = e instanceof RdmaStream.CompletionFailedException f
-                && f.flushed
-                && connection.state().isDown();
-        readPending = true;
+        stream.down();
+        // once the peer disconnected, a flushed completion or a refused post is only its consequence
+        boolean quiet = connection.state().isDown()
+                && !(e instanceof ProtocolViolationException)
+                && !(e instanceof RdmaStream.CompletionFailedException f && !f.flushed);
         deliverAll();
+        if (!isOpen()) {
+            return; // a handler closed it meanwhile
+        }
         if (!quiet) {
             pipeline().fireExceptionCaught(e);
         }
-        unsafe().close(unsafe().voidPromise());
+        ((RdmaUnsafe) unsafe()).closeWith(e);
     }
 
-    /** Hands up every received frame, reading or not (the connection is ending). */
+    /**
+     * {@link #fail} from a task: for a failure inside a write or a read, so that the pipeline is not
+     * re-entered from its own call; nothing more is posted meanwhile.
+     */
+    private void failLater(IOException e) {
+        RdmaStream s = stream;
+        if (s != null) { // else a handler closed the channel meanwhile
+            s.down();
+            eventLoop().execute(() -> fail(e));
+        }
+    }
+
+    /** Hands up every received byte, reading or not (the connection is ending; nothing is reposted). */
     private void deliverAll() {
         while (stream != null && stream.readyFrames() > 0 && isActive()) {
             readPending = true;
@@ -440,24 +468,40 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         RecvByteBufAllocator.Handle h = unsafe().recvBufAllocHandle();
         h.reset(config);
         ByteBufAllocator alloc = config.getAllocator();
+        IOException failed = null;
         do {
-            int len = s.readyLength();
-            ByteBuf b = alloc.ioBuffer(len);
-            s.takeReady(b);
-            h.attemptedBytesRead(len);
-            h.lastBytesRead(len);
+            // as a socket read: a buffer sized as the allocator guesses, filled from as many
+            // frames as it holds (a frame larger than the buffer is handed up over several reads)
+            ByteBuf b = h.allocate(alloc);
+            h.attemptedBytesRead(b.writableBytes());
+            try {
+                do {
+                    s.takeReady(b);
+                } while (b.isWritable() && s.readyFrames() > 0);
+            } catch (IOException e) {
+                failed = e; // what was copied is handed up, then the channel fails
+            }
+            h.lastBytesRead(b.readableBytes());
+            if (!b.isReadable()) {
+                b.release(); // an allocator that gave no room: try again from a task
+                break;
+            }
             h.incMessagesRead(1);
             readPending = false;
             pipeline().fireChannelRead(b);
-        } while (stream == s && s.readyFrames() > 0 && h.continueReading());
+        } while (failed == null && stream == s && s.readyFrames() > 0 && h.continueReading());
         h.readComplete();
         pipeline().fireChannelReadComplete();
+        if (failed != null) {
+            failLater(failed);
+            return;
+        }
         if (config.isAutoRead() && isActive()) {
             readPending = true;
         }
         if (stream == s) {
-            s.returnCreditsIfDue();
-            if (readPending && s.readyFrames() > 0 && !deliverScheduled) {
+            returnCredits();
+            if (readPending && stream == s && s.readyFrames() > 0 && !deliverScheduled) {
                 deliverScheduled = true;
                 eventLoop().execute(deliverTask);
             }
@@ -492,26 +536,18 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     }
 
     @Override
-    protected void doWrite(ChannelOutboundBuffer in) throws Exception {
+    protected void doWrite(ChannelOutboundBuffer in) {
         RdmaStream s = stream;
         if (s == null) {
             return;
         }
-        int chunk = s.chunkSize();
-        while (s.canSendData()) {
-            copier.reset(inFlight, s.sendBuffer(), s.sendOffset(), chunk);
-            in.forEachFlushedMessage(copier);
-            int n = copier.filled;
-            if (n == 0) {
-                break;
-            }
-            s.post(n);
-            inFlight += n;
+        try {
+            outbound.write(in, s);
+        } catch (IOException e) {
+            failLater(e);
+            return;
         }
-        if (inFlight == 0) {
-            in.removeBytes(0); // empty buffers at the head: nothing to send, their promises succeed
-        }
-        s.returnCreditsIfDue();
+        returnCredits();
     }
 
     // ---- half-closure: not supported ------------------------------------------------------------
@@ -571,40 +607,6 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         return "RdmaSocketChannel(" + local + " -> " + remote + ", " + state + ")";
     }
 
-    /**
-     * Copies flushed bytes, after the first {@code skip} (already in flight), into a send buffer;
-     * one instance per channel, reused (the write path allocates nothing).
-     */
-    private static final class Copier implements ChannelOutboundBuffer.MessageProcessor {
-        long skip;
-        ByteBuf dst;
-        int offset, room, filled;
-
-        void reset(long skip, ByteBuf dst, int offset, int room) {
-            this.skip = skip;
-            this.dst = dst;
-            this.offset = offset;
-            this.room = room;
-            this.filled = 0;
-        }
-
-        @Override
-        public boolean processMessage(Object msg) {
-            ByteBuf b = (ByteBuf) msg;
-            int readable = b.readableBytes();
-            if (skip >= readable) {
-                skip -= readable;
-                return true;
-            }
-            int from = b.readerIndex() + (int) skip;
-            int n = Math.min(readable - (int) skip, room - filled);
-            b.getBytes(from, dst, offset + filled, n);
-            skip = 0;
-            filled += n;
-            return filled < room;
-        }
-    }
-
     /** The channel's unsafe, and its handle in the {@link RdmaIoHandler}. */
     private final class RdmaUnsafe extends AbstractUnsafe implements RdmaIoHandle {
         @Override
@@ -629,6 +631,13 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 doBind(localAddress);
             }
             startConnect(to, promise);
+        }
+
+        /** Closes the channel; flushed writes not completed fail with {@code cause}. */
+        void closeWith(Throwable cause) {
+            ClosedChannelException closed = new ClosedChannelException();
+            closed.initCause(cause);
+            close(voidPromise(), cause, closed);
         }
 
         void resumeFlush() {

@@ -2,6 +2,7 @@ package org.verbs4j.netty;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import java.io.IOException;
 import org.verbs4j.Access;
 import org.verbs4j.CompletionChannel;
 import org.verbs4j.CompletionOpcode;
@@ -13,6 +14,7 @@ import org.verbs4j.ProtectionDomain;
 import org.verbs4j.QueuePair;
 import org.verbs4j.ReceiveWorkRequests;
 import org.verbs4j.SendWorkRequests;
+import org.verbs4j.VerbsException;
 import org.verbs4j.WorkCompletions;
 import org.verbs4j.cm.ConnectionSetup;
 
@@ -28,7 +30,7 @@ import org.verbs4j.cm.ConnectionSetup;
  * connection request or the accept goes out); from then on used by the channel's event loop
  * thread only. {@link #release()} after the queue pair is gone.
  */
-final class RdmaStream {
+final class RdmaStream implements OutboundFrames.Frames {
     static final long SEND_TAG = 1L << 32;
 
     final int bufferSize, receiveBuffers, sendBuffers;
@@ -45,11 +47,9 @@ final class RdmaStream {
     // the send ring: slots [sendTail, sendHead) are posted; sendLength[slot] bytes of stream data each
     private final int[] sendLength;
     private long sendHead, sendTail;
-    // received data frames not handed up yet: (slot, length), FIFO
-    private final int[] readySlot, readyLength;
-    private int readyHead, readyCount;
+    private final ReceivedFrames ready;
     private long posted;
-    private boolean released;
+    private boolean released, down;
 
     /** Results of the last {@link #poll}: stream bytes whose sends completed. */
     long completedBytes;
@@ -64,8 +64,7 @@ final class RdmaStream {
         this.sends = new SendWorkRequests(1, 1);
         this.wcs = new WorkCompletions(32);
         this.sendLength = new int[sendBuffers];
-        this.readySlot = new int[receiveBuffers];
-        this.readyLength = new int[receiveBuffers];
+        this.ready = new ReceivedFrames(receiveBuffers);
     }
 
     /** The queue pair shape this stream needs. */
@@ -107,64 +106,102 @@ final class RdmaStream {
         RdmaStats.POSTED.incrementAndGet();
     }
 
+    /** Reposts a receive buffer whose bytes were handed up; nothing once the connection is down. */
+    private void repost(int slot) throws IOException {
+        if (down) {
+            return;
+        }
+        try {
+            postReceive(slot);
+        } catch (VerbsException e) {
+            down = true;
+            throw new IOException(
+                    "reposting a receive buffer failed (the connection is down or broken): " + e.getMessage(), e);
+        }
+        credits.reposted(1);
+    }
+
+    /**
+     * The connection is ending: what was received may still be handed up, but no receive buffer
+     * is reposted and no frame posted (the queue pair is, or is about to be, in the error state).
+     */
+    void down() {
+        down = true;
+    }
+
     /** The largest chunk of stream bytes one frame carries. */
-    int chunkSize() {
+    @Override
+    public int chunkSize() {
         return Math.min(bufferSize, peerBufferSize);
     }
 
     /** Whether a data frame can be posted now (a credit and a free send buffer). */
-    boolean canSendData() {
-        return sendHead - sendTail < sendBuffers && credits.canSendData();
+    @Override
+    public boolean canSendData() {
+        return !down && sendHead - sendTail < sendBuffers && credits.canSendData();
     }
 
     /** The registered bytes of the next send buffer, to copy into (at most {@link #chunkSize()}). */
-    ByteBuf sendBuffer() {
+    @Override
+    public ByteBuf sendBuffer() {
         return sendView;
     }
 
     /** Where in {@link #sendBuffer()} the next frame goes. */
-    int sendOffset() {
+    @Override
+    public int sendOffset() {
         return (int) (sendHead % sendBuffers) * bufferSize;
     }
 
-    /** Posts the next send buffer with {@code length} stream bytes (0: an explicit credit frame). */
-    void post(int length) {
+    /**
+     * Posts the next send buffer with {@code length} stream bytes (0: an explicit credit frame).
+     *
+     * @throws IOException the queue pair refused it (the connection is down or broken)
+     */
+    @Override
+    public void post(int length) throws IOException {
         int slot = (int) (sendHead % sendBuffers);
-        int imm = credits.spend();
-        sends.clear().sendWithImmediate(SEND_TAG | slot, imm);
+        sends.clear().sendWithImmediate(SEND_TAG | slot, credits.owed());
         if (length > 0) {
             sends.sge(sendMr, (long) slot * bufferSize, length);
         }
-        qp.postSend(sends.signaled());
+        try {
+            qp.postSend(sends.signaled());
+        } catch (VerbsException e) {
+            down = true;
+            throw new IOException(
+                    "posting a frame of " + length + " bytes failed (the connection is down or broken): "
+                            + e.getMessage(),
+                    e);
+        }
+        credits.spend();
         sendLength[slot] = length;
         sendHead++;
     }
 
     /** Sends an empty frame returning the credits owed, if they are due and nothing else carries them. */
-    void returnCreditsIfDue() {
-        if (credits.shouldSendCreditFrame() && sendHead - sendTail < sendBuffers) {
+    void returnCreditsIfDue() throws IOException {
+        if (!down && credits.shouldSendCreditFrame() && sendHead - sendTail < sendBuffers) {
             post(0);
         }
     }
 
     /** Data frames received and not handed up yet. */
     int readyFrames() {
-        return readyCount;
+        return ready.count();
     }
 
-    /** Length of the oldest ready frame. */
-    int readyLength() {
-        return readyLength[readyHead];
-    }
-
-    /** Copies the oldest ready frame into {@code dst}, reposts its buffer, and forgets it. */
-    void takeReady(ByteBuf dst) {
-        int slot = readySlot[readyHead];
-        dst.writeBytes(recvView, slot * bufferSize, readyLength[readyHead]);
-        readyHead = (readyHead + 1) % receiveBuffers;
-        readyCount--;
-        postReceive(slot);
-        credits.reposted(1);
+    /**
+     * Copies the next bytes of the oldest ready frame, as many as {@code dst} has room for, into
+     * {@code dst}; once the frame is all taken, reposts its buffer and forgets it.
+     *
+     * @throws IOException the buffer could not be reposted (the connection is down or broken)
+     */
+    void takeReady(ByteBuf dst) throws IOException {
+        int slot = ready.take(recvView, bufferSize, dst);
+        if (slot >= 0) {
+            repost(slot);
+        }
     }
 
     /**
@@ -173,18 +210,26 @@ final class RdmaStream {
      * the queue's notification and reaps again, so that nothing arriving meanwhile is missed when
      * {@code arm}.
      *
-     * @throws java.io.IOException a failed completion, or a protocol violation by the peer
+     * @throws IOException a failed completion, or a protocol violation by the peer
      */
-    void poll(boolean arm) throws java.io.IOException {
+    void poll(boolean arm) throws IOException {
         completedBytes = 0;
-        drain();
-        if (arm) {
-            cq.requestNotify(false);
+        try {
             drain();
+            if (arm) {
+                cq.requestNotify(false);
+                drain();
+            }
+        } catch (VerbsException e) {
+            down = true;
+            throw new IOException("reaping the connection's completions failed: " + e.getMessage(), e);
+        } catch (IOException e) {
+            down = true; // a failed completion or a protocol violation: the connection is ending
+            throw e;
         }
     }
 
-    private void drain() throws java.io.IOException {
+    private void drain() throws IOException {
         int n;
         while ((n = cq.poll(wcs)) > 0) {
             for (int i = 0; i < n; i++) {
@@ -193,7 +238,7 @@ final class RdmaStream {
         }
     }
 
-    private void complete(int i) throws java.io.IOException {
+    private void complete(int i) throws IOException {
         long id = wcs.wrId(i);
         if (!wcs.isSuccess(i)) {
             if ((id & SEND_TAG) == 0) {
@@ -221,19 +266,16 @@ final class RdmaStream {
         credits.returned(wcs.immediate(i));
         int length = wcs.byteLength(i);
         if (length == 0) {
-            postReceive(slot);
-            credits.reposted(1);
+            repost(slot);
             return;
         }
-        int at = (readyHead + readyCount) % receiveBuffers;
-        readySlot[at] = slot;
-        readyLength[at] = length;
-        readyCount++;
+        ready.add(slot, length);
     }
 
     /** A work request of the connection completed with an error status. */
-    static final class CompletionFailedException extends java.io.IOException {
+    static final class CompletionFailedException extends IOException {
         private static final long serialVersionUID = 1L;
+        /** Flushed (WR_FLUSH_ERR): the queue pair left the ready state, nothing wrong with the work. */
         final boolean flushed;
 
         CompletionFailedException(String message, boolean flushed) {
@@ -256,6 +298,7 @@ final class RdmaStream {
             return;
         }
         released = true;
+        down = true;
         RdmaStats.POSTED.addAndGet(-posted);
         posted = 0;
         closeQuietly(recvMr);

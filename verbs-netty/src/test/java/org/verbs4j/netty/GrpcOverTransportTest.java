@@ -55,7 +55,6 @@ class GrpcOverTransportTest {
     private EventLoopGroup clientGroup;
     private Server server;
     private ManagedChannel channel;
-    private SimpleServiceGrpc.SimpleServiceBlockingStub blocking;
     private SimpleServiceGrpc.SimpleServiceStub async;
 
     @BeforeAll
@@ -77,7 +76,6 @@ class GrpcOverTransportTest {
                 .usePlaintext()
                 .maxInboundMessageSize(MAX_MESSAGE)
                 .build();
-        blocking = SimpleServiceGrpc.newBlockingStub(channel).withDeadlineAfter(WAIT_S, TimeUnit.SECONDS);
         async = SimpleServiceGrpc.newStub(channel);
     }
 
@@ -100,7 +98,7 @@ class GrpcOverTransportTest {
     void unaryEchoesEverySizeFromOneByteToFourMebibytes() {
         for (int size : new int[] {1, 100, 4 << 10, 64 << 10, 1 << 20, 4 << 20}) {
             String m = payload(size, size);
-            assertEquals(m, blocking.unaryRpc(request(m)).getResponseMessage(), "unary echo of " + size + " B");
+            assertEquals(m, blocking().unaryRpc(request(m)).getResponseMessage(), "unary echo of " + size + " B");
         }
     }
 
@@ -108,7 +106,7 @@ class GrpcOverTransportTest {
     void serverStreamingSendsEveryCopyInOrder() {
         String m = payload(64 << 10, 1);
         List<String> got = new ArrayList<>();
-        blocking.serverStreamingRpc(request(m)).forEachRemaining(r -> got.add(r.getResponseMessage()));
+        blocking().serverStreamingRpc(request(m)).forEachRemaining(r -> got.add(r.getResponseMessage()));
         assertEquals(EchoService.COPIES, got.size(), "server-streamed responses");
         for (int i = 0; i < got.size(); i++) {
             assertEquals(i + ":" + m, got.get(i), "server-streamed response " + i);
@@ -154,7 +152,7 @@ class GrpcOverTransportTest {
         assertEquals(Status.Code.DEADLINE_EXCEEDED, e.getStatus().getCode(), e.toString());
         assertEquals(
                 Status.Code.CANCELLED, hangEnded.get(WAIT_S, TimeUnit.SECONDS).getCode(), "the server side");
-        assertEquals("after", blocking.unaryRpc(request("after")).getResponseMessage(), "the channel still serves");
+        assertEquals("after", blocking().unaryRpc(request("after")).getResponseMessage(), "the channel still serves");
     }
 
     @Test
@@ -171,7 +169,7 @@ class GrpcOverTransportTest {
                 "the client's stream ends cancelled: " + end);
         assertEquals(
                 Status.Code.CANCELLED, bidiEnded.get(WAIT_S, TimeUnit.SECONDS).getCode(), "the server side");
-        assertEquals("after", blocking.unaryRpc(request("after")).getResponseMessage(), "the channel still serves");
+        assertEquals("after", blocking().unaryRpc(request("after")).getResponseMessage(), "the channel still serves");
     }
 
     @Test
@@ -197,6 +195,11 @@ class GrpcOverTransportTest {
         for (CompletableFuture<Void> c : checks) {
             c.get();
         }
+    }
+
+    /** A blocking stub whose deadline starts now (a deadline is a point in time, fixed when it is set). */
+    private SimpleServiceGrpc.SimpleServiceBlockingStub blocking() {
+        return SimpleServiceGrpc.newBlockingStub(channel).withDeadlineAfter(WAIT_S, TimeUnit.SECONDS);
     }
 
     private static SimpleRequest request(String m) {

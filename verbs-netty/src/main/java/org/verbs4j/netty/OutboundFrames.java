@@ -1,0 +1,150 @@
+package org.verbs4j.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelOutboundBuffer;
+import java.io.IOException;
+
+/**
+ * The write side of a stream channel (pure logic over Netty's {@link ChannelOutboundBuffer}, no
+ * device): flushed bytes are copied, in order, into send frames of {@link Frames}; they stay in
+ * the outbound buffer while in flight (so that their promises complete only when the frames
+ * carrying them completed) and leave it when {@link #completed} reports them done.
+ *
+ * <p>The outbound buffer's head holds exactly {@link #inFlight()} bytes posted and not completed,
+ * then the bytes not sent yet; every method keeps that true at each point where Netty may call
+ * back into the channel: completing a write's promise runs its listeners, and a writability change
+ * runs the pipeline, either of which may write, flush (and so call {@link #write}) or close the
+ * channel before the method returns.
+ *
+ * <p>Owned by the channel's event loop thread; not thread-safe. Allocates nothing.
+ */
+final class OutboundFrames {
+    /** Where frames go: the connection's send buffers and credits. */
+    interface Frames {
+        /** The most stream bytes one frame carries. */
+        int chunkSize();
+
+        /** Whether a data frame may be posted now. */
+        boolean canSendData();
+
+        /** The buffer the next frame is copied into, at {@link #sendOffset()}. */
+        ByteBuf sendBuffer();
+
+        /** Where in {@link #sendBuffer()} the next frame goes. */
+        int sendOffset();
+
+        /** Posts the next frame with {@code length} stream bytes. */
+        void post(int length) throws IOException;
+    }
+
+    private final Copier copier = new Copier();
+    private long inFlight;
+
+    /** Bytes at the head of the outbound buffer that were posted and have not completed. */
+    long inFlight() {
+        return inFlight;
+    }
+
+    /**
+     * Posts flushed bytes not yet in flight while {@code out} takes frames; completes the promises
+     * of empty buffers at the head (nothing to send). The channel's {@code doWrite}.
+     *
+     * @throws IOException a frame could not be posted (the connection is down)
+     */
+    void write(ChannelOutboundBuffer in, Frames out) throws IOException {
+        int chunk = out.chunkSize();
+        for (; ; ) {
+            removeEmptyHead(in);
+            if (!out.canSendData()) {
+                return;
+            }
+            copier.reset(inFlight, out.sendBuffer(), out.sendOffset(), chunk);
+            try {
+                in.forEachFlushedMessage(copier);
+            } catch (Exception e) {
+                throw new IllegalStateException("copying a flushed buffer failed: " + e, e); // ByteBuf.getBytes only
+            }
+            int n = copier.filled;
+            if (n == 0) {
+                return;
+            }
+            out.post(n);
+            inFlight += n;
+        }
+    }
+
+    /**
+     * The frames carrying the next {@code bytes} in-flight bytes completed: those bytes leave the
+     * outbound buffer, buffer by buffer, each buffer's promise succeeding once all its bytes did.
+     */
+    void completed(ChannelOutboundBuffer in, long bytes) {
+        // not ChannelOutboundBuffer.removeBytes: it runs a removed buffer's listeners before it
+        // advances the next buffer past its completed bytes, so a write in a listener would see
+        // those bytes as unsent and post them again
+        while (bytes > 0 && in.current() instanceof ByteBuf b) {
+            int readable = b.readableBytes();
+            if (readable <= bytes) {
+                bytes -= readable;
+                inFlight -= readable;
+                in.progress(readable);
+                in.remove(); // listeners run here: the head and inFlight agree
+            } else {
+                b.skipBytes((int) bytes);
+                inFlight -= bytes;
+                in.progress(bytes);
+                bytes = 0;
+            }
+        }
+        if (bytes > 0) {
+            inFlight = 0; // the channel closed meanwhile: its outbound buffer failed what was in it
+            return;
+        }
+        removeEmptyHead(in);
+    }
+
+    /** Removes empty buffers at the head: every byte before them completed, so their promises succeed. */
+    private static void removeEmptyHead(ChannelOutboundBuffer in) {
+        while (in.current() instanceof ByteBuf b && !b.isReadable()) {
+            in.remove();
+        }
+    }
+
+    /** Forgets what was in flight (the connection is gone; the outbound buffer fails its writes). */
+    void reset() {
+        inFlight = 0;
+    }
+
+    /**
+     * Copies flushed bytes, after the first {@code skip} (already in flight), into a send buffer;
+     * one instance, reused.
+     */
+    private static final class Copier implements ChannelOutboundBuffer.MessageProcessor {
+        long skip;
+        ByteBuf dst;
+        int offset, room, filled;
+
+        void reset(long skip, ByteBuf dst, int offset, int room) {
+            this.skip = skip;
+            this.dst = dst;
+            this.offset = offset;
+            this.room = room;
+            this.filled = 0;
+        }
+
+        @Override
+        public boolean processMessage(Object msg) {
+            ByteBuf b = (ByteBuf) msg;
+            int readable = b.readableBytes();
+            if (skip >= readable) {
+                skip -= readable;
+                return true;
+            }
+            int from = b.readerIndex() + (int) skip;
+            int n = Math.min(readable - (int) skip, room - filled);
+            b.getBytes(from, dst, offset + filled, n);
+            skip = 0;
+            filled += n;
+            return filled < room;
+        }
+    }
+}

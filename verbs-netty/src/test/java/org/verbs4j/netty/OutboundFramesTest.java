@@ -1,0 +1,185 @@
+package org.verbs4j.netty;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.embedded.EmbeddedChannel;
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+
+/**
+ * The write side's byte order on the host, through Netty's own outbound buffer and pipeline: what
+ * goes out in frames is exactly what was written, in write order, however the writes come (many
+ * small ones, empty ones, ones larger than a frame) and whatever Netty runs while frames complete:
+ * a write promise's listener that writes and flushes, and a handler that writes and flushes when
+ * the channel turns writable again (as HTTP/2's flow controller does).
+ */
+class OutboundFramesTest {
+    @Property(tries = 200)
+    void framesCarryTheWrittenBytesInWriteOrder(
+            @ForAll long seed,
+            @ForAll @IntRange(min = 1, max = 300) int chunk,
+            @ForAll @IntRange(min = 1, max = 8) int slots) {
+        new Run(seed, chunk, slots).run();
+    }
+
+    /** One random conversation: writes from the test, from promise listeners and from writability changes. */
+    private static final class Run {
+        final Random random;
+        final ByteArrayOutputStream expected = new ByteArrayOutputStream();
+        final List<ChannelFuture> promises = new ArrayList<>();
+        final FakeFrames frames;
+        final TestChannel ch;
+        int budget = 300; // messages still to write
+
+        Run(long seed, int chunk, int slots) {
+            random = new Random(seed);
+            frames = new FakeFrames(chunk, slots);
+            ch = new TestChannel(frames);
+            ch.config().setWriteBufferWaterMark(new WriteBufferWaterMark(64, 256));
+            ch.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                @Override
+                public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+                    if (ctx.channel().isWritable() && budget > 0) {
+                        write(); // HTTP/2 writes pending stream data here, then flushes
+                    }
+                }
+            });
+        }
+
+        ByteBuf message(int size) {
+            byte[] b = new byte[size];
+            random.nextBytes(b);
+            expected.writeBytes(b);
+            return Unpooled.wrappedBuffer(b);
+        }
+
+        void write() {
+            budget--;
+            int size = switch (random.nextInt(4)) {
+                case 0 -> 0;
+                case 1 -> random.nextInt(8);
+                case 2 -> random.nextInt(200);
+                default -> random.nextInt(1000);
+            };
+            ChannelFuture f = ch.writeAndFlush(message(size));
+            promises.add(f);
+            if (budget > 0 && random.nextInt(3) == 0) {
+                f.addListener(x -> write()); // a listener that writes on: runs as the bytes complete
+            }
+        }
+
+        void run() {
+            while (budget > 0 || frames.pending() > 0) {
+                if (budget > 0 && random.nextBoolean()) {
+                    write();
+                } else if (frames.pending() > 0) {
+                    ch.complete(1 + random.nextInt(frames.pending()));
+                }
+            }
+            ch.runPendingTasks();
+            assertEquals(0, frames.pending(), "every frame completed");
+            assertArrayEquals(expected.toByteArray(), frames.wire.toByteArray(), "the bytes on the wire");
+            for (ChannelFuture f : promises) {
+                assertTrue(f.isSuccess(), "every write's promise succeeded: " + f);
+            }
+            assertEquals(0, ch.outbound.inFlight());
+            assertTrue(ch.unsafe().outboundBuffer().isEmpty(), "nothing left in the outbound buffer");
+        }
+    }
+
+    /** A channel whose doWrite is the transport's write side, and whose sends complete when the test says. */
+    private static final class TestChannel extends EmbeddedChannel {
+        final OutboundFrames outbound = new OutboundFrames();
+        final FakeFrames frames;
+
+        TestChannel(FakeFrames frames) {
+            this.frames = frames;
+        }
+
+        @Override
+        protected void doWrite(ChannelOutboundBuffer in) throws Exception {
+            outbound.write(in, frames);
+        }
+
+        /** The oldest {@code n} frames completed: what the channel does on their completions. */
+        void complete(int n) {
+            long bytes = frames.complete(n);
+            ChannelOutboundBuffer in = unsafe().outboundBuffer();
+            if (in != null) {
+                outbound.completed(in, bytes);
+            }
+            flush(); // resumes sending what waited for a frame
+        }
+    }
+
+    /** Send frames of {@code chunk} bytes, {@code slots} in flight at most; what is posted lands on {@link #wire}. */
+    private static final class FakeFrames implements OutboundFrames.Frames {
+        final ByteBuf buffer;
+        final int chunk, slots;
+        final ArrayDeque<Integer> posted = new ArrayDeque<>();
+        final ByteArrayOutputStream wire = new ByteArrayOutputStream();
+        long head;
+
+        FakeFrames(int chunk, int slots) {
+            this.chunk = chunk;
+            this.slots = slots;
+            this.buffer = Unpooled.buffer(chunk * slots);
+        }
+
+        int pending() {
+            return posted.size();
+        }
+
+        long complete(int n) {
+            long bytes = 0;
+            for (int i = 0; i < n; i++) {
+                bytes += posted.removeFirst();
+            }
+            return bytes;
+        }
+
+        @Override
+        public int chunkSize() {
+            return chunk;
+        }
+
+        @Override
+        public boolean canSendData() {
+            return posted.size() < slots;
+        }
+
+        @Override
+        public ByteBuf sendBuffer() {
+            return buffer;
+        }
+
+        @Override
+        public int sendOffset() {
+            return (int) (head % slots) * chunk;
+        }
+
+        @Override
+        public void post(int length) {
+            byte[] b = new byte[length];
+            buffer.getBytes(sendOffset(), b);
+            wire.writeBytes(b);
+            posted.addLast(length);
+            head++;
+        }
+    }
+}
