@@ -25,7 +25,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SIZES="64 4096 65536"
-LAT_ITERS=5000
+LAT_ITERS=3000
 BW_BYTES=$((64 << 20))
 INSN=0
 INSN_SIZES=64

@@ -42,13 +42,13 @@ import picocli.CommandLine.Option;
 @Command(
         name = "netty-bench",
         mixinStandardHelpOptions = true,
-        description = "Echo latency and streaming throughput through Netty transports (rdma, nio).")
+        description = "Echo latency and streaming throughput through Netty transports (rdma, rdma-busy, nio).")
 public final class NettyBench implements Callable<Integer> {
     @Option(
             names = "--transports",
             split = ",",
-            defaultValue = "rdma,nio",
-            description = "rdma, nio (default: ${DEFAULT-VALUE})")
+            defaultValue = "rdma,rdma-busy,nio",
+            description = "rdma, rdma-busy (busy-polling), nio (default: ${DEFAULT-VALUE})")
     List<String> transports;
 
     @Option(
@@ -143,21 +143,23 @@ public final class NettyBench implements Callable<Integer> {
                     Locale.ROOT, "%-9s %9d %13.2f %13.2f %13.1f%n", r.transport, r.size, r.p50us, r.p99us, r.mbps);
         }
         for (Row r : rows) {
-            if (!r.transport.equals("rdma")) {
+            if (!r.transport.startsWith("rdma")) {
                 continue;
             }
             Double lat = sendLat.get(r.size), bw = sendBw.get(r.size);
             if (lat != null) {
                 System.out.printf(
                         Locale.ROOT,
-                        "ratio rdma echo p50 / verbs-perf send_lat t_typical, %d B: %.2f (target <= 1.25 at 64 B)%n",
+                        "ratio %s echo p50 / verbs-perf send_lat t_typical, %d B: %.2f (target <= 1.25 at 64 B)%n",
+                        r.transport,
                         r.size,
                         r.p50us / lat);
             }
             if (bw != null) {
                 System.out.printf(
                         Locale.ROOT,
-                        "ratio rdma stream / verbs-perf send_bw, %d B: %.2f (target >= 0.9 at 64 KiB)%n",
+                        "ratio %s stream / verbs-perf send_bw, %d B: %.2f (target >= 0.9 at 64 KiB)%n",
+                        r.transport,
                         r.size,
                         r.mbps / bw);
             }
@@ -166,7 +168,8 @@ public final class NettyBench implements Callable<Integer> {
                     .findFirst()
                     .ifPresent(n -> System.out.printf(
                             Locale.ROOT,
-                            "ratio rdma / nio, %d B: echo p50 %.2f, stream %.2f%n",
+                            "ratio %s / nio, %d B: echo p50 %.2f, stream %.2f%n",
+                            r.transport,
                             r.size,
                             r.p50us / n.p50us,
                             r.mbps / n.mbps));
@@ -485,9 +488,19 @@ public final class NettyBench implements Callable<Integer> {
                 (IoHandlerFactory) Class.forName("org.verbs4j.netty.RdmaIoHandler")
                         .getMethod("newFactory")
                         .invoke(null);
+            case "rdma-busy" -> {
+                // the transport with busy-polling on: never blocks in poll(2), as verbs-perf's loops
+                Class<?> config = Class.forName("org.verbs4j.netty.RdmaTransportConfig");
+                Object busy = config.getMethod("withBusyPoll", boolean.class)
+                        .invoke(config.getMethod("defaults").invoke(null), true);
+                yield (IoHandlerFactory) Class.forName("org.verbs4j.netty.RdmaIoHandler")
+                        .getMethod("newFactory", config)
+                        .invoke(null, busy);
+            }
             default ->
                 throw new CommandLine.ParameterException(
-                        new CommandLine(new NettyBench()), "--transports: " + transport + " is not rdma or nio");
+                        new CommandLine(new NettyBench()),
+                        "--transports: " + transport + " is not rdma, rdma-busy or nio");
         };
     }
 
