@@ -36,6 +36,8 @@
  *                before this one polls for the answer, so the poll finds it at the first try and
  *                the operation's count is its work, not a number of empty polls that depends on
  *                how fast the host ran each vCPU.
+ *   opdelay-when=PATH  with opdelay: the wait applies only while PATH exists (looked up every 250 ms),
+ *                so that one boot can time a benchmark first and count it with opdelay afterwards
  * Counting costs a call per executed block: the guest runs ~2x slower with the plugin loaded.
  */
 #include <inttypes.h>
@@ -88,6 +90,8 @@ static uint64_t op_head, op_tail, op_dropped;   /* head: the vCPU's; tail: the w
 static uint64_t op_user, op_kernel;              /* the operation under way */
 static bool op_delay_pending;
 static unsigned op_delay_us;
+static const char *op_delay_when;
+static volatile bool op_delay_on = true;          /* opdelay-when: whether its file exists */
 static const char *ops_path;
 struct syscall_block { uint64_t site; };       /* userdata of a user block that ends in a syscall */
 
@@ -125,7 +129,7 @@ static void on_exec_syscall(unsigned int vcpu, void *userdata) {
         op_dropped++;
     }
     op_user = op_kernel = 0;
-    op_delay_pending = op_delay_us > 0;
+    op_delay_pending = op_delay_us > 0 && op_delay_on;
 }
 
 /* userdata of a block: instructions << 22 | slot << 1 | kernel */
@@ -236,6 +240,9 @@ static void *writer(void *unused) {
     FILE *x = heavy_path ? fopen(heavy_path, "w") : NULL;
     FILE *o = ops_path ? fopen(ops_path, "w") : NULL;
     for (unsigned tick = 0;; tick++) {
+        if (op_delay_when) {
+            op_delay_on = access(op_delay_when, F_OK) == 0;
+        }
         if (t) {
             fprintf(t, "%.3f %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", now(), totals[0][1][0],
                     totals[0][0][0], totals[1][1][0], totals[1][0][0]);
@@ -289,6 +296,7 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
         else if (!strncmp(argv[i], "vcpu=", 5)) hist_vcpu = (unsigned) atoi(argv[i] + 5);
         else if (!strncmp(argv[i], "ops=", 4)) ops_path = argv[i] + 4;
         else if (!strncmp(argv[i], "opdelay=", 8)) op_delay_us = (unsigned) atoi(argv[i] + 8);
+        else if (!strncmp(argv[i], "opdelay-when=", 13)) op_delay_when = argv[i] + 13;
         else {
             fprintf(stderr, "tcg-insn-plugin: unknown option %s\n", argv[i]);
             return 1;
@@ -305,6 +313,9 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
     if (ops_path && !(op_ring = calloc(OP_RING, sizeof *op_ring))) {
         fprintf(stderr, "tcg-insn-plugin: no memory for the ops ring\n");
         return 1;
+    }
+    if (op_delay_when) {
+        op_delay_on = access(op_delay_when, F_OK) == 0;
     }
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
     pthread_t t;

@@ -42,13 +42,13 @@ import picocli.CommandLine.Option;
 @Command(
         name = "netty-bench",
         mixinStandardHelpOptions = true,
-        description = "Echo latency and streaming throughput through Netty transports (rdma, nio).")
+        description = "Echo latency and streaming throughput through Netty transports (rdma, rdma-busy, nio).")
 public final class NettyBench implements Callable<Integer> {
     @Option(
             names = "--transports",
             split = ",",
-            defaultValue = "rdma,nio",
-            description = "rdma, nio (default: ${DEFAULT-VALUE})")
+            defaultValue = "rdma,rdma-busy,nio",
+            description = "rdma, rdma-busy (busy-polling), nio (default: ${DEFAULT-VALUE})")
     List<String> transports;
 
     @Option(
@@ -77,6 +77,29 @@ public final class NettyBench implements Callable<Integer> {
     long bwBytes;
 
     @Option(
+            names = "--bw-max-messages",
+            defaultValue = "200000",
+            description = "at most this many messages streamed per size (bounds the small sizes' time)")
+    long bwMaxMessages;
+
+    @Option(
+            names = "--serve",
+            description = "only an echo server (the first of --transports) on --address:--port, until stdin closes")
+    boolean serve;
+
+    @Option(
+            names = "--count-echo",
+            description = "only a client of a --serve server: --warmup round trips, then --repeats blocks of "
+                    + "--lat-iters, each between a mark line on stdout (for the instruction counts)")
+    boolean countEcho;
+
+    @Option(names = "--port", defaultValue = "18700", description = "the port of --serve and --count-echo")
+    int port;
+
+    @Option(names = "--repeats", defaultValue = "3", description = "marked blocks of --count-echo")
+    int repeats;
+
+    @Option(
             names = "--send-lat",
             split = ",",
             description = "verbs-perf send_lat t_typical in us, SIZE=US (for the ratios)")
@@ -99,9 +122,19 @@ public final class NettyBench implements Callable<Integer> {
     public Integer call() throws Exception {
         List<Row> rows = new ArrayList<>();
         InetAddress ip = InetAddress.getByName(address);
+        if (serve) {
+            return serve(transports.getFirst(), new InetSocketAddress(ip, port));
+        }
+        if (countEcho) {
+            return countEcho(transports.getFirst(), new InetSocketAddress(ip, port));
+        }
         for (String t : transports) {
             for (int size : sizes) {
-                rows.add(run(t, ip, size));
+                try {
+                    rows.add(run(t, ip, size));
+                } catch (Exception e) {
+                    System.out.printf(Locale.ROOT, "%s %d B: failed: %s%n", t, size, e);
+                }
             }
         }
         System.out.println("transport      size   echo p50 us   echo p99 us   stream MB/s");
@@ -110,21 +143,23 @@ public final class NettyBench implements Callable<Integer> {
                     Locale.ROOT, "%-9s %9d %13.2f %13.2f %13.1f%n", r.transport, r.size, r.p50us, r.p99us, r.mbps);
         }
         for (Row r : rows) {
-            if (!r.transport.equals("rdma")) {
+            if (!r.transport.startsWith("rdma")) {
                 continue;
             }
             Double lat = sendLat.get(r.size), bw = sendBw.get(r.size);
             if (lat != null) {
                 System.out.printf(
                         Locale.ROOT,
-                        "ratio rdma echo p50 / verbs-perf send_lat t_typical, %d B: %.2f (target <= 1.25 at 64 B)%n",
+                        "ratio %s echo p50 / verbs-perf send_lat t_typical, %d B: %.2f (target <= 1.25 at 64 B)%n",
+                        r.transport,
                         r.size,
                         r.p50us / lat);
             }
             if (bw != null) {
                 System.out.printf(
                         Locale.ROOT,
-                        "ratio rdma stream / verbs-perf send_bw, %d B: %.2f (target >= 0.9 at 64 KiB)%n",
+                        "ratio %s stream / verbs-perf send_bw, %d B: %.2f (target >= 0.9 at 64 KiB)%n",
+                        r.transport,
                         r.size,
                         r.mbps / bw);
             }
@@ -133,7 +168,8 @@ public final class NettyBench implements Callable<Integer> {
                     .findFirst()
                     .ifPresent(n -> System.out.printf(
                             Locale.ROOT,
-                            "ratio rdma / nio, %d B: echo p50 %.2f, stream %.2f%n",
+                            "ratio %s / nio, %d B: echo p50 %.2f, stream %.2f%n",
+                            r.transport,
                             r.size,
                             r.p50us / n.p50us,
                             r.mbps / n.mbps));
@@ -149,33 +185,22 @@ public final class NettyBench implements Callable<Integer> {
                 new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("bench-client", true), factory);
         try {
             Sink sink = new Sink();
-            ServerBootstrap sb = new ServerBootstrap()
-                    .group(serverGroup)
-                    .channel(serverChannel(transport))
-                    .childHandler(new ChannelInitializer<>() {
-                        @Override
-                        protected void initChannel(Channel ch) {
-                            ch.pipeline().addLast(new ServerSide(sink));
-                        }
-                    });
-            if (transport.equals("nio")) {
-                sb.childOption(ChannelOption.TCP_NODELAY, true);
-            }
-            Channel server = sb.bind(new InetSocketAddress(ip, 0)).sync().channel();
+            Channel server = bindServer(serverGroup, transport, new InetSocketAddress(ip, 0), sink);
             InetSocketAddress at = new InetSocketAddress(ip, ((InetSocketAddress) server.localAddress()).getPort());
             Histogram h = new Histogram(3);
             echo(clientGroup, transport, at, size, warmup, null);
             echo(clientGroup, transport, at, size, latIters, h);
-            long warm = Math.min(bwBytes / 8, 8L << 20);
+            long bytes = Math.min(bwBytes, size * bwMaxMessages);
+            long warm = Math.min(bytes / 8, 8L << 20);
             stream(clientGroup, transport, at, size, warm, sink);
-            long ns = stream(clientGroup, transport, at, size, bwBytes, sink);
+            long ns = stream(clientGroup, transport, at, size, bytes, sink);
             server.close().sync();
             return new Row(
                     transport,
                     size,
                     h.getValueAtPercentile(50) / 1000.0,
                     h.getValueAtPercentile(99) / 1000.0,
-                    bwBytes / (ns / 1e9) / 1e6);
+                    bytes / (ns / 1e9) / 1e6);
         } finally {
             clientGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
             serverGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
@@ -185,51 +210,168 @@ public final class NettyBench implements Callable<Integer> {
     /** {@code n} round trips of {@code size} bytes, one at a time, each recorded in {@code h} (when given). */
     private void echo(EventLoopGroup g, String transport, InetSocketAddress at, int size, int n, Histogram h)
             throws Exception {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        Channel ch = client(g, transport, at, new ChannelInboundHandlerAdapter() {
-            int left = n, got;
-            long start;
-            ByteBuf msg;
-
-            @Override
-            public void channelActive(ChannelHandlerContext ctx) {
-                msg = ctx.alloc().directBuffer(size).writeZero(size);
-                send(ctx);
-            }
-
-            private void send(ChannelHandlerContext ctx) {
-                start = System.nanoTime();
-                ctx.writeAndFlush(msg.retainedDuplicate());
-            }
-
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object o) {
-                got += ((ByteBuf) o).readableBytes();
-                ReferenceCountUtil.release(o);
-                if (got < size) {
-                    return;
-                }
-                got -= size;
-                if (h != null) {
-                    h.recordValue(System.nanoTime() - start);
-                }
-                if (--left == 0) {
-                    msg.release();
-                    done.complete(null);
-                } else {
-                    send(ctx);
-                }
-            }
-
-            @Override
-            public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-                done.completeExceptionally(cause);
-            }
-        });
+        Echoer e = new Echoer(size);
+        Channel ch = client(g, transport, at, e);
         try {
-            done.get(10, TimeUnit.MINUTES);
+            e.run(n, h).get(3, TimeUnit.MINUTES);
         } finally {
             ch.close().sync();
+        }
+    }
+
+    /**
+     * A client of a {@code --serve} server in another process: {@code --warmup} round trips of each
+     * size, then {@code --repeats} blocks of {@code --lat-iters}, each between a line "mark start"
+     * and "mark end" on stdout. Under the emulator's instruction-counting plugin the user-mode
+     * instructions of this process's CPU between the two marks, divided by the round trips, are
+     * the client's instructions per echo round trip (benchmarks/netty-insn.py).
+     */
+    private int countEcho(String transport, InetSocketAddress at) throws Exception {
+        EventLoopGroup g =
+                new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("bench-client", true), factory(transport));
+        try {
+            for (int size : sizes) {
+                Echoer e = new Echoer(size);
+                Channel ch = client(g, transport, at, e);
+                try {
+                    e.run(warmup, null).get(10, TimeUnit.MINUTES);
+                    for (int r = 1; r <= repeats; r++) {
+                        String run = transport + "-echo echo " + size + " r" + r + " n=" + latIters;
+                        mark("start", run);
+                        long t0 = System.nanoTime();
+                        e.run(latIters, null).get(10, TimeUnit.MINUTES);
+                        long ns = System.nanoTime() - t0;
+                        mark("end", run);
+                        System.out.printf(
+                                Locale.ROOT, "[netty-bench] %s: %.1f us a round trip%n", run, ns / 1e3 / latIters);
+                    }
+                } finally {
+                    ch.close().sync();
+                }
+            }
+        } finally {
+            g.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+        return 0;
+    }
+
+    private static void mark(String what, String run) {
+        System.out.println("[netty-bench] mark " + what + " " + run);
+        System.out.flush();
+    }
+
+    /** A server of {@link ServerSide}s on {@code at}: echo connections until {@code sink} expects a stream. */
+    private static Channel bindServer(EventLoopGroup g, String transport, InetSocketAddress at, Sink sink)
+            throws InterruptedException {
+        ServerBootstrap sb = new ServerBootstrap()
+                .group(g)
+                .channel(serverChannel(transport))
+                .childHandler(new ChannelInitializer<>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast(new ServerSide(sink));
+                    }
+                });
+        if (transport.equals("nio")) {
+            sb.childOption(ChannelOption.TCP_NODELAY, true);
+        }
+        return sb.bind(at).sync().channel();
+    }
+
+    /** An echo server on {@code at} until this process's stdin closes. */
+    private int serve(String transport, InetSocketAddress at) throws Exception {
+        EventLoopGroup g =
+                new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("bench-server", true), factory(transport));
+        try {
+            Channel server = bindServer(g, transport, at, new Sink());
+            System.out.println("[netty-bench] " + transport + " echo server listening on " + server.localAddress());
+            System.out.flush();
+            while (System.in.read() >= 0) {
+                // until the caller closes stdin
+            }
+            server.close().sync();
+        } finally {
+            g.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+        return 0;
+    }
+
+    /** Round trips of {@code size} bytes, one at a time, on the connection it is the handler of. */
+    private static final class Echoer extends ChannelInboundHandlerAdapter {
+        private final int size;
+        private ChannelHandlerContext ctx;
+        private ByteBuf msg;
+        private int left, got;
+        private long start;
+        private Histogram h;
+        private CompletableFuture<Void> done;
+        private final CompletableFuture<Void> active = new CompletableFuture<>();
+
+        Echoer(int size) {
+            this.size = size;
+        }
+
+        /** Starts {@code n} round trips (recorded in {@code h} when given) on the connection's loop. */
+        CompletableFuture<Void> run(int n, Histogram h) throws Exception {
+            active.get(1, TimeUnit.MINUTES);
+            CompletableFuture<Void> f = new CompletableFuture<>();
+            ctx.executor().execute(() -> {
+                this.h = h;
+                left = n;
+                done = f;
+                send();
+            });
+            return f;
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            this.ctx = ctx;
+            msg = ctx.alloc().directBuffer(size).writeZero(size);
+            active.complete(null);
+        }
+
+        private void send() {
+            start = System.nanoTime();
+            ctx.writeAndFlush(msg.retainedDuplicate());
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object o) {
+            got += ((ByteBuf) o).readableBytes();
+            ReferenceCountUtil.release(o);
+            if (got < size) {
+                return;
+            }
+            got -= size;
+            if (h != null) {
+                h.recordValue(System.nanoTime() - start);
+            }
+            if (--left == 0) {
+                done.complete(null);
+            } else {
+                send();
+            }
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            if (msg != null) {
+                msg.release();
+            }
+            IllegalStateException e = new IllegalStateException("the echo connection closed");
+            active.completeExceptionally(e);
+            if (done != null) {
+                done.completeExceptionally(e);
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            active.completeExceptionally(cause);
+            if (done != null) {
+                done.completeExceptionally(cause);
+            }
         }
     }
 
@@ -255,10 +397,11 @@ public final class NettyBench implements Callable<Integer> {
             }
 
             private void pump(ChannelHandlerContext ctx) {
+                // a write can fire channelWritabilityChanged, and so pump, before it returns: count first
                 while (left > 0 && ctx.channel().isWritable()) {
                     int n = (int) Math.min(size, left);
-                    ctx.write(msg.retainedSlice(0, n));
                     left -= n;
+                    ctx.write(msg.retainedSlice(0, n));
                 }
                 ctx.flush();
             }
@@ -276,7 +419,7 @@ public final class NettyBench implements Callable<Integer> {
             }
         });
         try {
-            return done.get(10, TimeUnit.MINUTES);
+            return done.get(3, TimeUnit.MINUTES);
         } finally {
             ch.close().sync();
         }
@@ -345,9 +488,19 @@ public final class NettyBench implements Callable<Integer> {
                 (IoHandlerFactory) Class.forName("org.verbs4j.netty.RdmaIoHandler")
                         .getMethod("newFactory")
                         .invoke(null);
+            case "rdma-busy" -> {
+                // the transport with busy-polling on: never blocks in poll(2), as verbs-perf's loops
+                Class<?> config = Class.forName("org.verbs4j.netty.RdmaTransportConfig");
+                Object busy = config.getMethod("withBusyPoll", boolean.class)
+                        .invoke(config.getMethod("defaults").invoke(null), true);
+                yield (IoHandlerFactory) Class.forName("org.verbs4j.netty.RdmaIoHandler")
+                        .getMethod("newFactory", config)
+                        .invoke(null, busy);
+            }
             default ->
                 throw new CommandLine.ParameterException(
-                        new CommandLine(new NettyBench()), "--transports: " + transport + " is not rdma or nio");
+                        new CommandLine(new NettyBench()),
+                        "--transports: " + transport + " is not rdma, rdma-busy or nio");
         };
     }
 

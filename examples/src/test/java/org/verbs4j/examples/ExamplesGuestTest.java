@@ -233,6 +233,31 @@ class ExamplesGuestTest {
     }
 
     @Test
+    void nettyEchoOverTheRdmaTransport() {
+        String address = RdmaTestSupport.guestIp();
+        String out = capture(o -> {
+            try {
+                assertEquals(200, NettyEcho.run(o, true, address, 200));
+            } catch (Exception e) {
+                throw new AssertionError("NettyEcho over RDMA failed: " + e, e);
+            }
+        });
+        assertTrue(
+                Pattern.compile("(?m)^server: listening on " + Pattern.quote(address)
+                                + " port \\d+ \\(RdmaServerSocketChannel\\)$")
+                        .matcher(out)
+                        .find(),
+                out);
+        assertTrue(
+                Pattern.compile("(?m)^client: 200 lines echoed over RdmaSocketChannel, each checked, in \\d+ ms")
+                        .matcher(out)
+                        .find(),
+                out);
+        // both ends of the one connection, in this process
+        assertContains(out, "connections=2,");
+    }
+
+    @Test
     void gpuMemorySkipsWithTheReasonWithoutAGpu() {
         // the guest has no NVIDIA driver: the example says why it cannot run, from the capability report
         String cause = CudaDriver.system()
