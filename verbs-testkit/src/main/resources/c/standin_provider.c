@@ -143,6 +143,41 @@ static int push_cqe(uint64_t wr_id, uint32_t status, uint32_t opcode, uint32_t b
     return 0;
 }
 
+/* Atomics, binds and invalidations recorded alike by post_send and the ibv_wr_* builders:
+ * atomics: rkey = wr.atomic.rkey, reserved = compare_add (a CAS's swap in standin_last_swap); bind:
+ * remote_addr = bind addr, total_length = bind length, rkey = the new rkey, lkey = the region's
+ * lkey, imm = access flags, reserved = the ibv_mw pointer; LOCAL_INV / SEND_WITH_INV: imm = the
+ * rkey invalidated. */
+static uint64_t last_swap;
+
+static void record_special(struct standin_wqe *w, const struct ibv_send_wr *wr)
+{
+    switch (wr->opcode) {
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        w->remote_addr = wr->wr.atomic.remote_addr;
+        w->rkey = wr->wr.atomic.rkey;
+        w->reserved = wr->wr.atomic.compare_add;
+        if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)
+            last_swap = wr->wr.atomic.swap;
+        break;
+    case IBV_WR_BIND_MW:
+        w->remote_addr = wr->bind_mw.bind_info.addr;
+        w->total_length = (uint32_t)wr->bind_mw.bind_info.length;
+        w->rkey = wr->bind_mw.rkey;
+        w->lkey = wr->bind_mw.bind_info.mr ? wr->bind_mw.bind_info.mr->lkey : 0;
+        w->imm = wr->bind_mw.bind_info.mw_access_flags;
+        w->reserved = (uintptr_t)wr->bind_mw.mw;
+        break;
+    case IBV_WR_LOCAL_INV:
+    case IBV_WR_SEND_WITH_INV:
+        w->imm = wr->invalidate_rkey;
+        break;
+    default:
+        break;
+    }
+}
+
 /* ---- provider ops ---------------------------------------------------------------------- */
 
 EXPORT int standin_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
@@ -183,6 +218,7 @@ EXPORT int standin_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct i
         w->num_sge = (uint32_t)wr->num_sge;
         w->total_length = total;
         w->reserved = 0;
+        record_special(w, wr);
         if (wr->send_flags & IBV_SEND_SIGNALED)
             push_cqe(wr->wr_id, IBV_WC_SUCCESS, wc_opcode_of(wr->opcode), total, 0,
                      qp ? qp->qp_num : 0, 0);
@@ -523,6 +559,365 @@ EXPORT int standin_last_device_reg_errno(void) { return last_dev_reg_errno; }
 /* 1: the last deregistered dma-buf MR's fd was still open; 0: already closed; -1: none yet */
 EXPORT int standin_dmabuf_fd_open_at_dereg(void) { return dmabuf_fd_open_at_dereg; }
 
+/* ---- the extended QP: ibv_wr_start / builders / setters / ibv_wr_complete / ibv_wr_abort ---- */
+
+/* libibverbs' struct verbs_qp (driver.h): ibv_qp_to_qp_ex reads comp_mask after the ibv_qp_ex. */
+struct standin_qpx {
+    struct ibv_qp_ex qpx;
+    uint32_t comp_mask;         /* VERBS_QP_EX = 1 << 1 */
+    void *xrcd;
+};
+#define STANDIN_VERBS_QP_EX (1u << 1)
+
+static int in_wr;                   /* 1 between wr_start and wr_complete / wr_abort */
+static uint64_t wr_first;           /* ring_count at wr_start */
+static long long wr_protocol_errors;/* builders or setters outside start..complete, a start inside */
+static long long wr_completes, wr_aborts;
+static uint64_t wr_extended_wqes;   /* WQEs written by the builders since reset */
+static uint8_t last_inline[256];
+static uint32_t last_inline_len;
+static uint64_t last_create_qp_ex_ops;
+static int last_create_qp_ex_mask;
+
+static struct standin_wqe *wr_new(struct ibv_qp_ex *q, enum ibv_wr_opcode op)
+{
+    if (!in_wr)
+        wr_protocol_errors++;
+    struct standin_wqe *w = &ring[ring_count++ % RING_ENTRIES];
+    memset(w, 0, sizeof(*w));
+    w->wr_id = q->wr_id;
+    w->opcode = op;
+    w->send_flags = q->wr_flags;
+    wr_extended_wqes++;
+    return w;
+}
+
+static struct standin_wqe *wr_cur(void)
+{
+    if (!in_wr || ring_count == wr_first) {
+        wr_protocol_errors++;
+        static struct standin_wqe scratch;
+        return &scratch;
+    }
+    return &ring[(ring_count - 1) % RING_ENTRIES];
+}
+
+static void x_start(struct ibv_qp_ex *q)
+{
+    (void)q;
+    if (in_wr)
+        wr_protocol_errors++;
+    in_wr = 1;
+    wr_first = ring_count;
+}
+
+static int x_complete(struct ibv_qp_ex *q)
+{
+    if (!in_wr)
+        wr_protocol_errors++;
+    in_wr = 0;
+    wr_completes++;
+    uint64_t n = ring_count - wr_first;
+    if (fail_post_index >= 0 && (uint64_t)fail_post_index < n) {
+        ring_count = wr_first;   /* all or nothing, as wr_complete is */
+        return fail_post_errno;
+    }
+    uint64_t signaled = 0;
+    for (uint64_t i = wr_first; i < ring_count; i++)
+        signaled += (ring[i % RING_ENTRIES].send_flags & IBV_SEND_SIGNALED) != 0;
+    if (cq_tail - cq_head + signaled > CQ_CAPACITY) {
+        ring_count = wr_first;
+        return ENOMEM;
+    }
+    for (uint64_t i = wr_first; i < ring_count; i++) {
+        struct standin_wqe *w = &ring[i % RING_ENTRIES];
+        if (w->send_flags & IBV_SEND_SIGNALED)
+            push_cqe(w->wr_id, IBV_WC_SUCCESS, wc_opcode_of((enum ibv_wr_opcode)w->opcode),
+                     w->opcode == IBV_WR_BIND_MW ? 0 : w->total_length, 0, q->qp_base.qp_num, 0);
+    }
+    return 0;
+}
+
+static void x_abort(struct ibv_qp_ex *q)
+{
+    (void)q;
+    if (!in_wr)
+        wr_protocol_errors++;
+    in_wr = 0;
+    wr_aborts++;
+    ring_count = wr_first;
+}
+
+static void x_send(struct ibv_qp_ex *q) { wr_new(q, IBV_WR_SEND); }
+static void x_send_imm(struct ibv_qp_ex *q, __be32 imm) { wr_new(q, IBV_WR_SEND_WITH_IMM)->imm = imm; }
+static void x_send_inv(struct ibv_qp_ex *q, uint32_t rkey) { wr_new(q, IBV_WR_SEND_WITH_INV)->imm = rkey; }
+static void x_local_inv(struct ibv_qp_ex *q, uint32_t rkey) { wr_new(q, IBV_WR_LOCAL_INV)->imm = rkey; }
+
+static void x_rdma(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t remote_addr, __be32 imm)
+{
+    struct standin_wqe *w = wr_new(q, op);
+    w->rkey = rkey;
+    w->remote_addr = remote_addr;
+    w->imm = imm;
+}
+static void x_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t a) { x_rdma(q, IBV_WR_RDMA_WRITE, rkey, a, 0); }
+static void x_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t a, __be32 imm)
+{
+    x_rdma(q, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, a, imm);
+}
+static void x_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t a) { x_rdma(q, IBV_WR_RDMA_READ, rkey, a, 0); }
+static void x_cas(struct ibv_qp_ex *q, uint32_t rkey, uint64_t a, uint64_t compare, uint64_t swap)
+{
+    x_rdma(q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, a, 0);
+    wr_cur()->reserved = compare;
+    last_swap = swap;
+}
+static void x_faa(struct ibv_qp_ex *q, uint32_t rkey, uint64_t a, uint64_t add)
+{
+    x_rdma(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, a, 0);
+    wr_cur()->reserved = add;
+}
+static void x_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+    struct standin_wqe *w = wr_new(q, IBV_WR_BIND_MW);
+    w->remote_addr = info->addr;
+    w->total_length = (uint32_t)info->length;
+    w->rkey = rkey;
+    w->lkey = info->mr ? info->mr->lkey : 0;
+    w->imm = info->mw_access_flags;
+    w->reserved = (uintptr_t)mw;
+}
+
+static void x_set_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+    (void)q;
+    struct standin_wqe *w = wr_cur();
+    w->addr = addr;
+    w->length = length;
+    w->lkey = lkey;
+    w->num_sge = 1;
+    w->total_length = length;
+}
+
+static void x_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
+{
+    (void)q;
+    struct standin_wqe *w = wr_cur();
+    w->num_sge = (uint32_t)n;
+    w->total_length = 0;
+    if (n > 0) {
+        w->addr = sg[0].addr;
+        w->length = sg[0].length;
+        w->lkey = sg[0].lkey;
+    }
+    for (size_t i = 0; i < n; i++)
+        w->total_length += sg[i].length;
+}
+
+static void inline_append(struct standin_wqe *w, const void *addr, size_t length)
+{
+    if (w->num_sge == 0)
+        last_inline_len = 0;
+    if (w->num_sge == 0)
+        w->addr = (uintptr_t)addr;
+    w->num_sge++;
+    w->total_length += (uint32_t)length;
+    w->length = w->total_length;
+    size_t room = sizeof(last_inline) - last_inline_len;
+    memcpy(last_inline + last_inline_len, addr, length < room ? length : room);
+    last_inline_len += (uint32_t)(length < room ? length : room);
+}
+
+static void x_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
+{
+    (void)q;
+    inline_append(wr_cur(), addr, length);
+}
+
+static void x_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct ibv_data_buf *bufs)
+{
+    (void)q;
+    struct standin_wqe *w = wr_cur();
+    for (size_t i = 0; i < n; i++)
+        inline_append(w, bufs[i].addr, bufs[i].length);
+}
+
+static void x_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey)
+{
+    (void)q;
+    struct standin_wqe *w = wr_cur();
+    w->remote_addr = (uintptr_t)ah;
+    w->rkey = remote_qpn;
+    w->imm = remote_qkey;
+}
+
+/* create_qp_ex: a struct verbs_qp-shaped QP whose builders are set for the send_ops_flags asked
+ * (all others NULL, as a provider leaves the ops it lacks). */
+EXPORT struct ibv_qp *standin_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+    last_create_qp_ex_mask = (int)attr->comp_mask;
+    last_create_qp_ex_ops = attr->send_ops_flags;
+    if (control_rc != 0) {
+        errno = control_rc;
+        return NULL;
+    }
+    struct standin_qpx *s = calloc(1, sizeof(*s));
+    if (!s) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct ibv_qp_ex *q = &s->qpx;
+    q->qp_base.context = context;
+    q->qp_base.qp_num = 0x4343;
+    q->qp_base.qp_type = attr->qp_type;
+    q->qp_base.state = IBV_QPS_RESET;
+    q->qp_base.pd = attr->pd;
+    q->qp_base.send_cq = attr->send_cq;
+    q->qp_base.recv_cq = attr->recv_cq;
+    s->comp_mask = STANDIN_VERBS_QP_EX;
+    uint64_t f = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? attr->send_ops_flags : 0;
+    if (f & IBV_QP_EX_WITH_RDMA_WRITE) q->wr_rdma_write = x_write;
+    if (f & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM) q->wr_rdma_write_imm = x_write_imm;
+    if (f & IBV_QP_EX_WITH_SEND) q->wr_send = x_send;
+    if (f & IBV_QP_EX_WITH_SEND_WITH_IMM) q->wr_send_imm = x_send_imm;
+    if (f & IBV_QP_EX_WITH_RDMA_READ) q->wr_rdma_read = x_read;
+    if (f & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP) q->wr_atomic_cmp_swp = x_cas;
+    if (f & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) q->wr_atomic_fetch_add = x_faa;
+    if (f & IBV_QP_EX_WITH_LOCAL_INV) q->wr_local_inv = x_local_inv;
+    if (f & IBV_QP_EX_WITH_BIND_MW) q->wr_bind_mw = x_bind_mw;
+    if (f & IBV_QP_EX_WITH_SEND_WITH_INV) q->wr_send_inv = x_send_inv;
+    q->wr_set_sge = x_set_sge;
+    q->wr_set_sge_list = x_set_sge_list;
+    q->wr_set_inline_data = x_set_inline_data;
+    q->wr_set_inline_data_list = x_set_inline_data_list;
+    q->wr_set_ud_addr = x_set_ud_addr;
+    q->wr_start = x_start;
+    q->wr_complete = x_complete;
+    q->wr_abort = x_abort;
+    return &q->qp_base;
+}
+
+/* Builder or setter calls outside wr_start..wr_complete/wr_abort since reset (0 when kept). */
+EXPORT long long standin_wr_protocol_errors(void) { return wr_protocol_errors; }
+/* 1 between wr_start and wr_complete / wr_abort. */
+EXPORT int standin_in_wr(void) { return in_wr; }
+EXPORT long long standin_wr_completes(void) { return wr_completes; }
+EXPORT long long standin_wr_aborts(void) { return wr_aborts; }
+/* WQEs written by the ibv_wr_* builders since reset (the rest came through post_send). */
+EXPORT unsigned long long standin_wr_extended_wqes(void) { return wr_extended_wqes; }
+/* The inline bytes of the last inline request built through ibv_wr_set_inline_data(_list). */
+EXPORT int standin_last_inline(void *out, int max)
+{
+    int n = (int)last_inline_len < max ? (int)last_inline_len : max;
+    memcpy(out, last_inline, (size_t)n);
+    return (int)last_inline_len;
+}
+EXPORT unsigned long long standin_last_swap(void) { return last_swap; }
+EXPORT unsigned long long standin_last_create_qp_ex_ops(void) { return last_create_qp_ex_ops; }
+EXPORT int standin_last_create_qp_ex_mask(void) { return last_create_qp_ex_mask; }
+
+/* Polls cq (verbs.h's inline ibv_poll_cq) until the completion of wr_id `want` was reaped,
+ * counting every completion into *seen; 0, or the negative poll error. */
+static int reap_until(struct ibv_cq *cq, uint64_t want, long long *seen)
+{
+    struct ibv_wc wc[16];
+    for (;;) {
+        int n = ibv_poll_cq(cq, 16, wc);
+        if (n < 0)
+            return n;
+        int done = 0;
+        for (int k = 0; k < n; k++) {
+            (*seen)++;
+            if (wc[k].wr_id == want)
+                done = 1;
+        }
+        if (done)
+            return 0;
+    }
+}
+
+/* The extended-API twin of standin_c_loop, for a qp made by standin_create_qp_ex with
+ * IBV_QP_EX_WITH_RDMA_WRITE: per iteration ibv_wr_start, `chain` times ibv_wr_rdma_write +
+ * ibv_wr_set_sge (verbs.h's inlines: qp_ex->wr_*; only the last signaled), ibv_wr_complete, then
+ * ibv_poll_cq until that completion is reaped. Returns the completions seen (== iterations), or
+ * a negative errno / poll error. */
+EXPORT long long standin_c_loop_ex(struct ibv_qp *qp, struct ibv_cq *cq, int iterations, int chain,
+                                   void *buf, uint32_t lkey)
+{
+    struct ibv_qp_ex *qx = (struct ibv_qp_ex *)qp; /* qp_base is its first member */
+    long long seen = 0;
+    if (chain < 1 || chain > 64 || !qx->wr_rdma_write)
+        return -EINVAL;
+    for (int it = 0; it < iterations; it++) {
+        uint64_t base = (uint64_t)it * (uint64_t)chain;
+        ibv_wr_start(qx);
+        for (int i = 0; i < chain; i++) {
+            qx->wr_id = base + (uint64_t)i;
+            qx->wr_flags = i + 1 == chain ? IBV_SEND_SIGNALED : 0;
+            ibv_wr_rdma_write(qx, lkey, (uintptr_t)buf);
+            ibv_wr_set_sge(qx, lkey, (uintptr_t)buf, 64);
+        }
+        int rc = ibv_wr_complete(qx);
+        if (rc)
+            return -rc;
+        int n = reap_until(cq, base + (uint64_t)chain - 1, &seen);
+        if (n < 0)
+            return n;
+    }
+    return seen;
+}
+
+/* An extended RC qp on ctx through standin_create_qp_ex, asking for send_ops (IBV_QP_EX_WITH_*);
+ * free with standin_free. */
+EXPORT struct ibv_qp *standin_make_qp_ex(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq,
+                                         unsigned long long send_ops)
+{
+    struct ibv_qp_init_attr_ex a;
+    memset(&a, 0, sizeof(a));
+    a.send_cq = cq;
+    a.recv_cq = cq;
+    a.qp_type = IBV_QPT_RC;
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    a.pd = pd;
+    a.send_ops_flags = send_ops;
+    return standin_create_qp_ex(ctx, &a);
+}
+
+/* ---- memory windows ------------------------------------------------------------------------ */
+
+static int mw_live;
+static uint32_t mw_serial;
+
+static struct ibv_mw *standin_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+    if (control_rc != 0) {
+        errno = control_rc;
+        return NULL;
+    }
+    struct ibv_mw *mw = calloc(1, sizeof(*mw));
+    if (!mw) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    mw->context = pd->context;
+    mw->pd = pd;
+    mw->rkey = 0x5500u + (++mw_serial << 8);
+    mw->handle = mw_serial;
+    mw->type = type;
+    mw_live++;
+    return mw;
+}
+
+static int standin_dealloc_mw(struct ibv_mw *mw)
+{
+    mw_live--;
+    free(mw);
+    return 0;
+}
+
+/* Windows allocated and not yet deallocated. */
+EXPORT int standin_mw_live(void) { return mw_live; }
+
 /* ---- controls and getters ---------------------------------------------------------------- */
 
 EXPORT void standin_reset(void)
@@ -555,6 +950,14 @@ EXPORT void standin_reset(void)
     protocol_errors = 0;
     dmabuf_errno = devmr_errno = 0;
     dmabuf_fd_open_at_dereg = -1;
+    last_swap = 0;
+    in_wr = 0;
+    wr_first = 0;
+    wr_protocol_errors = wr_completes = wr_aborts = 0;
+    wr_extended_wqes = 0;
+    last_inline_len = 0;
+    last_create_qp_ex_ops = 0;
+    last_create_qp_ex_mask = 0;
 }
 
 /* post_send / post_recv / post_srq_recv stop at WR #index (0-based), set *bad_wr to it and
@@ -662,6 +1065,8 @@ EXPORT struct ibv_context *standin_make_context(int extended)
     ctx->ops.post_srq_recv = standin_post_srq_recv;
     ctx->ops.poll_cq = standin_poll_cq;
     ctx->ops.req_notify_cq = standin_req_notify_cq;
+    ctx->ops.alloc_mw = standin_alloc_mw;
+    ctx->ops.dealloc_mw = standin_dealloc_mw;
     ctx->cmd_fd = -1;
     ctx->async_fd = -1;
     ctx->num_comp_vectors = 1;
@@ -672,6 +1077,7 @@ EXPORT struct ibv_context *standin_make_context(int extended)
         vctx->query_device_ex = standin_query_device_ex;
         vctx->create_cq_ex = standin_create_cq_ex;
         vctx->query_rt_values = standin_query_rt_values;
+        vctx->create_qp_ex = standin_create_qp_ex;
     } else {
         ctx->abi_compat = NULL;
     }
@@ -781,7 +1187,6 @@ EXPORT long long standin_c_loop(struct ibv_qp *qp, struct ibv_cq *cq, int iterat
     enum { MAX_CHAIN = 64 };
     struct ibv_send_wr wr[MAX_CHAIN];
     struct ibv_sge sge[MAX_CHAIN];
-    struct ibv_wc wc[16];
     struct ibv_send_wr *bad = NULL;
     long long seen = 0;
     if (chain < 1 || chain > MAX_CHAIN)
@@ -803,20 +1208,9 @@ EXPORT long long standin_c_loop(struct ibv_qp *qp, struct ibv_cq *cq, int iterat
         int rc = ibv_post_send(qp, wr, &bad);
         if (rc)
             return -rc;
-        uint64_t want = wr[chain - 1].wr_id;
-        for (;;) {
-            int n = ibv_poll_cq(cq, 16, wc);
-            if (n < 0)
-                return n;
-            int done = 0;
-            for (int k = 0; k < n; k++) {
-                seen++;
-                if (wc[k].wr_id == want)
-                    done = 1;
-            }
-            if (done)
-                break;
-        }
+        int n = reap_until(cq, wr[chain - 1].wr_id, &seen);
+        if (n < 0)
+            return n;
     }
     return seen;
 }

@@ -98,6 +98,22 @@ public final class ForeignHandles {
         return qp;
     }
 
+    /**
+     * Wraps a {@code struct ibv_qp *} that C code created with {@code ibv_create_qp_ex} for
+     * {@code operations}, as {@link #queuePair} does, with its extended posting
+     * ({@link QueuePair#postSendExtended}); refused (EOPNOTSUPP) when the QP has no {@code ibv_qp_ex}.
+     */
+    public static QueuePair extendedQueuePair(
+            ProtectionDomain pd,
+            MemorySegment ibvQp,
+            QueuePairInit init,
+            Set<SendOperation> operations,
+            QueuePairState state) {
+        QueuePair qp = queuePair(pd, ibvQp, init, state);
+        ExtendedPosting.attach(qp, SendOperation.mask(operations), init.type);
+        return qp;
+    }
+
     /** Wraps a {@code struct ibv_srq *} of {@code pd} with the capacities it was created with. */
     public static SharedReceiveQueue sharedReceiveQueue(
             ProtectionDomain pd, MemorySegment ibvSrq, int maxWr, int maxSge) {

@@ -27,7 +27,8 @@ abstract sealed class NativeResource implements AutoCloseable
                 CompletionQueue,
                 QueuePair,
                 SharedReceiveQueue,
-                AddressHandle {
+                AddressHandle,
+                MemoryWindow {
 
     /** Record where each resource was created, for leak reports. */
     public static final String LEAK_SITES_PROPERTY = "verbs4j.leakSites";

@@ -1,14 +1,20 @@
 package org.verbs4j;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import java.util.Set;
 import org.verbs4j.natives.Errno;
+import org.verbs4j.natives.ExtendedPostVerbs;
 import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
+import org.verbs4j.natives.QueuePairExLayout;
 import org.verbs4j.natives.generated.ibverbs.ibv_ah_attr;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_cap;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_init_attr;
@@ -472,10 +478,69 @@ public final class ProtectionDomain extends NativeResource {
      * and released by {@code destroy}: the same object, accounting and rules either way.
      */
     QueuePair createQueuePair(QueuePairInit init, QueuePairCreator create, Destroyer destroy) {
+        return createQueuePair(init, create, destroy, 0L);
+    }
+
+    /**
+     * {@code ibv_create_qp_ex} with {@code IBV_QP_INIT_ATTR_SEND_OPS_FLAGS}: a queue pair (in
+     * RESET) that can also post through the extended API ({@link QueuePair#postSendExtended}) the
+     * operations asked for; the classic {@link QueuePair#postSend} works on it as well.
+     *
+     * @param operations at least one; the provider refuses (EOPNOTSUPP or EINVAL) operations it
+     *                   lacks for the queue pair's type
+     */
+    public QueuePair createExtendedQueuePair(QueuePairInit init, Set<SendOperation> operations) {
+        return createExtendedQueuePair(init, operations, LibIbverbs::destroyQp);
+    }
+
+    /** An extended queue pair made through the context's create_qp_ex op and released by {@code destroy}. */
+    QueuePair createExtendedQueuePair(QueuePairInit init, Set<SendOperation> operations, Destroyer destroy) {
+        long ops = SendOperation.mask(operations);
+        if (ops == 0) {
+            throw new InvalidRequestException(
+                    "ibv_create_qp_ex",
+                    "no send operation asked for",
+                    "name the operations the queue pair will post, e.g. EnumSet.of(SendOperation.SEND)");
+        }
+        MemorySegment ctx = context().handle;
+        QueuePair qp = createQueuePair(init, (pd, attr) -> ExtendedPostVerbs.createQpEx(ctx, attr), destroy, ops);
+        ExtendedPosting.attach(qp, ops, init.type);
+        return qp;
+    }
+
+    /**
+     * {@code ibv_alloc_mw}: a memory window of {@code type} in this protection domain (see
+     * {@link MemoryWindow}); EOPNOTSUPP where the provider has no memory windows.
+     */
+    public MemoryWindow allocateWindow(MemoryWindow.Type type) {
+        pin("ibv_alloc_mw");
+        try {
+            MemorySegment ctx = context().handle;
+            return new MemoryWindow(
+                    this,
+                    ExtendedPostVerbs.allocMw(ctx, handle, type.value),
+                    type,
+                    h -> ExtendedPostVerbs.deallocMw(ctx, h));
+        } finally {
+            unpin();
+        }
+    }
+
+    private QueuePair createQueuePair(QueuePairInit init, QueuePairCreator create, Destroyer destroy, long sendOps) {
         NativeResource[] used = {this, init.sendCq, init.recvCq, init.srq};
-        pinAll("ibv_create_qp", used);
+        pinAll(sendOps == 0 ? "ibv_create_qp" : "ibv_create_qp_ex", used);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment a = arena.allocate(ibv_qp_init_attr.layout());
+            MemorySegment a = sendOps == 0
+                    ? arena.allocate(ibv_qp_init_attr.layout())
+                    : arena.allocate(QueuePairExLayout.INIT_EX_SIZE, 8); // begins with an ibv_qp_init_attr
+            if (sendOps != 0) {
+                a.set(
+                        JAVA_INT,
+                        QueuePairExLayout.INIT_COMP_MASK,
+                        QueuePairExLayout.INIT_ATTR_PD | QueuePairExLayout.INIT_ATTR_SEND_OPS_FLAGS);
+                a.set(ADDRESS, QueuePairExLayout.INIT_PD, handle);
+                a.set(JAVA_LONG, QueuePairExLayout.INIT_SEND_OPS_FLAGS, sendOps);
+            }
             ibv_qp_init_attr.send_cq(a, init.sendCq.handle);
             ibv_qp_init_attr.recv_cq(a, init.recvCq.handle);
             ibv_qp_init_attr.srq(a, init.srq == null ? MemorySegment.NULL : init.srq.handle);

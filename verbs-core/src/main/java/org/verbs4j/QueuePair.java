@@ -58,6 +58,8 @@ public final class QueuePair extends NativeResource {
     private QueuePairState state = QueuePairState.RESET;
     /** The port of the last INIT transition (control path, by the owner). */
     int port = 1;
+    /** The extended posting of a queue pair created with {@code ibv_create_qp_ex}, else null (set once, before publication). */
+    ExtendedPosting extended;
 
     QueuePair(
             ProtectionDomain pd,
@@ -290,6 +292,34 @@ public final class QueuePair extends NativeResource {
      * first request not posted (those before it were posted). Allocation-free on success.
      */
     public void postSend(SendWorkRequests wrs) {
+        postSend(wrs, null);
+    }
+
+    /**
+     * Posts the whole chain through the extended API: {@code ibv_wr_start}, one
+     * {@code ibv_wr_*} builder (with {@code ibv_wr_set_sge(_list)},
+     * {@code ibv_wr_set_inline_data(_list)}, {@code ibv_wr_set_ud_addr}) per request, and
+     * {@code ibv_wr_complete}, which posts all of it or nothing. The same chain, gates, region and
+     * window checks and checked-mode accounting as {@link #postSend}; in every mode a request whose
+     * operation the queue pair was not created for is refused before anything reaches the provider.
+     * Allocation-free on success.
+     *
+     * @throws InvalidRequestException the queue pair was not created by
+     *                                 {@link ProtectionDomain#createExtendedQueuePair}, or the chain
+     *                                 holds an operation it was not created for
+     */
+    public void postSendExtended(SendWorkRequests wrs) {
+        ExtendedPosting x = extended;
+        if (x == null) {
+            throw new InvalidRequestException(
+                    "ibv_wr_start",
+                    describe() + " was created without the extended API (no ibv_qp_ex)",
+                    "create it with ProtectionDomain.createExtendedQueuePair, or post with postSend");
+        }
+        postSend(wrs, x);
+    }
+
+    private void postSend(SendWorkRequests wrs, ExtendedPosting x) {
         Gate g = sendGate;
         if (!g.tryEnter()) {
             throw g.refusal("ibv_post_send", this, "posting sends to");
@@ -309,28 +339,41 @@ public final class QueuePair extends NativeResource {
             if (type == QueuePairType.UD && !wrs.everyRequestHasDestination()) {
                 throw Refusals.sendRefused(this, wrs, n); // every mode: the provider reads the address handle
             }
+            if (x != null && !x.accepts(wrs)) {
+                throw Refusals.notCreatedFor(this, wrs, x.opcodes); // every mode: the builder is a NULL pointer
+            }
             if (CHECKED) {
                 checkSend(wrs, n);
                 if (sendCq.overcommitted) {
                     synchronized (sendCq.roomLock) {
                         sendCq.checkRoom("ibv_post_send", n);
-                        postSendNow(wrs, n);
+                        postSendNow(wrs, n, x);
                     }
                     return;
                 }
             }
-            postSendNow(wrs, n);
+            postSendNow(wrs, n, x);
         } finally {
             g.exit();
             java.lang.ref.Reference.reachabilityFence(wrs);
         }
     }
 
-    private void postSendNow(SendWorkRequests wrs, int n) {
+    private void postSendNow(SendWorkRequests wrs, int n, ExtendedPosting x) {
         if (CHECKED) {
             // counted BEFORE the provider sees them: a poller on another thread may reap the
             // completion before post_send has even returned
             account.posted(wrs, n);
+        }
+        if (x != null) {
+            int rc = x.post(wrs, n);
+            if (rc != 0) { // wr_complete posts all or nothing
+                if (CHECKED) {
+                    account.notPosted(wrs, 0, n);
+                }
+                throw Refusals.extendedPostFailed(rc, n);
+            }
+            return;
         }
         wrs.endAt(n);
         int rc = InlineVerbs.postSend(critical, postSendFn, address, wrs.address, badWrAddress);

@@ -30,6 +30,45 @@ final class Refusals {
                         : "the chain of " + n + " was not posted");
     }
 
+    /** {@code ibv_wr_complete} refused the chain of {@code n} (it posts all of it or nothing). */
+    static VerbsException extendedPostFailed(int rc, int n) {
+        return VerbsException.create(
+                "ibv_wr_complete",
+                rc,
+                "the provider refused the chain of " + n + " requests; none of them was posted",
+                rc == Errno.ENOMEM
+                        ? "the send queue is full: poll completions, then post again"
+                        : "check each request against what the queue pair was created with (operations, SGEs, inline size)");
+    }
+
+    /**
+     * An extended post of a chain with a request whose operation the queue pair was not created for
+     * ({@code opcodes}: a bit for each one it was), or with inline data the provider has no setter for.
+     */
+    static VerbsException notCreatedFor(QueuePair qp, SendWorkRequests wrs, int opcodes) {
+        for (int i = 0; i < wrs.count; i++) {
+            int op = wrs.opcodeAt(i);
+            if ((opcodes & 1 << op) == 0) {
+                SendOperation missing = null;
+                for (SendOperation o : SendOperation.values()) {
+                    if (o.opcode() == op) {
+                        missing = o;
+                    }
+                }
+                return new InvalidRequestException(
+                        "ibv_wr_start",
+                        "request #" + i + " is a " + (missing == null ? "request of opcode " + op : missing.name())
+                                + ", which " + qp.describe() + " was not created for (its ibv_wr_* builder is NULL)",
+                        "create the queue pair with SendOperation." + (missing == null ? "..." : missing.name())
+                                + " in createExtendedQueuePair's operations");
+            }
+        }
+        return new InvalidRequestException(
+                "ibv_wr_set_inline_data",
+                "the chain carries inline data, but the provider's ibv_qp_ex has no inline setters",
+                "send the data from a registered region instead");
+    }
+
     /**
      * Why a send chain of {@code n} is refused by a queue pair's checks (the first that applies),
      * or a queue-full refusal when none does any more (a poller freed room meanwhile).
@@ -99,7 +138,7 @@ final class Refusals {
                         "call destination(ah, qpn, qkey) on each UD request");
             }
         } else if (qp.type() == QueuePairType.UC && wrs.hasReadOrAtomicOps()) {
-            int i = firstSend(wrs, n, j -> wrs.opcodeAt(j) >= SendWorkRequests.OP_RDMA_READ);
+            int i = firstSend(wrs, n, j -> (SendWorkRequests.READ_OR_ATOMIC_OPCODES & 1 << wrs.opcodeAt(j)) != 0);
             return VerbsException.create(
                     "ibv_post_send",
                     Errno.EINVAL,

@@ -3,6 +3,13 @@ package org.verbs4j;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.verbs4j.natives.QueuePairExLayout.SEND_BIND_ACCESS;
+import static org.verbs4j.natives.QueuePairExLayout.SEND_BIND_ADDR;
+import static org.verbs4j.natives.QueuePairExLayout.SEND_BIND_LENGTH;
+import static org.verbs4j.natives.QueuePairExLayout.SEND_BIND_MR;
+import static org.verbs4j.natives.QueuePairExLayout.SEND_BIND_MW;
+import static org.verbs4j.natives.QueuePairExLayout.SEND_BIND_RKEY;
+import static org.verbs4j.natives.QueuePairExLayout.SEND_INVALIDATE_RKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_ATOMIC_COMPARE_ADD;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_ATOMIC_REMOTE_ADDR;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_ATOMIC_RKEY;
@@ -52,7 +59,10 @@ public final class SendWorkRequests extends WorkRequestChain {
             OP_SEND_WITH_IMM = 3,
             OP_RDMA_READ = 4,
             OP_ATOMIC_CMP_AND_SWP = 5,
-            OP_ATOMIC_FETCH_AND_ADD = 6;
+            OP_ATOMIC_FETCH_AND_ADD = 6,
+            OP_LOCAL_INV = 7,
+            OP_BIND_MW = 8,
+            OP_SEND_WITH_INV = 9;
     /** {@code enum ibv_send_flags}. */
     public static final int FLAG_FENCE = 1, FLAG_SIGNALED = 2, FLAG_SOLICITED = 4, FLAG_INLINE = 8;
 
@@ -65,6 +75,8 @@ public final class SendWorkRequests extends WorkRequestChain {
             staging; // capacity x inlineStride of the chain's automatic arena, allocated on first inline()
     private long stagingAddress;
     private final AddressHandle[] destinations;
+    /** The window each bind request names (null elsewhere); allocated with the chain's first bind. */
+    private MemoryWindow[] windows;
 
     private int curOpcode;
     private long curInline; // inline bytes of the request inlineOwner (any other request has none yet)
@@ -132,6 +144,8 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     /** Opcodes UD takes ({@code SEND}, {@code SEND_WITH_IMM}). */
     static final int SEND_OPCODES = 1 << OP_SEND | 1 << OP_SEND_WITH_IMM;
+    /** Opcodes without a payload (LOCAL_INV, BIND_MW). */
+    static final int NO_PAYLOAD_OPCODES = 1 << OP_LOCAL_INV | 1 << OP_BIND_MW;
     /** Opcodes with which the adapter writes into the local buffer (RDMA READ, atomics; UC has none). */
     static final int READ_OR_ATOMIC_OPCODES =
             1 << OP_RDMA_READ | 1 << OP_ATOMIC_CMP_AND_SWP | 1 << OP_ATOMIC_FETCH_AND_ADD;
@@ -161,6 +175,9 @@ public final class SendWorkRequests extends WorkRequestChain {
         opcodes |= 1 << opcode;
         if (i < destinationsHigh && destinations[i] != null) { // RC/UC chains never look (no load, no GC barrier)
             destinations[i] = null;
+        }
+        if (windows != null && windows[i] != null) {
+            windows[i] = null;
         }
         count = i + 1;
         // three stores: wr_id; num_sge = 0 with the opcode next to it; send_flags = 0 with imm_data
@@ -250,6 +267,9 @@ public final class SendWorkRequests extends WorkRequestChain {
         int last = first + n - 1;
         if (first < destinationsHigh) { // RC/UC chains never look
             clearDestinations(first, Math.min(last + 1, destinationsHigh));
+        }
+        if (windows != null) {
+            java.util.Arrays.fill(windows, first, last + 1, null);
         }
         MemorySegment w = wrs;
         MemorySegment s = sges;
@@ -362,6 +382,116 @@ public final class SendWorkRequests extends WorkRequestChain {
         return this;
     }
 
+    /**
+     * Starts a SEND_WITH_INV: a SEND whose arrival also invalidates the peer's memory window (or
+     * region) {@code invalidateRkey}; the peer's receive completion carries that rkey.
+     */
+    public SendWorkRequests sendWithInvalidate(long wrId, int invalidateRkey) {
+        begin(wrId, OP_SEND_WITH_INV);
+        wrs.set(JAVA_LONG, cur + SEND_UD_AH, 0L);
+        wrs.set(JAVA_INT, cur + SEND_INVALIDATE_RKEY, invalidateRkey);
+        return this;
+    }
+
+    /**
+     * Starts a LOCAL_INV of this side's memory window (or region) {@code rkey}: once it completed,
+     * the device refuses the rkey to every peer. It carries no SGEs.
+     */
+    public SendWorkRequests localInvalidate(long wrId, int rkey) {
+        begin(wrId, OP_LOCAL_INV);
+        wrs.set(JAVA_INT, cur + SEND_INVALIDATE_RKEY, rkey);
+        return this;
+    }
+
+    /**
+     * Starts a BIND_MW of the type 2 window {@code mw} to {@code [offset, offset + length)} of
+     * {@code mr}, granting {@code access} (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC) to peers that
+     * present the bind's rkey, which {@link MemoryWindow#rkey()} returns from now on (the device
+     * honours it once the bind completed). The window must be unbound (new, or invalidated since
+     * its last bind) and in the queue pair's protection domain; the region needs
+     * {@link Access#MW_BIND}. From here the region refuses to close until the window is closed or
+     * bound to another region. It carries no SGEs.
+     *
+     * @throws ResourceClosedException the window or the region is closed
+     * @throws InvalidRequestException a type 1 window; window and region in different protection
+     *                                 domains; checked mode: the range outside the region, no
+     *                                 MW_BIND on the region, a right the region does not have
+     */
+    public SendWorkRequests bindWindow(
+            long wrId, MemoryWindow mw, MemoryRegion mr, long offset, long length, java.util.Set<Access> access) {
+        ensureOpenChain();
+        if (!mw.isOpenPlain()) {
+            throw mw.closedException("ibv_post_send");
+        }
+        if (!mr.isOpenPlain()) {
+            throw mr.closedException("ibv_post_send");
+        }
+        checkBind(mw, mr, offset, length, access);
+        if (count == capacity) {
+            throw cannotBegin();
+        }
+        if (windows == null) {
+            windows = new MemoryWindow[capacity];
+        }
+        int rkey = mw.nextBind(mr, "ibv_post_send");
+        begin(wrId, OP_BIND_MW);
+        windows[count - 1] = mw;
+        wrs.set(JAVA_LONG, cur + SEND_BIND_MW, mw.address);
+        wrs.set(JAVA_INT, cur + SEND_BIND_RKEY, rkey);
+        wrs.set(JAVA_LONG, cur + SEND_BIND_MR, mr.handle.address());
+        wrs.set(JAVA_LONG, cur + SEND_BIND_ADDR, mr.address() + offset);
+        wrs.set(JAVA_LONG, cur + SEND_BIND_LENGTH, length);
+        wrs.set(JAVA_INT, cur + SEND_BIND_ACCESS, Access.mask(access));
+        return this;
+    }
+
+    private void ensureOpenChain() {
+        if (closed) {
+            throw cannotBegin();
+        }
+    }
+
+    private static void checkBind(
+            MemoryWindow mw, MemoryRegion mr, long offset, long length, java.util.Set<Access> access) {
+        if (mw.type() != MemoryWindow.Type.TYPE_2) {
+            throw new InvalidRequestException(
+                    "ibv_post_send",
+                    "a type 1 window is bound with ibv_bind_mw, not by a work request",
+                    "allocate the window as MemoryWindow.Type.TYPE_2");
+        }
+        if (mw.pd != mr.protectionDomain()) {
+            throw new InvalidRequestException(
+                    "ibv_post_send",
+                    "the window and the region belong to different protection domains",
+                    "bind a window to a region of its own protection domain");
+        }
+        if (!CHECKED) {
+            return;
+        }
+        if (length <= 0 || !mr.contains(offset, length)) {
+            throw new InvalidRequestException(
+                    "ibv_post_send",
+                    "the window range [" + offset + ", +" + length + ") is empty or outside the region of "
+                            + mr.length() + " bytes",
+                    "bind a non-empty range inside the region");
+        }
+        java.util.Set<Access> has = mr.access();
+        if (!has.contains(Access.MW_BIND)) {
+            throw new InvalidRequestException(
+                    "ibv_post_send", "the region was registered without MW_BIND", "register it with Access.MW_BIND");
+        }
+        for (Access a : access) {
+            if ((a != Access.REMOTE_READ && a != Access.REMOTE_WRITE && a != Access.REMOTE_ATOMIC)
+                    || !has.contains(a)) {
+                throw new InvalidRequestException(
+                        "ibv_post_send",
+                        "a window grants only REMOTE_READ, REMOTE_WRITE and REMOTE_ATOMIC its region has; " + a
+                                + " is not one",
+                        "grant the window a subset of the region's remote rights");
+            }
+        }
+    }
+
     /** Starts an RDMA_READ from {@code remoteAddress} into the SGEs that follow. */
     public SendWorkRequests read(long wrId, long remoteAddress, int rkey) {
         begin(wrId, OP_RDMA_READ);
@@ -453,6 +583,12 @@ public final class SendWorkRequests extends WorkRequestChain {
         ensureCurrent();
         ensureSgeRoom();
         if (CHECKED) {
+            if ((NO_PAYLOAD_OPCODES & 1 << curOpcode) != 0) {
+                throw new InvalidRequestException(
+                        "ibv_post_send",
+                        "a LOCAL_INV or BIND_MW request carries no SGEs",
+                        "add the SGE to a data request");
+            }
             mr.checkSge("ibv_post_send", offset, Integer.toUnsignedLong(length));
             checkLocalAccess(mr, length);
         }
@@ -482,7 +618,8 @@ public final class SendWorkRequests extends WorkRequestChain {
     }
 
     private void checkLocalAccess(MemoryRegion mr, int length) {
-        if (curOpcode >= OP_RDMA_READ) { // READ and atomics: the adapter writes into the local buffer
+        if ((READ_OR_ATOMIC_OPCODES & 1 << curOpcode)
+                != 0) { // READ and atomics: the adapter writes into the local buffer
             checkLocalWrite(mr, length);
         }
     }
@@ -495,7 +632,7 @@ public final class SendWorkRequests extends WorkRequestChain {
                     "RDMA READ and atomics write into the local " + "buffer, but its region lacks LOCAL_WRITE",
                     "register the region with Access.LOCAL_WRITE");
         }
-        if (curOpcode >= OP_ATOMIC_CMP_AND_SWP && (length != 8 || curSges != 0)) {
+        if (curOpcode != OP_RDMA_READ && (length != 8 || curSges != 0)) {
             throw VerbsException.create(
                     "ibv_post_send",
                     Errno.EINVAL,
@@ -527,7 +664,7 @@ public final class SendWorkRequests extends WorkRequestChain {
                             + inlineStride + ") of this request's inline capacity",
                     "create the chain with new SendWorkRequests(capacity, maxSge, maxInlinePerRequest)");
         }
-        if (CHECKED && (curOpcode == OP_RDMA_READ || curOpcode >= OP_ATOMIC_CMP_AND_SWP)) {
+        if (CHECKED && ((READ_OR_ATOMIC_OPCODES | NO_PAYLOAD_OPCODES) & 1 << curOpcode) != 0) {
             throw new InvalidRequestException("ibv_post_send", "only SEND and RDMA WRITE can be inline", null);
         }
         if (curDevice) {
@@ -654,6 +791,16 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     @Override
     void verifyMore(String verb) {
+        for (int i = 0; windows != null && i < count; i++) {
+            MemoryWindow mw = windows[i];
+            if (mw != null && !mw.isOpen()) {
+                throw new InvalidRequestException(
+                        verb,
+                        "work request #" + i + " binds a memory window that was closed after bindWindow(); "
+                                + "nothing was posted",
+                        "rebuild the chain with a live window");
+            }
+        }
         for (int i = 0; i < count; i++) {
             AddressHandle ah = destinations[i];
             if (ah != null && !ah.isOpen()) {

@@ -99,8 +99,29 @@ class CConstantsConformanceTest {
                 "SEND_WITH_IMM",
                 "RDMA_READ",
                 "ATOMIC_CMP_AND_SWP",
-                "ATOMIC_FETCH_AND_ADD");
+                "ATOMIC_FETCH_AND_ADD",
+                "LOCAL_INV",
+                "BIND_MW",
+                "SEND_WITH_INV");
         each(SendWorkRequests.class, "FLAG_", "IBV_SEND_", "FENCE", "SIGNALED", "SOLICITED", "INLINE");
+        each(
+                SendOperation.class,
+                "",
+                "IBV_QP_EX_WITH_",
+                "RDMA_WRITE",
+                "RDMA_WRITE_WITH_IMM",
+                "SEND",
+                "SEND_WITH_IMM",
+                "RDMA_READ",
+                "ATOMIC_CMP_AND_SWP",
+                "ATOMIC_FETCH_AND_ADD",
+                "LOCAL_INV",
+                "BIND_MW",
+                "SEND_WITH_INV");
+        notC(
+                "enum ibv_mw_type is not in the generated bindings: its values are QueuePairExLayout.MW_TYPE_*,"
+                        + " which the layout conformance test compares with the header through gcc",
+                "Type");
         each(
                 CompletionStatus.class,
                 "",
@@ -241,7 +262,8 @@ class CConstantsConformanceTest {
         notC(
                 "masks of verbs4j's per-chain opcode summary (bits 1 << IBV_WR_*), not header constants",
                 "SendWorkRequests.SEND_OPCODES",
-                "SendWorkRequests.READ_OR_ATOMIC_OPCODES");
+                "SendWorkRequests.READ_OR_ATOMIC_OPCODES",
+                "SendWorkRequests.NO_PAYLOAD_OPCODES");
         notC(
                 "a verbs4j default or tuning value",
                 "SendWorkRequests.DEFAULT_INLINE_BYTES",

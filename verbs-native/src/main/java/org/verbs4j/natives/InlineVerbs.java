@@ -325,18 +325,34 @@ public final class InlineVerbs {
 
     /** {@code ibv_create_cq_ex}: through the extended op; EOPNOTSUPP when the context has none. */
     public static MemorySegment createCqEx(MemorySegment ctx, MemorySegment cqInitAttrEx) {
-        MemorySegment op = verbsGetCtxOp(ctx, ContextLayout.VCTX_CREATE_CQ_EX);
+        return createThroughOp(
+                "ibv_create_cq_ex",
+                "create_cq_ex",
+                ContextLayout.VCTX_CREATE_CQ_EX,
+                CREATE_CQ_EX_OP,
+                ctx,
+                cqInitAttrEx);
+    }
+
+    /**
+     * A {@code verbs_context} op of the shape {@code struct X *op(ctx, attr)} (create_cq_ex,
+     * create_qp_ex): EOPNOTSUPP when the context has none, else the object or a failure naming
+     * {@code verb} with the errno captured at the call.
+     */
+    static MemorySegment createThroughOp(
+            String verb, String opName, long vctxOffset, MethodHandle h, MemorySegment ctx, MemorySegment attr) {
+        MemorySegment op = verbsGetCtxOp(ctx, vctxOffset);
         if (op.equals(MemorySegment.NULL)) {
-            throw Failures.of("ibv_create_cq_ex", Errno.EOPNOTSUPP, "the provider has no create_cq_ex op");
+            throw Failures.of(verb, Errno.EOPNOTSUPP, "the provider has no " + opName + " op");
         }
         MemorySegment cap = Errno.captureSegment();
-        MemorySegment cq;
+        MemorySegment created;
         try {
-            cq = (MemorySegment) CREATE_CQ_EX_OP.invokeExact(op, cap, ctx, cqInitAttrEx);
+            created = (MemorySegment) h.invokeExact(op, cap, ctx, attr);
         } catch (Throwable t) {
             throw rethrow(t);
         }
-        return LibIbverbs.checkPtr("ibv_create_cq_ex", cq, cap);
+        return LibIbverbs.checkPtr(verb, created, cap);
     }
 
     /** {@code IBV_ACCESS_OPTIONAL_RANGE}: access bits a provider may ignore. */

@@ -53,14 +53,39 @@ class FunctionDescriptorConformanceTest {
         POINTER_AS_LONG.put("ibv_context_ops.post_recv", Set.of(1, 2, 3));
         POINTER_AS_LONG.put("ibv_context_ops.poll_cq", Set.of(1, 3));
         POINTER_AS_LONG.put("ibv_context_ops.req_notify_cq", Set.of(1));
+        // ExtendedPostVerbs (class doc): the ibv_wr_* data path passes pointers as long
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_send", Set.of(1));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_complete", Set.of(1));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_send_imm", Set.of(1));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_rdma_write", Set.of(1));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_rdma_write_imm", Set.of(1));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_atomic_fetch_add", Set.of(1));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_atomic_cmp_swp", Set.of(1));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_bind_mw", Set.of(1, 2, 4));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_set_sge_list", Set.of(1, 3));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_set_sge", Set.of(1));
+        POINTER_AS_LONG.put("ibv_qp_ex.wr_set_ud_addr", Set.of(1, 2));
     }
 
     /**
      * The only ops that may be linked critical: they neither block nor call back into Java (and are
      * linked both ways, for providers whose post is a system call). req_notify_cq is not one.
      */
-    private static final Set<String> MAY_BE_CRITICAL =
-            Set.of("ibv_context_ops.post_send", "ibv_context_ops.post_recv", "ibv_context_ops.poll_cq");
+    private static final Set<String> MAY_BE_CRITICAL = Set.of(
+            "ibv_context_ops.post_send",
+            "ibv_context_ops.post_recv",
+            "ibv_context_ops.poll_cq",
+            "ibv_qp_ex.wr_send",
+            "ibv_qp_ex.wr_complete",
+            "ibv_qp_ex.wr_send_imm",
+            "ibv_qp_ex.wr_rdma_write",
+            "ibv_qp_ex.wr_rdma_write_imm",
+            "ibv_qp_ex.wr_atomic_fetch_add",
+            "ibv_qp_ex.wr_atomic_cmp_swp",
+            "ibv_qp_ex.wr_bind_mw",
+            "ibv_qp_ex.wr_set_sge_list",
+            "ibv_qp_ex.wr_set_sge",
+            "ibv_qp_ex.wr_set_ud_addr");
 
     /** The C library functions verbs-native calls, as their headers declare them. */
     private static final List<Prototype> LIBC = List.of(
@@ -102,7 +127,8 @@ class FunctionDescriptorConformanceTest {
 
     @BeforeAll
     static void link() throws Exception {
-        for (String k : List.of("LibIbverbs", "InlineVerbs", "LibC", "Errno$StrError", "LibRdmacm")) {
+        for (String k :
+                List.of("LibIbverbs", "InlineVerbs", "LibC", "Errno$StrError", "LibRdmacm", "ExtendedPostVerbs")) {
             Class.forName("org.verbs4j.natives." + k, true, FunctionDescriptorConformanceTest.class.getClassLoader());
         }
         bindings = List.copyOf(NativeBinding.ALL);

@@ -121,7 +121,7 @@ class InlineDispatchTest {
         assertEquals(
                 StandInProvider.symbol("standin_req_notify_cq").address(),
                 InlineVerbs.contextOp(ctx, ContextLayout.OPS_REQ_NOTIFY_CQ).address());
-        assertEquals(0, InlineVerbs.contextOp(ctx, ContextLayout.OPS_ALLOC_MW).address(), "unset op is NULL");
+        assertEquals(0, InlineVerbs.contextOp(ctx, ContextLayout.OPS_BIND_MW).address(), "unset op is NULL");
         assertEquals(ctx.address(), InlineVerbs.contextOf(p.qp()).address());
         assertEquals(ctx.address(), InlineVerbs.contextOf(p.cq()).address());
         assertEquals(ctx.address(), InlineVerbs.contextOf(p.srq()).address());

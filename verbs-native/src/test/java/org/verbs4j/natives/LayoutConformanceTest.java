@@ -234,6 +234,68 @@ class LayoutConformanceTest {
             t(c, "WC_EX_WITH_" + f, "IBV_WC_EX_WITH_" + f);
         }
         t(c, "CQ_INIT_ATTR_MASK_FLAGS", "IBV_CQ_INIT_ATTR_MASK_FLAGS");
+
+        String qpx = "struct ibv_qp_ex", qia = "struct ibv_qp_init_attr_ex";
+        c = QueuePairExLayout.class;
+        t(c, "QP_EX_SIZE", "sizeof(struct ibv_qp_ex)");
+        for (String m : new String[] {
+            "wr_id",
+            "wr_flags",
+            "wr_atomic_cmp_swp",
+            "wr_atomic_fetch_add",
+            "wr_bind_mw",
+            "wr_local_inv",
+            "wr_rdma_read",
+            "wr_rdma_write",
+            "wr_rdma_write_imm",
+            "wr_send",
+            "wr_send_imm",
+            "wr_send_inv",
+            "wr_set_ud_addr",
+            "wr_set_inline_data",
+            "wr_set_inline_data_list",
+            "wr_set_sge",
+            "wr_set_sge_list",
+            "wr_start",
+            "wr_complete",
+            "wr_abort"
+        }) {
+            t(c, m.toUpperCase(java.util.Locale.ROOT), off(qpx, m));
+        }
+        t(c, "INIT_EX_SIZE", "sizeof(struct ibv_qp_init_attr_ex)");
+        t(c, "INIT_COMP_MASK", off(qia, "comp_mask"));
+        t(c, "INIT_PD", off(qia, "pd"));
+        t(c, "INIT_SEND_OPS_FLAGS", off(qia, "send_ops_flags"));
+        t(c, "INIT_ATTR_PD", "IBV_QP_INIT_ATTR_PD");
+        t(c, "INIT_ATTR_SEND_OPS_FLAGS", "IBV_QP_INIT_ATTR_SEND_OPS_FLAGS");
+        t(c, "MW_SIZE", "sizeof(struct ibv_mw)");
+        t(c, "MW_RKEY", off("struct ibv_mw", "rkey"));
+        t(c, "MW_TYPE", off("struct ibv_mw", "type"));
+        t(c, "SEND_BIND_MW", off(swr, "bind_mw.mw"));
+        t(c, "SEND_BIND_RKEY", off(swr, "bind_mw.rkey"));
+        t(c, "SEND_BIND_INFO", off(swr, "bind_mw.bind_info"));
+        t(c, "SEND_BIND_MR", off(swr, "bind_mw.bind_info.mr"));
+        t(c, "SEND_BIND_ADDR", off(swr, "bind_mw.bind_info.addr"));
+        t(c, "SEND_BIND_LENGTH", off(swr, "bind_mw.bind_info.length"));
+        t(c, "SEND_BIND_ACCESS", off(swr, "bind_mw.bind_info.mw_access_flags"));
+        t(c, "SEND_INVALIDATE_RKEY", off(swr, "invalidate_rkey"));
+        t(c, "DATA_BUF_SIZE", "sizeof(struct ibv_data_buf)");
+        for (String f : new String[] {
+            "RDMA_WRITE",
+            "RDMA_WRITE_WITH_IMM",
+            "SEND",
+            "SEND_WITH_IMM",
+            "RDMA_READ",
+            "ATOMIC_CMP_AND_SWP",
+            "ATOMIC_FETCH_AND_ADD",
+            "LOCAL_INV",
+            "BIND_MW",
+            "SEND_WITH_INV"
+        }) {
+            t(c, "WITH_" + f, "IBV_QP_EX_WITH_" + f);
+        }
+        t(c, "MW_TYPE_1", "IBV_MW_TYPE_1");
+        t(c, "MW_TYPE_2", "IBV_MW_TYPE_2");
     }
 
     /** The classes whose every public static final int/long must be in {@link #TABLE}. */
@@ -243,6 +305,7 @@ class LayoutConformanceTest {
             CompletionLayout.class,
             ObjectLayout.class,
             CompletionExLayout.class,
+            QueuePairExLayout.class,
             InlineVerbs.class);
 
     // ---- the probe --------------------------------------------------------------------------

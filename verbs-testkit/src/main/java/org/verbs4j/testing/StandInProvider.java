@@ -186,6 +186,15 @@ public final class StandInProvider implements AutoCloseable {
         return library().cLoop;
     }
 
+    /**
+     * {@code standin_c_loop_ex(qp, cq, iterations, chain, buf, lkey)}: {@link #cLoopHandle()}'s loop
+     * through the extended API (ibv_wr_start, ibv_wr_rdma_write + ibv_wr_set_sge per request,
+     * ibv_wr_complete) on a qp of {@link #makeExtendedQp}; same type and result.
+     */
+    public static MethodHandle cLoopExHandle() {
+        return library().cLoopEx;
+    }
+
     // ---- the objects -------------------------------------------------------------------
 
     /** Whether {@link #context()} is an extended context. */
@@ -231,6 +240,19 @@ public final class StandInProvider implements AutoCloseable {
     /** Another fake qp on {@code ctx} (freed on close). */
     public MemorySegment makeQp(MemorySegment ctx, int qpNum, int qpType) {
         return own(lib.ptrCall("standin_make_qp", ctx.address(), qpNum, qpType), lib.qpSize);
+    }
+
+    /**
+     * An extended RC qp on {@link #context()} (an extended context) made by the stand-in's
+     * create_qp_ex for {@code sendOps} ({@code IBV_QP_EX_WITH_*}), completing into {@link #cq()};
+     * the caller frees it with {@link #free}.
+     */
+    public MemorySegment makeExtendedQp(long sendOps) {
+        long q = lib.ptrCall("standin_make_qp_ex", context.address(), pd.address(), cq.address(), sendOps);
+        if (q == 0) {
+            throw new IllegalStateException("standin_make_qp_ex failed (is the context extended?)");
+        }
+        return MemorySegment.ofAddress(q).reinterpret(lib.qpSize);
     }
 
     /** Another fake cq on {@code ctx} (freed on close). */
@@ -350,6 +372,16 @@ public final class StandInProvider implements AutoCloseable {
                 w.get(JAVA_INT, 44),
                 w.get(JAVA_INT, 48),
                 w.get(JAVA_INT, 52));
+    }
+
+    /**
+     * The last 8 bytes of WQE #{@code index}: an atomic's compare (or add) operand, a bind's
+     * {@code struct ibv_mw *}; 0 for other requests.
+     */
+    public long wqeOperand(long index) {
+        return MemorySegment.ofAddress(lib.ptrCall("standin_wqe", index))
+                .reinterpret(WQE_SIZE)
+                .get(JAVA_LONG, 56);
     }
 
     /** Completions waiting to be polled. */
@@ -489,6 +521,66 @@ public final class StandInProvider implements AutoCloseable {
     /** The {@code hca_core_clock} (kHz) the stand-in's query_device_ex reports. */
     public static final int HCA_CORE_CLOCK_KHZ = 1000;
 
+    // ---- the extended QP (ibv_wr_*) and memory windows -------------------------------------------
+
+    /**
+     * Calls of an extended QP's builders and setters outside {@code wr_start} ..
+     * {@code wr_complete}/{@code wr_abort}, and {@code wr_start}s inside one, since {@link #reset()}:
+     * 0 when the caller keeps the protocol.
+     */
+    public long wrProtocolErrors() {
+        return lib.ptrCall("standin_wr_protocol_errors");
+    }
+
+    /** True between {@code wr_start} and {@code wr_complete} / {@code wr_abort}. */
+    public boolean inWr() {
+        return (int) lib.call("standin_in_wr") != 0;
+    }
+
+    /** {@code wr_complete} calls since {@link #reset()}. */
+    public long wrCompletes() {
+        return lib.ptrCall("standin_wr_completes");
+    }
+
+    /** {@code wr_abort} calls since {@link #reset()}. */
+    public long wrAborts() {
+        return lib.ptrCall("standin_wr_aborts");
+    }
+
+    /** WQEs the {@code ibv_wr_*} builders wrote since {@link #reset()} (the others came through post_send). */
+    public long wrExtendedWqes() {
+        return lib.ptrCall("standin_wr_extended_wqes");
+    }
+
+    /** The inline bytes of the last inline request built through {@code wr_set_inline_data(_list)} (at most 256). */
+    public byte[] lastInline() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(256);
+            int n = (int) lib.call("standin_last_inline", out.address(), 256);
+            return out.asSlice(0, Math.min(n, 256)).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        }
+    }
+
+    /** The swap operand of the last compare-and-swap (post_send or wr_atomic_cmp_swp). */
+    public long lastSwap() {
+        return lib.ptrCall("standin_last_swap");
+    }
+
+    /** The send_ops_flags the last {@code create_qp_ex} was asked for. */
+    public long lastCreateQpExOps() {
+        return lib.ptrCall("standin_last_create_qp_ex_ops");
+    }
+
+    /** The comp_mask of the last {@code create_qp_ex}. */
+    public int lastCreateQpExMask() {
+        return (int) lib.call("standin_last_create_qp_ex_mask");
+    }
+
+    /** Memory windows allocated through the stand-in's {@code alloc_mw} and not yet deallocated. */
+    public int mwLive() {
+        return (int) lib.call("standin_mw_live");
+    }
+
     // ---- device memory registration (dma-buf, nvidia-peermem) ----------------------------------
 
     /**
@@ -561,6 +653,7 @@ public final class StandInProvider implements AutoCloseable {
         final Path path;
         final SymbolLookup lookup;
         final MethodHandle cLoop;
+        final MethodHandle cLoopEx;
         final long contextSize;
         final long qpSize;
         final long cqSize;
@@ -574,6 +667,11 @@ public final class StandInProvider implements AutoCloseable {
             this.cLoop = Linker.nativeLinker()
                     .downcallHandle(
                             lookup.findOrThrow("standin_c_loop"),
+                            FunctionDescriptor.of(
+                                    JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
+            this.cLoopEx = Linker.nativeLinker()
+                    .downcallHandle(
+                            lookup.findOrThrow("standin_c_loop_ex"),
                             FunctionDescriptor.of(
                                     JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
             this.contextSize = ptrCall("standin_sizeof", 0);
@@ -621,7 +719,14 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_device_mr_live", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_last_device_reg_errno", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_dmabuf_fd_open_at_dereg", FunctionDescriptor.of(JAVA_INT)),
-                Map.entry("standin_completion_ts", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG)));
+                Map.entry("standin_completion_ts", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG)),
+                Map.entry("standin_in_wr", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry(
+                        "standin_make_qp_ex",
+                        FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG)),
+                Map.entry("standin_mw_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_create_qp_ex_mask", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_inline", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT)));
 
         private MethodHandle handle(String name) {
             return handles.computeIfAbsent(name, n -> {

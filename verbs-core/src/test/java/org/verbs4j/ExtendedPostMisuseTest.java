@@ -1,0 +1,226 @@
+package org.verbs4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.verbs4j.HostMisuseTest.refused;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.EnumSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.verbs4j.natives.Errno;
+
+/**
+ * Misuse of the extended posting API and of memory windows on the stand-in provider, in checked
+ * and unchecked mode: what keeps the JVM safe (a NULL builder, a closed region, window or chain,
+ * a second posting thread, a window whose region would be freed under it) is refused in both;
+ * the semantic checks (overruns, ranges, rights) in checked mode. Nothing refused reaches the
+ * provider ({@code wr_start} included).
+ */
+class ExtendedPostMisuseTest extends ExtendedStandInTest {
+    private QueuePair qp(EnumSet<SendOperation> ops) {
+        return extended(o, ops, 4, 1);
+    }
+
+    private void nothingReachedTheProvider() {
+        assertEquals(0, p.wqeCount());
+        assertEquals(0, p.wrCompletes());
+        assertEquals(0, p.wrAborts());
+    }
+
+    @Test
+    void anOperationTheQueuePairWasNotCreatedForIsRefused() {
+        try (QueuePair qp = qp(EnumSet.of(SendOperation.SEND));
+                SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            wrs.send(1).sge(o.mr, 0, 8);
+            wrs.write(2, 0x1000, 5).sge(o.mr, 0, 8);
+            refused(
+                    "ibv_wr_start",
+                    Errno.EINVAL,
+                    () -> qp.postSendExtended(wrs),
+                    "request #1 is a RDMA_WRITE",
+                    "SendOperation.RDMA_WRITE");
+            nothingReachedTheProvider();
+        }
+    }
+
+    @Test
+    void aRawOpcodeWithoutABuilderAbortsThePost() {
+        try (QueuePair qp = qp(EnumSet.of(SendOperation.SEND));
+                SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            wrs.send(1).sge(o.mr, 0, 8).signaled();
+            wrs.segment().set(java.lang.foreign.ValueLayout.JAVA_INT, 28, SendWorkRequests.OP_RDMA_READ);
+            refused("ibv_wr_complete", Errno.EINVAL, () -> qp.postSendExtended(wrs), "none of them was posted");
+            assertEquals(1, p.wrAborts(), "started, then aborted: the provider's lock is released");
+            assertEquals(0, p.wqeCount());
+            assertEquals(0, qp.sendOutstanding());
+        }
+    }
+
+    @Test
+    void aClassicQueuePairRefusesTheExtendedPost() {
+        try (QueuePair qp = o.rcQueuePair(4, 4);
+                SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            wrs.send(1).sge(o.mr, 0, 8);
+            refused("ibv_wr_start", Errno.EINVAL, () -> qp.postSendExtended(wrs), "createExtendedQueuePair");
+            nothingReachedTheProvider();
+        }
+    }
+
+    @Test
+    void noOperationsIsRefusedAtCreation() {
+        refused(
+                "ibv_create_qp_ex",
+                Errno.EINVAL,
+                () -> qp(EnumSet.noneOf(SendOperation.class)),
+                "no send operation asked for");
+    }
+
+    @Test
+    void closedObjectsAreRefusedByTheExtendedPost() {
+        QueuePair qp = qp(EnumSet.of(SendOperation.SEND, SendOperation.RDMA_WRITE));
+        SendWorkRequests wrs = new SendWorkRequests(4, 1);
+        try (Arena a = Arena.ofConfined()) {
+            MemoryRegion mr = ForeignHandles.memoryRegion(o.pd, a.allocate(256), 9, 9, EnumSet.of(Access.LOCAL_WRITE));
+            wrs.send(1).sge(mr, 0, 64);
+            mr.close();
+            refused("ibv_post_send", Errno.EINVAL, () -> qp.postSendExtended(wrs), "closed (deregistered)");
+            wrs.close();
+            assertThrows(VerbsException.class, () -> qp.postSendExtended(wrs));
+            qp.close();
+            SendWorkRequests fresh = new SendWorkRequests(1, 1);
+            fresh.send(2).sge(o.mr, 0, 8);
+            assertThrows(VerbsException.class, () -> qp.postSendExtended(fresh));
+            fresh.close();
+        }
+        nothingReachedTheProvider();
+    }
+
+    @Test
+    void aSecondThreadPostingMeetsTheGate() throws Exception {
+        try (QueuePair qp = qp(EnumSet.of(SendOperation.SEND));
+                SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            wrs.send(1).sge(o.mr, 0, 8);
+            CountDownLatch inside = new CountDownLatch(1), leave = new CountDownLatch(1);
+            CompletableFuture<Void> holder = CompletableFuture.runAsync(() -> {
+                assertTrue(qp.sendGate.tryEnter()); // stands for a post in progress on this thread
+                inside.countDown();
+                try {
+                    leave.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } finally {
+                    qp.sendGate.exit();
+                }
+            });
+            assertTrue(inside.await(10, TimeUnit.SECONDS));
+            assertThrows(ResourceBusyException.class, () -> qp.postSendExtended(wrs));
+            leave.countDown();
+            holder.get(10, TimeUnit.SECONDS);
+            nothingReachedTheProvider();
+        }
+    }
+
+    @Test
+    void overrunsAreRefusedInCheckedMode() {
+        try (QueuePair qp = qp(EnumSet.of(SendOperation.SEND));
+                SendWorkRequests wrs = new SendWorkRequests(8, 2)) {
+            for (int i = 0; i < 5; i++) {
+                wrs.send(i).sge(o.mr, 0, 8);
+            }
+            if (Verbs.CHECKED) {
+                assertThrows(QueueFullException.class, () -> qp.postSendExtended(wrs));
+                wrs.clear().send(1).sge(o.mr, 0, 8).sge(o.mr, 8, 8);
+                refused("ibv_post_send", Errno.EINVAL, () -> qp.postSendExtended(wrs), "SGE");
+                nothingReachedTheProvider();
+            }
+        }
+    }
+
+    @Test
+    void aWindowRefusesMisuseAndKeepsItsRegionAndDomainOpen() {
+        MemoryRegion mwr = bindable(o);
+        MemoryRegion plain = o.mr; // no MW_BIND
+        MemoryWindow mw = o.pd.allocateWindow(MemoryWindow.Type.TYPE_2);
+        try (SendWorkRequests wrs = new SendWorkRequests(4, 1);
+                QueuePair qp = qp(EnumSet.of(SendOperation.BIND_MW))) {
+            if (Verbs.CHECKED) {
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.bindWindow(1, mw, mwr, 4000, 200, EnumSet.of(Access.REMOTE_WRITE)),
+                        "outside the region");
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.bindWindow(1, mw, plain, 0, 64, EnumSet.of(Access.REMOTE_WRITE)),
+                        "MW_BIND");
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.bindWindow(1, mw, mwr, 0, 64, EnumSet.of(Access.REMOTE_ATOMIC)),
+                        "REMOTE_ATOMIC");
+            }
+            wrs.bindWindow(1, mw, mwr, 0, 64, EnumSet.of(Access.REMOTE_WRITE)).signaled();
+            // the window may not outlive its region nor its protection domain
+            refused("ibv_dereg_mr", Errno.EBUSY, mwr::close, "open object");
+            refused("ibv_dealloc_pd", Errno.EBUSY, o.pd::close, "open object");
+            mw.close();
+            refused("ibv_post_send", Errno.EINVAL, () -> qp.postSendExtended(wrs), "memory window that was closed");
+            refused("ibv_post_send", Errno.EINVAL, () -> qp.postSend(wrs), "memory window that was closed");
+            refused(
+                    "ibv_post_send",
+                    Errno.EBADF,
+                    () -> wrs.clear().bindWindow(1, mw, mwr, 0, 64, EnumSet.of(Access.REMOTE_WRITE)),
+                    "closed");
+            refused("ibv_dealloc_mw", Errno.EBADF, mw::close, "already closed");
+            mwr.close(); // the window no longer holds it
+            nothingReachedTheProvider();
+        } finally {
+            if (mw.isOpen()) {
+                mw.close();
+            }
+            if (mwr.isOpen()) {
+                mwr.close();
+            }
+        }
+    }
+
+    @Test
+    void aType1WindowIsNotBoundByAWorkRequest() {
+        MemoryRegion mwr = bindable(o);
+        try (MemoryWindow mw = o.pd.allocateWindow(MemoryWindow.Type.TYPE_1);
+                SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            refused(
+                    "ibv_post_send",
+                    Errno.EINVAL,
+                    () -> wrs.bindWindow(1, mw, mwr, 0, 64, EnumSet.of(Access.REMOTE_WRITE)),
+                    "type 1");
+            assertEquals(MemoryWindow.Type.TYPE_1, mw.type());
+        } finally {
+            mwr.close();
+        }
+    }
+
+    @Test
+    void windowOperationsCarryNoPayload() {
+        try (SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            if (Verbs.CHECKED) {
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.localInvalidate(1, 5).sge(o.mr, 0, 8),
+                        "carries no SGEs");
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.clear().localInvalidate(1, 5).inline(MemorySegment.ofArray(new byte[4])),
+                        "inline");
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+package org.verbs4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import java.util.EnumSet;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.verbs4j.testing.StandInProvider;
+
+/**
+ * Test fixture of the extended-QP host tests: a stand-in provider of its own ({@link StandInObjects})
+ * per test, and after each test the check that every {@code ibv_wr_*} call came between
+ * {@code wr_start} and {@code wr_complete}/{@code wr_abort} and that none was left open.
+ */
+abstract class ExtendedStandInTest {
+    StandInObjects o;
+    StandInProvider p;
+
+    @BeforeEach
+    void open() {
+        o = StandInObjects.open();
+        p = o.p;
+    }
+
+    @AfterEach
+    void close() {
+        assertEquals(0, p.wrProtocolErrors(), "ibv_wr_* called outside wr_start..wr_complete");
+        assertFalse(p.inWr(), "a wr_start was left open");
+        o.close();
+    }
+
+    /** An extended RC queue pair of the stand-in's create_qp_ex, in RTS, for {@code ops}. */
+    static QueuePair extended(StandInObjects o, EnumSet<SendOperation> ops, int maxWr, int maxSge) {
+        QueuePair qp = o.pd.createExtendedQueuePair(
+                QueuePairInit.of(QueuePairType.RC, o.cq)
+                        .maxSendWr(maxWr)
+                        .maxRecvWr(maxWr)
+                        .maxSendSge(maxSge)
+                        .maxRecvSge(1)
+                        .maxInlineData(64),
+                ops,
+                h -> o.p.free(h));
+        qp.assumeState(QueuePairState.RTS);
+        return qp;
+    }
+
+    /** A region with MW_BIND next to the fixture's (same PD, memory of its own). */
+    static MemoryRegion bindable(StandInObjects o) {
+        return ForeignHandles.memoryRegion(
+                o.pd,
+                o.arena.allocate(4096, 64),
+                0x3131,
+                0x3232,
+                EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.MW_BIND));
+    }
+}
