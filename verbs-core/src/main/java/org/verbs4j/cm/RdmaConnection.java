@@ -69,8 +69,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * and its queue pair and queues released, however many threads set up connections on the same
      * channel at once (platform or virtual). The margin is the release after the bound: the wait
      * for the channel's lock (held only for single librdmacm calls) and {@code rdma_destroy_id},
-     * which waits for the kernel's connection manager (milliseconds; on the emulated test guest
-     * with 100 connects timing out at once, well within this margin).
+     * which waits for the kernel's connection manager (milliseconds).
      */
     public static final Duration BOUND_MARGIN = Duration.ofSeconds(1);
 
