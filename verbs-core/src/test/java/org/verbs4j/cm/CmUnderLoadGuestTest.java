@@ -13,20 +13,30 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.verbs4j.VerbsException;
+import org.verbs4j.VerbsTimeoutException;
 import org.verbs4j.testing.RdmaTest;
 
 /**
  * The connection manager under load on rxe0: outcomes that are true whatever the interleaving of
  * events (a connection closed right after it connected is an accepted connection that then closed),
- * a listener's backlog honoured, and unanswered requests (their peer gone, or never answered) released at the
+ * bounds that hold with 100 concurrent callers on platform and on virtual threads, a listener's
+ * backlog honoured, and unanswered requests (their peer gone, or never answered) released at the
  * listener's request timeout while it stays open. The kernel's counts of cm ids, QPs, CQs and MRs
  * return to their baseline after each case.
  */
 @RdmaTest
 class CmUnderLoadGuestTest {
+    /** The verbs a connect's timeout names: the step that got no answer in time. */
+    private static final List<String> SETUP_VERBS = List.of("rdma_resolve_addr", "rdma_resolve_route", "rdma_connect");
+
     private static final ConnectionSetup SMALL =
             new ConnectionSetup().maxSendWr(4).maxRecvWr(4);
 
@@ -114,6 +124,80 @@ class CmUnderLoadGuestTest {
             }
         }
         return null;
+    }
+
+    /**
+     * 100 connects at once to a listener that never accepts, each bounded by 8 s: every one ends
+     * with a timeout naming the step it waited on (address, route, or the connect) and a fix, within
+     * 8 s plus {@link RdmaConnection#BOUND_MARGIN},
+     * on platform and on virtual threads; then the kernel's counts return to the baseline.
+     */
+    @ParameterizedTest(name = "virtual threads: {0}")
+    @ValueSource(booleans = {false, true})
+    void hundredConnectsToAListenerThatNeverAcceptsEndWithinTheirBound(boolean virtual) throws Exception {
+        int n = 100;
+        Duration bound = Duration.ofSeconds(8);
+        Duration margin = RdmaConnection.BOUND_MARGIN;
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        List<String> wrong = new CopyOnWriteArrayList<>();
+        long[] took = new long[n];
+        try (CmEventChannel server = CmEventChannel.open();
+                CmEventChannel client = CmEventChannel.open()) {
+            int port = CmTestSupport.port();
+            try (CmListener l = CmListener.bind(server, address(port), n)) {
+                CountDownLatch go = new CountDownLatch(1);
+                try (ExecutorService threads = virtual
+                        ? Executors.newVirtualThreadPerTaskExecutor()
+                        : Executors.newThreadPerTaskExecutor(
+                                Thread.ofPlatform().daemon().factory())) {
+                    for (int i = 0; i < n; i++) {
+                        int k = i;
+                        threads.submit(() -> {
+                            go.await();
+                            long t0 = System.nanoTime();
+                            try {
+                                RdmaConnection.connect(client, address(port), SMALL, null, bound)
+                                        .close();
+                                wrong.add("connect " + k + " connected to a listener that never accepts");
+                            } catch (VerbsTimeoutException e) {
+                                if (!SETUP_VERBS.contains(e.verb()) || e.hint() == null) {
+                                    wrong.add("connect " + k + ": a timeout that names no verb or fix: " + e);
+                                }
+                            } catch (RuntimeException e) {
+                                wrong.add("connect " + k + ": " + e);
+                            }
+                            took[k] = System.nanoTime() - t0;
+                            return null;
+                        });
+                    }
+                    go.countDown();
+                }
+                assertTrue(l.queued() <= n, "queued: " + l.queued());
+            }
+        }
+        long[] sorted = took.clone();
+        java.util.Arrays.sort(sorted);
+        long max = sorted[n - 1];
+        int over = 0;
+        for (long t : took) {
+            if (t > bound.plus(margin).toNanos()) {
+                over++;
+            }
+        }
+        System.out.printf(
+                "CmUnderLoadGuestTest: %d concurrent connects (%s threads), bound %s: returned after %.2f s"
+                        + " (median), %.2f s (90th percentile), %.2f s (the slowest); %d beyond the bound plus %s%n",
+                n,
+                virtual ? "virtual" : "platform",
+                bound,
+                sorted[n / 2] / 1e9,
+                sorted[n * 9 / 10] / 1e9,
+                max / 1e9,
+                over,
+                margin);
+        assertEquals(List.of(), wrong, "every connect ended by its bound");
+        assertEquals(0, over, "connects that returned later than " + bound + " + " + margin);
+        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
     }
 
     /**
