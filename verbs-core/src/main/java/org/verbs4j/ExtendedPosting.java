@@ -68,6 +68,8 @@ final class ExtendedPosting {
 
     private final long dataBufsAddress;
     private final int dataBufCount;
+    /** Whether the provider has both inline setters (read once, not at each post). */
+    private final boolean inlineSetters;
 
     ExtendedPosting(MemorySegment qpEx, long sendOps, boolean critical, QueuePairType type, int maxSge, Arena arena) {
         this.qpx = qpEx.reinterpret(QueuePairExLayout.QP_EX_SIZE);
@@ -101,6 +103,7 @@ final class ExtendedPosting {
             }
         }
         this.opcodes = ops;
+        this.inlineSetters = !(setInline.equals(MemorySegment.NULL) || setInlineList.equals(MemorySegment.NULL));
         this.dataBufCount = Math.max(1, maxSge);
         this.dataBufs = arena.allocate(QueuePairExLayout.DATA_BUF_SIZE * dataBufCount, 8);
         this.dataBufsAddress = dataBufs.address();
@@ -151,9 +154,7 @@ final class ExtendedPosting {
 
     /** Whether every opcode of the chain has a builder and, for inline requests, the inline setters exist. */
     boolean accepts(SendWorkRequests wrs) {
-        return (wrs.opcodes & ~opcodes) == 0
-                && (wrs.maxInline == 0
-                        || !(setInline.equals(MemorySegment.NULL) || setInlineList.equals(MemorySegment.NULL)));
+        return (wrs.opcodes & ~opcodes) == 0 && (wrs.maxInline == 0 || inlineSetters);
     }
 
     /**
