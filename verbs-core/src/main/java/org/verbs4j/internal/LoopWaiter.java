@@ -26,11 +26,26 @@ public final class LoopWaiter implements AutoCloseable {
      * Waits until {@code fd} is readable (negative: no fd, only the wake-up and the time), {@link
      * #wake()} was called (since the last wait that it ended), or {@code timeoutMillis} passed
      * (negative: no bound), whichever comes first; the caller then reads what is ready.
+     *
+     * @return how the wait ended ({@link Outcome#WOKEN} when woken, {@code fd} perhaps readable too)
      */
-    public void await(String verb, int fd, long timeoutMillis) {
-        if (LibC.pollReadableOrWoken(verb, fd, wakeFd, timeoutMillis, pollFds) == LibC.WOKEN) {
+    public Outcome await(String verb, int fd, long timeoutMillis) {
+        int r = LibC.pollReadableOrWoken(verb, fd, wakeFd, timeoutMillis, pollFds);
+        if (r == LibC.WOKEN) {
             LibC.drainEventFd(verb, wakeFd, drain);
+            return Outcome.WOKEN;
         }
+        return r == LibC.READABLE ? Outcome.READABLE : Outcome.TIMED_OUT;
+    }
+
+    /** How an {@link #await} ended. */
+    public enum Outcome {
+        /** The fd became readable. */
+        READABLE,
+        /** {@link #wake()} was called. */
+        WOKEN,
+        /** The timeout passed. */
+        TIMED_OUT
     }
 
     /** Makes the current or next {@link #await} return; any thread. */

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.verbs4j.CompletionChannel;
@@ -40,7 +41,17 @@ import org.verbs4j.internal.LoopWaiter;
 public final class RdmaIoHandler implements IoHandler {
     static final Logger LOG = LoggerFactory.getLogger(RdmaIoHandler.class);
 
+    /**
+     * How the loops' waits in this JVM ended (by a completion event, a wake-up, the timeout) and
+     * the completion events they reaped: the signal that every frame was brought by an event.
+     */
+    static final AtomicLong WAITS_READABLE = new AtomicLong(),
+            WAITS_WOKEN = new AtomicLong(),
+            WAITS_TIMED_OUT = new AtomicLong(),
+            EVENTS = new AtomicLong();
+
     private final RdmaTransportConfig config;
+    private final boolean unboundedWait;
     private final LoopWaiter waiter = new LoopWaiter("RdmaIoHandler");
     private final Set<RdmaIoHandle> handles = new HashSet<>();
     private final Map<CompletionQueue, RdmaIoHandle> byQueue = new IdentityHashMap<>();
@@ -49,8 +60,9 @@ public final class RdmaIoHandler implements IoHandler {
     private volatile CompletionChannel channel;
     private volatile int channelFd = -1;
 
-    private RdmaIoHandler(RdmaTransportConfig config) {
+    private RdmaIoHandler(RdmaTransportConfig config, boolean unboundedWait) {
         this.config = config;
+        this.unboundedWait = unboundedWait;
     }
 
     /** A factory of handlers with the {@link RdmaTransportConfig#defaults()}. */
@@ -60,11 +72,19 @@ public final class RdmaIoHandler implements IoHandler {
 
     /** A factory of handlers with {@code config}. */
     public static IoHandlerFactory newFactory(RdmaTransportConfig config) {
+        return newFactory(config, false);
+    }
+
+    /**
+     * With {@code unboundedWait}, the loop waits for an event or a wake-up only, never for the
+     * next scheduled task (for tests: a wake-up that only a timer would bring never comes).
+     */
+    static IoHandlerFactory newFactory(RdmaTransportConfig config, boolean unboundedWait) {
         java.util.Objects.requireNonNull(config, "config");
         return new IoHandlerFactory() {
             @Override
             public IoHandler newHandler(ThreadAwareExecutor executor) {
-                return new RdmaIoHandler(config);
+                return new RdmaIoHandler(config, unboundedWait);
             }
         };
     }
@@ -78,8 +98,13 @@ public final class RdmaIoHandler implements IoHandler {
     public int run(IoHandlerContext ctx) {
         if (!config.busyPoll() && ctx.canBlock()) {
             long nanos = ctx.delayNanos(System.nanoTime());
-            long millis = nanos >= Long.MAX_VALUE / 2 ? -1 : TimeUnit.NANOSECONDS.toMillis(nanos + 999_999L);
-            waiter.await("RdmaIoHandler.run", channelFd, millis);
+            long millis =
+                    unboundedWait || nanos >= Long.MAX_VALUE / 2 ? -1 : TimeUnit.NANOSECONDS.toMillis(nanos + 999_999L);
+            switch (waiter.await("RdmaIoHandler.run", channelFd, millis)) {
+                case READABLE -> WAITS_READABLE.incrementAndGet();
+                case WOKEN -> WAITS_WOKEN.incrementAndGet();
+                case TIMED_OUT -> WAITS_TIMED_OUT.incrementAndGet();
+            }
         }
         return config.busyPoll() ? pollAll() : reapEvents();
     }
@@ -97,6 +122,7 @@ public final class RdmaIoHandler implements IoHandler {
             if (h != null) {
                 h.completionsReady(true);
                 n++;
+                EVENTS.incrementAndGet();
             }
         }
         return n;
