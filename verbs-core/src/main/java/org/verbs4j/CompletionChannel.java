@@ -181,6 +181,32 @@ public final class CompletionChannel extends NativeResource {
      * native memory on its way to an event. Returns null on timeout or interrupt (the status kept).
      */
     CompletionQueue awaitEventUntil(long deadline, MemorySegment scratch) {
+        return awaitEventUntil(
+                deadline,
+                scratch.asSlice(0, ADDRESS.byteSize()),
+                scratch.asSlice(8, ADDRESS.byteSize()),
+                scratch.asSlice(16, FdReadiness.SCRATCH_SIZE));
+    }
+
+    /**
+     * The next event already queued on the channel, or null at once: {@link #awaitEvent} without a
+     * wait, for an event loop that polled the fd itself. The caller's scratch memory is {@link
+     * #awaitEventUntil(long, MemorySegment, MemorySegment, MemorySegment)}'s; allocates nothing
+     * when no event is queued.
+     *
+     * @throws ResourceClosedException when the channel is closed
+     */
+    CompletionQueue nextEvent(MemorySegment cqOut, MemorySegment ctxOut, MemorySegment epollEvent) {
+        ensureOpen("ibv_get_cq_event");
+        return awaitEventUntil(System.nanoTime(), cqOut, ctxOut, epollEvent);
+    }
+
+    /**
+     * {@link #awaitEventUntil(long, MemorySegment)} with the scratch memory already cut: {@code cqOut}
+     * and {@code ctxOut} 8 bytes each, {@code epollEvent} {@link FdReadiness#SCRATCH_SIZE}.
+     */
+    CompletionQueue awaitEventUntil(
+            long deadline, MemorySegment cqOut, MemorySegment ctxOut, MemorySegment epollEvent) {
         try {
             if (!gate.waiters.readLock().tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
                 return null;
@@ -190,9 +216,6 @@ public final class CompletionChannel extends NativeResource {
             return null;
         }
         try {
-            MemorySegment cqOut = scratch.asSlice(0, ADDRESS.byteSize());
-            MemorySegment ctxOut = scratch.asSlice(8, ADDRESS.byteSize());
-            MemorySegment epollEvent = scratch.asSlice(16, FdReadiness.SCRATCH_SIZE);
             FdReadiness.Watch watch = gate.watch;
             while (true) {
                 if (gate.closed) {

@@ -15,6 +15,12 @@ final class CoreAccessImpl extends CoreAccess {
     private CoreAccessImpl() {}
 
     @Override
+    public CompletionQueue nextEvent(
+            CompletionChannel channel, MemorySegment cqOut, MemorySegment ctxOut, MemorySegment epollEvent) {
+        return channel.nextEvent(cqOut, ctxOut, epollEvent);
+    }
+
+    @Override
     public Context borrowContext(MemorySegment ibvContext, String deviceName) {
         return new Context(ibvContext.reinterpret(ContextLayout.SIZE), deviceName, h -> {});
     }

@@ -3,6 +3,8 @@ package org.verbs4j.internal;
 import java.lang.foreign.MemorySegment;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
+import org.verbs4j.CompletionChannel;
+import org.verbs4j.CompletionQueue;
 import org.verbs4j.Context;
 import org.verbs4j.ProtectionDomain;
 import org.verbs4j.QueuePair;
@@ -71,6 +73,15 @@ public abstract class CoreAccess {
      * action when the owner is closed (idempotent).
      */
     public abstract Runnable reportLeaks(Object owner, String kind, Runnable release);
+
+    /**
+     * The next completion event already queued on {@code channel}, or null at once (an event
+     * loop's reaping, {@link LoopWaiter#nextEvent}): scratch memory of the calling thread,
+     * {@code cqOut} and {@code ctxOut} 8 bytes each, {@code epollEvent} {@link
+     * FdReadiness#SCRATCH_SIZE}; allocates nothing when none is queued.
+     */
+    public abstract CompletionQueue nextEvent(
+            CompletionChannel channel, MemorySegment cqOut, MemorySegment ctxOut, MemorySegment epollEvent);
 
     /** How many leaks the objects registered with {@link #reportLeaks} (and the core's own arrays) reported so far. */
     public abstract long leaksReported();

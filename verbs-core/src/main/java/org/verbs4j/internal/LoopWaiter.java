@@ -2,6 +2,8 @@ package org.verbs4j.internal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.verbs4j.CompletionChannel;
+import org.verbs4j.CompletionQueue;
 import org.verbs4j.natives.LibC;
 
 /**
@@ -15,6 +17,9 @@ public final class LoopWaiter implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment pollFds = arena.allocate(LibC.POLLFD_PAIR_SIZE, 8);
     private final MemorySegment drain = arena.allocate(8, 8);
+    private final MemorySegment cqOut = arena.allocate(8, 8), ctxOut = arena.allocate(8, 8);
+    private final MemorySegment epollEvent = arena.allocate(FdReadiness.SCRATCH_SIZE, 8);
+    private final CoreAccess core = CoreAccess.get();
     private volatile boolean closed;
 
     /** A waiter with a new event fd ({@code verb} names the caller in errors). */
@@ -46,6 +51,17 @@ public final class LoopWaiter implements AutoCloseable {
         WOKEN,
         /** The timeout passed. */
         TIMED_OUT
+    }
+
+    /**
+     * The next completion event already queued on {@code channel} (the CQ that raised it, to be
+     * re-armed and polled), or null at once; by the loop thread, after {@link #await}. Allocates
+     * nothing when none is queued.
+     *
+     * @throws org.verbs4j.ResourceClosedException when the channel is closed
+     */
+    public CompletionQueue nextEvent(CompletionChannel channel) {
+        return core.nextEvent(channel, cqOut, ctxOut, epollEvent);
     }
 
     /** Makes the current or next {@link #await} return; any thread. */

@@ -7,7 +7,6 @@ import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
 import io.netty.util.concurrent.ThreadAwareExecutor;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
@@ -117,7 +116,7 @@ public final class RdmaIoHandler implements IoHandler {
         }
         int n = 0;
         CompletionQueue cq;
-        while ((cq = ch.awaitEvent(Duration.ZERO)) != null) {
+        while ((cq = waiter.nextEvent(ch)) != null) {
             RdmaIoHandle h = byQueue.get(cq);
             if (h != null) {
                 h.completionsReady(true);
