@@ -314,6 +314,7 @@ class CConstantsConformanceTest {
                 "FdReadiness.SCRATCH_SIZE");
         notC("verbs4j's longest wait (Long.MAX_VALUE / 2 ns)", "Timeouts.FOREVER_NANOS", "Timeouts.MAX_SECONDS");
         notC("verbs4j's own reading of the dma-buf probe's errno", "Verdict");
+        notC("how an event loop's wait ended (LoopWaiter), verbs4j's own", "Outcome");
     }
 
     private static Map<String, Long> libcValues;
