@@ -4,7 +4,7 @@
 # NIO transport over TCP on the same interface (NettyBench), beside verbs-perf's send_lat and
 # send_bw of the same sizes (the raw verbs floor), with the ratios. Not a timed test: a report.
 #
-# Usage: benchmarks/netty-bench.sh [--sizes "64 4096 65536"] [--lat-iters N] [--bw-bytes N] [--insn]
+# Usage: benchmarks/netty-bench.sh [--sizes "64 4096 65536"] [--lat-iters N] [--warmup N] [--bw-bytes N] [--insn]
 #   --insn  also count user-mode instructions per echo round trip, the way benchmarks/insn-gate.sh
 #           counts (softroce/tcg-insn-plugin.c, deterministic under the emulator): after the timed
 #           runs, verbs-perf's send_lat (against perftest's server, as the gate runs it) and a
@@ -26,6 +26,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SIZES="64 4096 65536"
 LAT_ITERS=3000
+WARMUP=2000
 BW_BYTES=$((64 << 20))
 INSN=0
 INSN_SIZES=64
@@ -34,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
     --sizes) SIZES="${2:?}"; shift 2 ;;
     --lat-iters) LAT_ITERS="${2:?}"; shift 2 ;;
+    --warmup) WARMUP="${2:?}"; shift 2 ;;
     --bw-bytes) BW_BYTES="${2:?}"; shift 2 ;;
     --insn) INSN=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -106,7 +108,7 @@ plugin=""
     echo "netty-bench.sh $(date -u '+%Y-%m-%d %H:%M UTC'): kernel $(uname -r), $(nproc) vCPUs, rxe0 on $IP$plugin"
     say "verbs-perf send_lat t_typical (us): ${LAT[*]}; send_bw BW average (MB/s): ${BW[*]}"
     timeout 900 java --enable-native-access=ALL-UNNAMED -cp "$BENCH_JAR" org.verbs4j.bench.NettyBench --address "$IP" \
-        --sizes "$(tr ' ' ',' <<<"$SIZES")" --lat-iters "$LAT_ITERS" --bw-bytes "$BW_BYTES" \
+        --sizes "$(tr ' ' ',' <<<"$SIZES")" --lat-iters "$LAT_ITERS" --warmup "$WARMUP" --bw-bytes "$BW_BYTES" \
         ${LAT[0]:+--send-lat "$(IFS=,; echo "${LAT[*]}")"} ${BW[0]:+--send-bw "$(IFS=,; echo "${BW[*]}")"}
 } 2>&1 | tee "$OUT/results.txt" || say "NettyBench failed (exit $?)"
 ((INSN)) || exit 0

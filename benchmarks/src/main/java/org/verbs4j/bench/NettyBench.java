@@ -131,7 +131,17 @@ public final class NettyBench implements Callable<Integer> {
         for (String t : transports) {
             for (int size : sizes) {
                 try {
-                    rows.add(run(t, ip, size));
+                    Row r = run(t, ip, size);
+                    rows.add(r);
+                    // each row as it is measured: a run cut short by its bound still reports the rows done
+                    System.out.printf(
+                            Locale.ROOT,
+                            "measured %s %d B: echo p50 %.2f us, p99 %.2f us, stream %.1f MB/s%n",
+                            r.transport,
+                            r.size,
+                            r.p50us,
+                            r.p99us,
+                            r.mbps);
                 } catch (Exception e) {
                     System.out.printf(Locale.ROOT, "%s %d B: failed: %s%n", t, size, e);
                 }
