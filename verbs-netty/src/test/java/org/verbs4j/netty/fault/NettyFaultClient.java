@@ -237,6 +237,7 @@ public final class NettyFaultClient {
                 return f.channel();
             }
             last = f.cause();
+            log("connect try " + tries + " to " + server + " failed: " + last);
             Thread.sleep(1000);
         }
         check(false, "a connection to " + server + " within " + connectS + " s (" + tries + " tries): " + last);
