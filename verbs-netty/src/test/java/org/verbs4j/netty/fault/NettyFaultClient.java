@@ -75,7 +75,7 @@ public final class NettyFaultClient {
         connectS = a.length > 4 ? Long.parseLong(a[4]) : 300;
     }
 
-    static double elapsedS() {
+    private static double elapsedS() {
         return (System.nanoTime() - T0) / 1e9;
     }
 

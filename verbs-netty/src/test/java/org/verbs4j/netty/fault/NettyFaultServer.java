@@ -31,6 +31,8 @@ public final class NettyFaultServer {
 
     static final int BUFFERS = 4;
 
+    private static final long T0 = System.nanoTime();
+
     private NettyFaultServer() {}
 
     public static void main(String[] args) throws Exception {
@@ -90,6 +92,6 @@ public final class NettyFaultServer {
     }
 
     private static void log(String s) {
-        System.out.printf("[netty-fault-server %7.2fs] %s%n", NettyFaultClient.elapsedS(), s);
+        System.out.printf("[netty-fault-server %7.2fs] %s%n", (System.nanoTime() - T0) / 1e9, s);
     }
 }
