@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prints a short account of a fault-tier run (softroce/two-hosts-fault.sh) from what it left in
-# DIR (default target/fault-tier): the script's own lines (fault.log), then for each guest's
-# console (B: the client, A: the server, A2: the restarted server) its FAIL and exception lines,
-# a JVM watchdog's thread dump if one fired, its last lines, and the warnings of the guest's dmesg.
+# DIR (default target/fault-tier; target/fault-tier-netty for its --scenario netty): the script's
+# own lines (fault.log), then for each guest's console (B: the client, A: the server, A2: the
+# restarted server) its FAIL and exception lines, a JVM watchdog's thread dump if one fired, its
+# last lines, and the warnings of the guest's dmesg.
 #
 #   .ci/fault-digest.sh [DIR]    (.ci/run calls it at its end when the fault tier failed, so that
 #                                 the tail of CI's log says where the run went wrong)

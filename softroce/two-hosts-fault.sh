@@ -2,9 +2,15 @@
 # two-hosts-fault.sh — the fault tier: two Soft-RoCE guests on one qemu socket network; the server's
 # guest is SIGKILLed in the middle of a stream of RDMA WRITEs and SENDs, then restarted.
 #
-# Usage: softroce/two-hosts-fault.sh [--timeout SECONDS] [--kill-after N]
+# Usage: softroce/two-hosts-fault.sh [--timeout SECONDS] [--kill-after N] [--scenario verbs|netty]
 #   --timeout S     bound on the whole run, both guests and all waits (default 900)
 #   --kill-after N  successful completions the client reports before the kill (default 2000)
+#   --scenario S    verbs (default): the steps below; netty: the same steps over the Netty transport
+#                   (org.verbs4j.netty.fault.NettyFaultClient/NettyFaultServer, an echo of 4 KiB
+#                   writes, more pending than credited; N frames echoed before the kill; the client
+#                   checks every promise completes, exceptionCaught and channelInactive within the
+#                   bound its retry settings give, RdmaIoHandler.stats() and `rdma res show` back to
+#                   the baseline, then an echo checked byte for byte with the restarted server)
 #
 #   guest B  client, 10.0.0.2, rxe0 on eth0, qemu `-netdev socket,udp=127.0.0.1:PA,localaddr=127.0.0.1:PB`
 #   guest A  server, 10.0.0.1, rxe0 on eth0, qemu `-netdev socket,udp=127.0.0.1:PB,localaddr=127.0.0.1:PA`
@@ -35,7 +41,8 @@
 #
 # Exit status: 0 only if the client exited 0 with M == 0 and N > 0 and the restarted server exited 0.
 # Output: both consoles stream to stdout, prefixed [A] / [A2] / [B]; also in target/fault-tier/*.log
-# (this script's own [fault ...] lines in target/fault-tier/fault.log).
+# (this script's own [fault ...] lines in target/fault-tier/fault.log); target/fault-tier-netty/
+# for --scenario netty.
 # Crash logs of the guests' JVMs go to target/hs_err/.
 set -euo pipefail
 
@@ -43,16 +50,19 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 TIMEOUT=900
 KILL_AFTER=2000
+SCENARIO=verbs
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
     --kill-after) KILL_AFTER="${2:?--kill-after needs a value}"; shift 2 ;;
+    --scenario) SCENARIO="${2:?--scenario needs a value}"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "two-hosts-fault.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 [[ "$TIMEOUT" =~ ^[0-9]+$ && "$TIMEOUT" -ge 300 ]] || { echo "--timeout must be >= 300" >&2; exit 2; }
 [[ "$KILL_AFTER" =~ ^[0-9]+$ && "$KILL_AFTER" -gt 0 ]] || { echo "bad --kill-after $KILL_AFTER" >&2; exit 2; }
+[[ "$SCENARIO" == verbs || "$SCENARIO" == netty ]] || { echo "--scenario must be verbs or netty" >&2; exit 2; }
 
 START=$SECONDS
 DEADLINE=$((SECONDS + TIMEOUT))
@@ -72,6 +82,7 @@ flock -w 60 9 || die "another two-hosts-fault.sh holds $LOCK"
 # shellcheck source=../scripts/java25.sh
 . "$ROOT/scripts/java25.sh" || die "no Java 25 JDK (see scripts/java25.sh)"
 WORK="$ROOT/target/fault-tier"
+[[ "$SCENARIO" == verbs ]] || WORK+="-$SCENARIO"
 MARKERS="$WORK/markers"
 rm -rf "$WORK"
 mkdir -p "$WORK" "$MARKERS" "$ROOT/target/hs_err"
@@ -107,8 +118,15 @@ guest_script() {  # NAME MAIN ARGS...: a script the guest runs, around one JVM
 }
 # The JVMs' watchdogs print every thread's Java and kernel stack if they still run this long, so a
 # hang says where before the deadline ends it (the client starts ~10 s in, the restarted server ~50 s).
-guest_script server-run.sh org.verbs4j.fault.FaultServer "$TIMEOUT" $((TIMEOUT - 150))
-guest_script client-run.sh org.verbs4j.fault.FaultClient 10.0.0.1 "$MARKERS" "$KILL_AFTER" 32 60 300 $((TIMEOUT - 90))
+SCENARIO_TAG=""
+if [[ "$SCENARIO" == netty ]]; then
+    SCENARIO_TAG="scenario netty: "
+    guest_script server-run.sh org.verbs4j.netty.fault.NettyFaultServer "$TIMEOUT"
+    guest_script client-run.sh org.verbs4j.netty.fault.NettyFaultClient 10.0.0.1 "$MARKERS" "$KILL_AFTER" 60 300 $((TIMEOUT - 90))
+else
+    guest_script server-run.sh org.verbs4j.fault.FaultServer "$TIMEOUT" $((TIMEOUT - 150))
+    guest_script client-run.sh org.verbs4j.fault.FaultClient 10.0.0.1 "$MARKERS" "$KILL_AFTER" 32 60 300 $((TIMEOUT - 90))
+fi
 
 # ---------------------------------------------------------------------------------------------
 # 2. The guests.
@@ -175,7 +193,7 @@ marker() { [[ -e "$MARKERS/$1" ]]; }
 # shellcheck disable=SC2317
 marker_or_dead() { marker "$1" || ! alive B; }
 
-say "guest B (client, 10.0.0.2) on UDP 127.0.0.1:$PB, guest A (server, 10.0.0.1) on UDP 127.0.0.1:$PA; timeout ${TIMEOUT}s in all"
+say "${SCENARIO_TAG}guest B (client, 10.0.0.2) on UDP 127.0.0.1:$PB, guest A (server, 10.0.0.1) on UDP 127.0.0.1:$PA; timeout ${TIMEOUT}s in all"
 T_B=$(ms)
 start_guest B 10.0.0.2 "udp:$PB:$PA" client-run.sh
 wait_for "B's qemu to bind its port" 60 bound "$PB" || die "guest B's qemu did not bind UDP 127.0.0.1:$PB"
@@ -241,7 +259,7 @@ line="$(grep -ao 'Fault-tier: [0-9]* passed, [0-9]* failed' "$WORK/B-console.log
 echo "$line" | tee -a "$FAULT_LOG"
 t() { if [[ -n "$2" ]]; then printf '%s=%ss ' "$1" "$(secs "$2")"; fi; }
 say "timings (host clock, s from the start): $(t B-start "$T_B")$(t A-start "$T_A")$(t streaming "${T_STREAM:-}")$(t kill "$T_KILL")$(t first-error "$T_ERR")$(t closed "$T_CLOSED")$(t A2-start "$T_A2")$(t B-done "$T_DONE")total=$(secs "$(ms)")s"
-say "client guest B: status $brc; restarted server guest A2: status $a2rc; consoles in target/fault-tier/*-console.log"
+say "client guest B: status $brc; restarted server guest A2: status $a2rc; consoles in ${WORK#"$ROOT/"}/*-console.log"
 
 passed="$(sed -n 's/^Fault-tier: \([0-9]*\) passed.*/\1/p' <<<"$line")"
 failed="$(sed -n 's/^Fault-tier: [0-9]* passed, \([0-9]*\) failed.*/\1/p' <<<"$line")"

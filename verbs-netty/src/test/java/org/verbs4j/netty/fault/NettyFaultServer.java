@@ -1,0 +1,97 @@
+package org.verbs4j.netty.fault;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import java.net.InetSocketAddress;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.verbs4j.netty.RdmaChannelOption;
+import org.verbs4j.netty.RdmaIoHandler;
+import org.verbs4j.netty.RdmaServerSocketChannel;
+
+/**
+ * The server of the transport's two-host fault test ({@code softroce/two-hosts-fault.sh --scenario
+ * netty}), run in guest A: a Netty echo server over verbs-netty on the guest's address (port
+ * {@value #PORT}). It exits 0 once its first connection has echoed bytes and closed (the restarted
+ * server, after the client's verified exchange), 1 at the deadline ({@code args[0]} seconds,
+ * default 900). In the first run the host kills this guest mid-stream.
+ */
+public final class NettyFaultServer {
+    /** The port the server listens on. */
+    static final int PORT = 18_515;
+    /** Frame size and buffer counts of both ends: few credits, so that writes queue behind them. */
+    static final int BUFFER_SIZE = 4096;
+
+    static final int BUFFERS = 4;
+
+    private static final long T0 = System.nanoTime();
+
+    private NettyFaultServer() {}
+
+    public static void main(String[] args) throws Exception {
+        long boundS = args.length > 0 ? Long.parseLong(args[0]) : 900;
+        String ip = System.getenv().getOrDefault("VERBS4J_GUEST_IP", "10.0.0.1");
+        AtomicLong echoed = new AtomicLong();
+        CompletableFuture<Long> firstClosed = new CompletableFuture<>();
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory());
+        int rc = 1;
+        try {
+            Channel server = new ServerBootstrap()
+                    .group(group)
+                    .channel(RdmaServerSocketChannel.class)
+                    .childOption(RdmaChannelOption.BUFFER_SIZE, BUFFER_SIZE)
+                    .childOption(RdmaChannelOption.RECEIVE_BUFFERS, BUFFERS)
+                    .childOption(RdmaChannelOption.SEND_BUFFERS, BUFFERS)
+                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel ch) {
+                            log("accepted " + ch.remoteAddress());
+                            ch.closeFuture().addListener(f -> firstClosed.complete(echoed.get()));
+                            ch.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                                @Override
+                                public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                                    echoed.addAndGet(((io.netty.buffer.ByteBuf) msg).readableBytes());
+                                    ctx.write(msg);
+                                }
+
+                                @Override
+                                public void channelReadComplete(ChannelHandlerContext ctx) {
+                                    ctx.flush();
+                                }
+
+                                @Override
+                                public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                                    log("exceptionCaught: " + cause);
+                                    ctx.close();
+                                }
+                            });
+                        }
+                    })
+                    .bind(new InetSocketAddress(ip, PORT))
+                    .syncUninterruptibly()
+                    .channel();
+            log("listening on " + server.localAddress() + " (bound " + boundS + " s)");
+            long bytes = firstClosed.get(boundS, TimeUnit.SECONDS);
+            log("the first connection closed after " + bytes + " bytes echoed");
+            rc = bytes > 0 ? 0 : 1;
+            server.close().await(10, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            log("no connection closed within " + boundS + " s");
+        } finally {
+            group.shutdownGracefully(0, 2, TimeUnit.SECONDS).await(20, TimeUnit.SECONDS);
+        }
+        log("exit " + rc);
+        System.exit(rc);
+    }
+
+    private static void log(String s) {
+        System.out.printf("[netty-fault-server %7.2fs] %s%n", (System.nanoTime() - T0) / 1e9, s);
+    }
+}
