@@ -39,15 +39,7 @@ public final class CmPeer {
                         .map(t -> java.time.Duration.between(t, java.time.Instant.now())
                                 .toMillis())
                         .orElse(-1L));
-        try {
-            run(new InetSocketAddress(args[0], Integer.parseInt(args[1])));
-            System.out.println("PEER OK");
-            System.exit(0);
-        } catch (Throwable t) {
-            System.out.println("PEER FAILED: " + t);
-            t.printStackTrace(System.out);
-            System.exit(1);
-        }
+        PeerJvm.exitAfter(() -> run(new InetSocketAddress(args[0], Integer.parseInt(args[1]))));
     }
 
     private static void check(boolean ok, String what) {

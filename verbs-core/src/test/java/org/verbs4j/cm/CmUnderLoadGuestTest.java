@@ -129,10 +129,19 @@ class CmUnderLoadGuestTest {
     }
 
     /**
+     * Threads that spin on the CPU beside the 100-connect bound test ({@code
+     * --config=verbs4j.cmLoad=N}, default none): the load of a busy machine, reproduced in the guest.
+     */
+    private static volatile int load;
+
+    /**
      * Whether the run asked for the 100-connect bound test ({@code --config=verbs4j.cmBounds=true}):
      * a wall-clock bound, measured on a guest of its own, not beside another emulator in CI.
      */
     static boolean boundsAsked(ExtensionContext context) {
+        load = context.getConfigurationParameter("verbs4j.cmLoad")
+                .map(Integer::parseInt)
+                .orElse(0);
         return context.getConfigurationParameter("verbs4j.cmBounds")
                 .map(Boolean::parseBoolean)
                 .orElse(false);
@@ -144,16 +153,31 @@ class CmUnderLoadGuestTest {
      * 8 s plus {@link RdmaConnection#BOUND_MARGIN},
      * on platform and on virtual threads; then the kernel's counts return to the baseline.
      */
-    @ParameterizedTest(name = "virtual threads: {0}")
+    @ParameterizedTest(name = "{0}")
     @EnabledIf("boundsAsked")
-    @ValueSource(booleans = {false, true})
-    void hundredConnectsToAListenerThatNeverAcceptsEndWithinTheirBound(boolean virtual) throws Exception {
+    @ValueSource(strings = {"platform threads", "virtual threads", "virtual threads joining connectAsync"})
+    void hundredConnectsToAListenerThatNeverAcceptsEndWithinTheirBound(String threading) throws Exception {
+        boolean virtual = threading.startsWith("virtual");
+        boolean async = threading.endsWith("connectAsync");
         int n = 100;
         Duration bound = Duration.ofSeconds(8);
         Duration margin = RdmaConnection.BOUND_MARGIN;
         Map<String, Integer> before = CmTestSupport.leakCounts();
         List<String> wrong = new CopyOnWriteArrayList<>();
-        long[] took = new long[n];
+        long[] took = new long[n], completed = new long[n];
+        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        List<Thread> hogs = new ArrayList<>();
+        for (int i = 0; i < load; i++) {
+            hogs.add(Thread.ofPlatform().daemon().start(() -> {
+                while (running.get()) {
+                    Thread.onSpinWait();
+                }
+            }));
+        }
+        // how late a 20 ms sleep wakes, on a virtual and on a platform thread, during the connects
+        long[] lateVirtual = new long[2], latePlatform = new long[2];
+        Thread probeV = Thread.ofVirtual().start(() -> lateness(running, lateVirtual));
+        Thread probeP = Thread.ofPlatform().daemon().start(() -> lateness(running, latePlatform));
         try (CmEventChannel server = CmEventChannel.open();
                 CmEventChannel client = CmEventChannel.open()) {
             int port = CmTestSupport.port();
@@ -169,14 +193,26 @@ class CmUnderLoadGuestTest {
                             go.await();
                             long t0 = System.nanoTime();
                             try {
-                                RdmaConnection.connect(client, address(port), SMALL, null, bound)
-                                        .close();
+                                if (async) {
+                                    // when the future completed, apart from when this thread saw it
+                                    CompletableFuture<RdmaConnection> f =
+                                            RdmaConnection.connectAsync(client, address(port), SMALL, null, bound);
+                                    f.whenComplete((c, x) -> completed[k] = System.nanoTime() - t0);
+                                    try {
+                                        f.join().close();
+                                    } catch (java.util.concurrent.CompletionException e) {
+                                        throw e.getCause();
+                                    }
+                                } else {
+                                    RdmaConnection.connect(client, address(port), SMALL, null, bound)
+                                            .close();
+                                }
                                 wrong.add("connect " + k + " connected to a listener that never accepts");
                             } catch (VerbsTimeoutException e) {
                                 if (!SETUP_VERBS.contains(e.verb()) || e.hint() == null) {
                                     wrong.add("connect " + k + ": a timeout that names no verb or fix: " + e);
                                 }
-                            } catch (RuntimeException e) {
+                            } catch (Throwable e) {
                                 wrong.add("connect " + k + ": " + e);
                             }
                             took[k] = System.nanoTime() - t0;
@@ -188,6 +224,28 @@ class CmUnderLoadGuestTest {
                 assertTrue(l.queued() <= n, "queued: " + l.queued());
             }
         }
+        running.set(false);
+        for (Thread t : hogs) {
+            t.join();
+        }
+        probeV.join();
+        probeP.join();
+        System.out.printf(
+                "CmUnderLoadGuestTest: %d spinning threads; a 20 ms sleep woke late by at most %.1f ms (mean %.1f)"
+                        + " on a virtual thread, %.1f ms (mean %.1f) on a platform thread%n",
+                load, lateVirtual[0] / 1e6, lateVirtual[1] / 1e6, latePlatform[0] / 1e6, latePlatform[1] / 1e6);
+        if (async) {
+            long[] gap = new long[n], done = completed.clone();
+            for (int i = 0; i < n; i++) {
+                gap[i] = took[i] - completed[i];
+            }
+            java.util.Arrays.sort(gap);
+            java.util.Arrays.sort(done);
+            System.out.printf(
+                    "CmUnderLoadGuestTest: the futures completed after %.2f s (median), %.2f s (the slowest); the"
+                            + " joining virtual threads returned %.1f ms (median), %.1f ms (the most) after%n",
+                    done[n / 2] / 1e9, done[n - 1] / 1e9, gap[n / 2] / 1e6, gap[n - 1] / 1e6);
+        }
         long[] sorted = took.clone();
         java.util.Arrays.sort(sorted);
         long max = sorted[n - 1];
@@ -198,19 +256,29 @@ class CmUnderLoadGuestTest {
             }
         }
         System.out.printf(
-                "CmUnderLoadGuestTest: %d concurrent connects (%s threads), bound %s: returned after %.2f s"
+                "CmUnderLoadGuestTest: %d concurrent connects (%s), bound %s: returned after %.2f s"
                         + " (median), %.2f s (90th percentile), %.2f s (the slowest); %d beyond the bound plus %s%n",
-                n,
-                virtual ? "virtual" : "platform",
-                bound,
-                sorted[n / 2] / 1e9,
-                sorted[n * 9 / 10] / 1e9,
-                max / 1e9,
-                over,
-                margin);
+                n, threading, bound, sorted[n / 2] / 1e9, sorted[n * 9 / 10] / 1e9, max / 1e9, over, margin);
         assertEquals(List.of(), wrong, "every connect ended by its bound");
         assertEquals(0, over, "connects that returned later than " + bound + " + " + margin);
         assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+    }
+
+    /** Sleeps 20 ms until {@code running} ends; {@code late}: the most and the mean it woke late, in ns. */
+    private static void lateness(java.util.concurrent.atomic.AtomicBoolean running, long[] late) {
+        long sum = 0, count = 0;
+        while (running.get()) {
+            long t0 = System.nanoTime();
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                return;
+            }
+            long l = System.nanoTime() - t0 - 20_000_000L;
+            late[0] = Math.max(late[0], l);
+            sum += l;
+            late[1] = sum / ++count;
+        }
     }
 
     /**

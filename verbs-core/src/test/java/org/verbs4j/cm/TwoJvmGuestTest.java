@@ -5,24 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.verbs4j.cm.CmTestSupport.WAIT;
 import static org.verbs4j.cm.CmTestSupport.poll;
 
-import java.io.BufferedReader;
-import java.io.File;
-import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
-import java.net.URLClassLoader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.EnumSet;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.Access;
 import org.verbs4j.CompletionStatus;
@@ -43,63 +33,16 @@ import org.verbs4j.testing.RdmaTest;
  */
 @RdmaTest
 class TwoJvmGuestTest {
-    /** The class path of this JVM's test classes: the launcher's own loader's URLs, else java.class.path. */
-    static String classPath() {
-        Set<String> entries = new LinkedHashSet<>();
-        for (ClassLoader l = TwoJvmGuestTest.class.getClassLoader(); l != null; l = l.getParent()) {
-            if (l instanceof URLClassLoader u) {
-                for (java.net.URL url : u.getURLs()) {
-                    try {
-                        entries.add(new File(url.toURI()).getPath());
-                    } catch (java.net.URISyntaxException e) {
-                        throw new AssertionError(e);
-                    }
-                }
-            }
-        }
-        entries.addAll(List.of(System.getProperty("java.class.path").split(File.pathSeparator)));
-        return String.join(File.pathSeparator, entries);
-    }
-
     @Test
     void twoJvmsConnectSendWriteAndDisconnect() throws Exception {
         Map<String, Integer> before = CmTestSupport.leakCounts();
         int port = CmTestSupport.port();
         String ip = CmTestSupport.ip().getHostAddress();
-        String java = ProcessHandle.current().info().command().orElseThrow();
         // C1 only: a short-lived peer starts several times faster under TCG
-        Process peer = new ProcessBuilder(
-                        java,
-                        "--enable-native-access=ALL-UNNAMED",
-                        "-XX:TieredStopAtLevel=1",
-                        "-Xshare:auto",
-                        "-cp",
-                        classPath(),
-                        CmPeer.class.getName(),
-                        ip,
-                        Integer.toString(port))
-                .redirectErrorStream(true)
-                .start();
-        LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
-        List<String> all = new ArrayList<>();
-        CompletableFuture.runAsync(() -> {
-            try (BufferedReader r =
-                    new BufferedReader(new InputStreamReader(peer.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line; (line = r.readLine()) != null; ) {
-                    lines.add(line);
-                }
-            } catch (java.io.IOException e) {
-                lines.add("(reading the peer: " + e + ")");
-            }
-        });
-        try {
+        try (PeerJvm peer = new PeerJvm(
+                CmPeer.class, List.of("-XX:TieredStopAtLevel=1", "-Xshare:auto"), ip, Integer.toString(port))) {
             long t0 = System.nanoTime();
-            String line;
-            do {
-                line = lines.poll(90, TimeUnit.SECONDS);
-                assertTrue(line != null, "the peer JVM did not listen within 90 s: " + all);
-                all.add(line);
-            } while (!line.startsWith("LISTENING"));
+            peer.awaitLine("LISTENING", 90);
             System.out.printf("TwoJvmGuestTest: the peer JVM listened after %.1f s%n", (System.nanoTime() - t0) / 1e9);
             try (CmEventChannel ch = CmEventChannel.open();
                     ReceiveWorkRequests recvs = new ReceiveWorkRequests(2, 1);
@@ -166,16 +109,8 @@ class TwoJvmGuestTest {
                     }
                 }
             }
-            assertTrue(peer.waitFor(60, TimeUnit.SECONDS), "the peer JVM did not exit within 60 s");
-            String rest;
-            while ((rest = lines.poll(2, TimeUnit.SECONDS)) != null) {
-                all.add(rest);
-            }
+            List<String> all = peer.awaitSuccess(60);
             System.out.println("TwoJvmGuestTest: the peer said:\n  " + String.join("\n  ", all));
-            assertEquals(0, peer.exitValue(), String.join("\n", all));
-            assertTrue(all.contains("PEER OK"), String.join("\n", all));
-        } finally {
-            peer.destroyForcibly();
         }
         assertEquals(before, CmTestSupport.leakCounts());
     }
