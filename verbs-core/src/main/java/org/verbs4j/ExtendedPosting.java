@@ -31,6 +31,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.ExtendedPostVerbs;
+import org.verbs4j.natives.NativeLibraries;
 import org.verbs4j.natives.QueuePairExLayout;
 
 /**
@@ -46,9 +47,12 @@ import org.verbs4j.natives.QueuePairExLayout;
  * and an opcode written raw into the chain that has none makes the post abort
  * ({@code wr_abort}) with EINVAL.
  *
- * <p>Inline data: the pieces a request's {@link SendWorkRequests#inline} calls staged lie next to
- * each other, so they go to the provider with one {@code wr_set_inline_data}; only a request that
- * mixes inline pieces and region SGEs needs {@code wr_set_inline_data_list}.
+ * <p>Inline data goes to the provider with one {@code wr_set_inline_data}: the pieces a request's
+ * {@link SendWorkRequests#inline} calls staged lie next to each other; a request that mixes them
+ * with region SGEs is gathered here first (at post time, as {@code ibv_post_send} reads them) into
+ * a buffer of the queue pair's {@code maxInlineData}. {@code wr_set_inline_data_list} is never
+ * called: rxe's (rdma-core before 64) leaves the request's length at 0, and does not check the
+ * pieces' total against the inline limit.
  */
 final class ExtendedPosting {
     private final MemorySegment qpx;
@@ -62,16 +66,28 @@ final class ExtendedPosting {
 
     private final MemorySegment start, complete, abort;
     private final MemorySegment send, sendImm, sendInv, write, writeImm, read, cas, faa, localInv, bind;
-    private final MemorySegment setSge, setSgeList, setInline, setInlineList, setUdAddr;
-    /** {@code struct ibv_data_buf[maxSge]} for an inline request that mixes staged pieces and region SGEs. */
-    private final MemorySegment dataBufs;
+    private final MemorySegment setSge, setSgeList, setInline, setUdAddr;
+    /** {@code maxInlineData} bytes: an inline request that mixes staged pieces and region SGEs is gathered here. */
+    private final MemorySegment gather;
 
-    private final long dataBufsAddress;
-    private final int dataBufCount;
-    /** Whether the provider has both inline setters (read once, not at each post). */
-    private final boolean inlineSetters;
+    private final long gatherAddress;
+    /** Whether the provider has the inline setter (read once, not at each post). */
+    private final boolean inlineSetter;
+    /** Whether {@code wr_set_sge_list} miscounts a list of unequal lengths (see {@link #postsClassically}). */
+    final boolean sgeListMiscounted;
 
-    ExtendedPosting(MemorySegment qpEx, long sendOps, boolean critical, QueuePairType type, int maxSge, Arena arena) {
+    /** All of the address space, to read an SGE's bytes by address without a segment per post. */
+    private static final MemorySegment EVERYWHERE = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
+    ExtendedPosting(
+            MemorySegment qpEx,
+            long sendOps,
+            boolean critical,
+            QueuePairType type,
+            int maxInline,
+            boolean sgeListMiscounted,
+            Arena arena) {
+        this.sgeListMiscounted = sgeListMiscounted;
         this.qpx = qpEx.reinterpret(QueuePairExLayout.QP_EX_SIZE);
         this.address = qpx.address();
         this.critical = critical;
@@ -93,7 +109,6 @@ final class ExtendedPosting {
         this.setSge = fn(QueuePairExLayout.WR_SET_SGE);
         this.setSgeList = fn(QueuePairExLayout.WR_SET_SGE_LIST);
         this.setInline = fn(QueuePairExLayout.WR_SET_INLINE_DATA);
-        this.setInlineList = fn(QueuePairExLayout.WR_SET_INLINE_DATA_LIST);
         this.setUdAddr = fn(QueuePairExLayout.WR_SET_UD_ADDR);
         MemorySegment[] byOpcode = {write, writeImm, send, sendImm, read, cas, faa, localInv, bind, sendInv};
         int ops = 0;
@@ -103,10 +118,9 @@ final class ExtendedPosting {
             }
         }
         this.opcodes = ops;
-        this.inlineSetters = !(setInline.equals(MemorySegment.NULL) || setInlineList.equals(MemorySegment.NULL));
-        this.dataBufCount = Math.max(1, maxSge);
-        this.dataBufs = arena.allocate(QueuePairExLayout.DATA_BUF_SIZE * dataBufCount, 8);
-        this.dataBufsAddress = dataBufs.address();
+        this.inlineSetter = !setInline.equals(MemorySegment.NULL);
+        this.gather = arena.allocate(Math.max(1, maxInline), 8);
+        this.gatherAddress = gather.address();
     }
 
     /**
@@ -120,7 +134,13 @@ final class ExtendedPosting {
             ExtendedPosting x = qpx.equals(MemorySegment.NULL)
                     ? null
                     : new ExtendedPosting(
-                            qpx, ops, qp.pd.context().criticalDataPath, type, qp.maxSendSge(), Arena.ofAuto());
+                            qpx,
+                            ops,
+                            qp.pd.context().criticalDataPath,
+                            type,
+                            qp.maxInlineData(),
+                            miscountsSgeLists(qp.pd.context()),
+                            Arena.ofAuto());
             why = x == null ? "ibv_qp_to_qp_ex returned NULL: the queue pair was not created extended" : x.unusable();
             qp.extended = x;
         } catch (RuntimeException e) {
@@ -131,6 +151,47 @@ final class ExtendedPosting {
             qp.close();
             throw VerbsException.create("ibv_create_qp_ex", Errno.EOPNOTSUPP, why, "post with postSend instead");
         }
+    }
+
+    /**
+     * rxe's {@code wr_set_sge_list} before rdma-core 64 sums {@code num_sge} times the first SGE's
+     * length, so a list of unequal lengths moves the wrong number of bytes or completes with
+     * LOC_QP_OP_ERR. libibverbs and its providers ship together (the private ABI must match), and
+     * libibverbs 64 is the first with {@code ibv_reg_buf_mr}.
+     */
+    private static boolean miscountsSgeLists(Context ctx) {
+        return ctx.providerName().filter("rxe"::equals).isPresent()
+                && NativeLibraries.ibverbs()
+                        .map(l -> l.find("ibv_reg_buf_mr").isEmpty())
+                        .orElse(false);
+    }
+
+    /**
+     * Whether requests {@code [0, n)} go through {@code ibv_post_send} instead: only on a provider
+     * whose {@code wr_set_sge_list} miscounts, and only for a chain with a request whose region
+     * SGEs differ in length (the classic post builds the same work queue entries correctly).
+     */
+    boolean postsClassically(SendWorkRequests wrs, int n) {
+        if (!sgeListMiscounted || wrs.maxSges < 2) {
+            return false;
+        }
+        MemorySegment w = wrs.wrs;
+        MemorySegment sges = wrs.sges;
+        for (int i = 0; i < n; i++) {
+            long o = SEND_WR_SIZE * i;
+            int numSge = w.get(JAVA_INT, o + SEND_NUM_SGE);
+            if (numSge < 2 || (w.get(JAVA_INT, o + SEND_FLAGS) & SendWorkRequests.FLAG_INLINE) != 0) {
+                continue;
+            }
+            long s = wrs.sgeStride * i;
+            int first = sges.get(JAVA_INT, s + SGE_LENGTH);
+            for (int k = 1; k < numSge; k++) {
+                if (sges.get(JAVA_INT, s + SGE_SIZE * k + SGE_LENGTH) != first) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private MemorySegment fn(long offset) {
@@ -152,9 +213,9 @@ final class ExtendedPosting {
         return null;
     }
 
-    /** Whether every opcode of the chain has a builder and, for inline requests, the inline setters exist. */
+    /** Whether every opcode of the chain has a builder and, for inline requests, the inline setter exists. */
     boolean accepts(SendWorkRequests wrs) {
-        return (wrs.opcodes & ~opcodes) == 0 && (wrs.maxInline == 0 || inlineSetters);
+        return (wrs.opcodes & ~opcodes) == 0 && (wrs.maxInline == 0 || inlineSetter);
     }
 
     /**
@@ -284,30 +345,36 @@ final class ExtendedPosting {
     }
 
     /**
-     * The inline SGEs {@code [s, s + numSge * 16)} of one request: one piece when they are
-     * contiguous, else a data-buf list; false when the list would not fit (more SGEs than the queue
-     * pair takes).
+     * The inline SGEs {@code [s, s + numSge * 16)} of one request, to {@code wr_set_inline_data}:
+     * in place when they are contiguous, else gathered; false when their total exceeds the queue
+     * pair's {@code maxInlineData} (the provider would refuse it too).
      */
     private boolean inline(MemorySegment sges, long s, int numSge, long q, boolean c) {
-        if (numSge > dataBufCount) {
-            return false;
-        }
         long first = sges.get(JAVA_LONG, s + SGE_ADDR);
         long end = first;
+        long total = 0;
         boolean contiguous = true;
         for (int k = 0; k < numSge; k++) {
             long a = sges.get(JAVA_LONG, s + SGE_SIZE * k + SGE_ADDR);
             long len = Integer.toUnsignedLong(sges.get(JAVA_INT, s + SGE_SIZE * k + SGE_LENGTH));
             contiguous &= a == end;
             end = a + len;
-            dataBufs.set(JAVA_LONG, QueuePairExLayout.DATA_BUF_SIZE * k, a);
-            dataBufs.set(JAVA_LONG, QueuePairExLayout.DATA_BUF_SIZE * k + 8, len);
+            total += len;
         }
         if (contiguous) {
-            ExtendedPostVerbs.call(c, setInline, q, first, end - first);
-        } else {
-            ExtendedPostVerbs.call(c, setInlineList, q, numSge, dataBufsAddress);
+            ExtendedPostVerbs.call(c, setInline, q, first, total);
+            return true;
         }
+        if (total > gather.byteSize()) {
+            return false;
+        }
+        long at = 0;
+        for (int k = 0; k < numSge; k++) {
+            long len = Integer.toUnsignedLong(sges.get(JAVA_INT, s + SGE_SIZE * k + SGE_LENGTH));
+            MemorySegment.copy(EVERYWHERE, sges.get(JAVA_LONG, s + SGE_SIZE * k + SGE_ADDR), gather, at, len);
+            at += len;
+        }
+        ExtendedPostVerbs.call(c, setInline, q, gatherAddress, total);
         return true;
     }
 }

@@ -298,11 +298,13 @@ public final class QueuePair extends NativeResource {
     /**
      * Posts the whole chain through the extended API: {@code ibv_wr_start}, one
      * {@code ibv_wr_*} builder (with {@code ibv_wr_set_sge(_list)},
-     * {@code ibv_wr_set_inline_data(_list)}, {@code ibv_wr_set_ud_addr}) per request, and
+     * {@code ibv_wr_set_inline_data}, {@code ibv_wr_set_ud_addr}) per request, and
      * {@code ibv_wr_complete}, which posts all of it or nothing. The same chain, gates, region and
      * window checks and checked-mode accounting as {@link #postSend}; in every mode a request whose
      * operation the queue pair was not created for is refused before anything reaches the provider.
-     * Allocation-free on success.
+     * Allocation-free on success. On rxe with rdma-core before 64, whose {@code wr_set_sge_list}
+     * miscounts a list of unequal lengths, a chain holding such a request goes through
+     * {@code ibv_post_send} instead (the same work queue entries, counted right).
      *
      * @throws InvalidRequestException the queue pair was not created by
      *                                 {@link ProtectionDomain#createExtendedQueuePair}, or the chain
@@ -365,7 +367,7 @@ public final class QueuePair extends NativeResource {
             // completion before post_send has even returned
             account.posted(wrs, n);
         }
-        if (x != null) {
+        if (x != null && !x.postsClassically(wrs, n)) {
             int rc = x.post(wrs, n);
             if (rc != 0) { // wr_complete posts all or nothing
                 if (CHECKED) {

@@ -116,6 +116,39 @@ class ExtendedPostingHostTest extends ExtendedStandInTest {
     }
 
     @Test
+    void inlineBytesOfARegionAndAPieceAreGatheredIntoOneSetInlineData() {
+        try (QueuePair qp = extended(o, EnumSet.of(SendOperation.SEND), 8, 2);
+                SendWorkRequests wrs = new SendWorkRequests(4, 2, 64)) {
+            byte[] region = "from the region ".getBytes(StandardCharsets.US_ASCII);
+            byte[] piece = "and a piece".getBytes(StandardCharsets.US_ASCII);
+            o.mr.segment().asSlice(300, region.length).copyFrom(MemorySegment.ofArray(region));
+            wrs.send(1)
+                    .sge(o.mr, 300, region.length)
+                    .inline(MemorySegment.ofArray(piece))
+                    .signaled();
+            qp.postSendExtended(wrs);
+            StandInProvider.Wqe w = p.wqe(0);
+            assertEquals(1, w.numSge(), "one wr_set_inline_data, never wr_set_inline_data_list");
+            assertEquals(region.length + piece.length, w.totalLength());
+            assertArrayEquals(
+                    (new String(region, StandardCharsets.US_ASCII) + new String(piece, StandardCharsets.US_ASCII))
+                            .getBytes(StandardCharsets.US_ASCII),
+                    p.lastInline());
+            assertEquals(1, o.cq.poll(new WorkCompletions(4)));
+            // more than maxInlineData (64) in all: nothing reaches the provider
+            wrs.clear()
+                    .send(2)
+                    .sge(o.mr, 0, 60)
+                    .inline(MemorySegment.ofArray(piece))
+                    .signaled();
+            HostMisuseTest.refused("ibv_wr_complete", 22, () -> qp.postSendExtended(wrs), "none of them was posted");
+            assertEquals(1, p.wqeCount());
+            assertEquals(0, qp.sendOutstanding());
+            assertTrue(!qp.extended.sgeListMiscounted, "the stand-in is not rxe");
+        }
+    }
+
+    @Test
     void aFailedCompletePostsNothingAndTheSlotsComeBack() {
         try (QueuePair qp = extended(o, EnumSet.of(SendOperation.RDMA_WRITE), 4, 1);
                 SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
