@@ -590,9 +590,17 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                     Errno.EINVAL,
                     context.deviceName() + " refused the queue pair's capacities (maxSendWr " + s.maxSendWr
                             + ", maxRecvWr " + s.maxRecvWr + ", maxSendSge " + s.maxSendSge + ", maxRecvSge "
-                            + s.maxRecvSge + ", maxInlineData " + s.maxInlineData + ")",
+                            + s.maxRecvSge + ", maxInlineData " + s.maxInlineData + ")"
+                            + (active
+                                    ? ""
+                                    : ", or the connection request is no longer pending (the peer gave up or"
+                                            + " its connect timed out before this accept)"),
                     "lower them in the ConnectionSetup: maxInlineData first (the device's limit is not "
-                            + "queryable; rxe takes a few hundred bytes), then the work requests and SGEs");
+                            + "queryable; rxe takes a few hundred bytes), then the work requests and SGEs"
+                            + (active
+                                    ? ""
+                                    : "; if they are within the device's limits, give the peer a longer connect"
+                                            + " timeout or accept sooner"));
         } catch (RuntimeException e) {
             closeQueues();
             throw e;

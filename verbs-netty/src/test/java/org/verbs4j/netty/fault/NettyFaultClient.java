@@ -56,6 +56,11 @@ public final class NettyFaultClient {
     private static final long T0 = System.nanoTime();
     private static final int CHUNK = NettyFaultServer.BUFFER_SIZE;
     private static final int WINDOW = 64;
+    /**
+     * One connect try's timeout: generous, since the server's cold JVM in a one-CPU TCG guest takes
+     * over 10 s from the request to its accept; a try that times out is retried.
+     */
+    private static final long CONNECT_TIMEOUT_MS = 120_000;
     /** The objects each connection makes in {@code rdma res show}. */
     private static final List<String> PER_CONNECTION = List.of("qp", "cq", "mr", "cm_id", "srq");
 
@@ -226,13 +231,13 @@ public final class NettyFaultClient {
             ChannelFuture f = new Bootstrap()
                     .group(group)
                     .channel(RdmaSocketChannel.class)
-                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 20_000)
+                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) CONNECT_TIMEOUT_MS)
                     .option(RdmaChannelOption.BUFFER_SIZE, CHUNK)
                     .option(RdmaChannelOption.RECEIVE_BUFFERS, NettyFaultServer.BUFFERS)
                     .option(RdmaChannelOption.SEND_BUFFERS, NettyFaultServer.BUFFERS)
                     .handler(handler)
                     .connect(server);
-            if (f.await(30, TimeUnit.SECONDS) && f.isSuccess()) {
+            if (f.await(CONNECT_TIMEOUT_MS + 10_000) && f.isSuccess()) {
                 log("connected to " + server + " (try " + tries + ")");
                 return f.channel();
             }
