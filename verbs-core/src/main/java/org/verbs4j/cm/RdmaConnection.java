@@ -107,6 +107,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private volatile CompletionQueue sendCq, recvCq;
     private volatile boolean ownsCqs;
     private volatile QueuePair qp;
+    /** Setup steps of this connection running now (a release meanwhile may find their objects in use). */
+    private final java.util.concurrent.atomic.AtomicInteger stepsRunning =
+            new java.util.concurrent.atomic.AtomicInteger();
+    /** Serialises the closing of the queue pair and the queues between a release and a setup step's end. */
+    private final Object verbsLock = new Object();
+
     private final ConnectionSetup setup;
     /** A UD "connection" over RDMA_PS_UDP (SIDR): a UD queue pair, the peer's QPN/Q_Key and an address handle. */
     private final boolean ud;
@@ -375,13 +381,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * thread). A failure fails {@code f}.
      */
     private void onSetupThread(SetupFuture f, Runnable step) {
-        Runnable run = () -> {
-            try {
-                step.run();
-            } catch (RuntimeException | Error e) {
-                f.fail(e);
-            }
-        };
+        Runnable run = () -> runStep(f, step);
         if (channel.isPolled()) {
             run.run();
         } else {
@@ -484,12 +484,32 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             onSetupThread(f, steps); // the event thread (a request handler) goes on reading events
             return f;
         }
+        runStep(f, steps);
+        return f;
+    }
+
+    /**
+     * Runs a setup step; a failure fails {@code f}. If the connection was closed meanwhile (its
+     * deadline passed, or a close from another thread), closes what the release could not close
+     * while the step was using it: the queue pair and the queues are closed once the step returns,
+     * whichever thread gets there last.
+     */
+    private void runStep(SetupFuture f, Runnable step) {
+        stepsRunning.incrementAndGet();
         try {
-            steps.run();
+            step.run();
         } catch (RuntimeException | Error e) {
             f.fail(e);
+        } finally {
+            stepsRunning.decrementAndGet();
+            boolean closedNow;
+            synchronized (lock) {
+                closedNow = closed;
+            }
+            if (closedNow) {
+                releaseVerbs(false);
+            }
         }
-        return f;
     }
 
     private void setAckTimeout(Arena a) {
@@ -610,15 +630,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         synchronized (lock) { // close() sets closed, then reads qp: one of the two sees the other
             closedMeanwhile = closed;
         }
-        if (closedMeanwhile) { // close() may have seen it too: whichever comes second finds it closed
-            try {
-                if (made.isOpen()) {
-                    made.close();
-                }
-            } catch (VerbsException x) {
-                LOG.debug("closing the queue pair of a connection closed meanwhile: {}", x.getMessage());
-            }
-            closeQueues();
+        if (closedMeanwhile) { // close() may have seen it too: releaseVerbs runs once at a time
+            releaseVerbs(true);
             throw failureException("creating the queue pair");
         }
         if (ud) {
@@ -1275,7 +1288,6 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         // under the channel's lock only the disconnect; a setup step of this connection ran before (its
         // queue pair is seen below) or sees it closed
         AddressHandle ah;
-        QueuePair q;
         channel.lock.lock();
         try {
             if (wasConnected && !ud) {
@@ -1289,7 +1301,6 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 }
             }
             ah = addressHandle;
-            q = qp;
         } finally {
             channel.lock.unlock();
         }
@@ -1303,29 +1314,51 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 LOG.warn("verbs4j: closing a UD connection's address handle failed: {}", x.getMessage());
             }
         }
-        if (q != null && q.isOpen()) {
-            try {
-                q.close();
-            } catch (VerbsException x) {
-                LOG.warn(
-                        "verbs4j: closing a connection's queue pair failed ({}); it stays open until closed",
-                        x.getMessage());
+        // a setup step still running may hold them in use: it closes them when it returns (runStep)
+        releaseVerbs(stepsRunning.get() > 0);
+    }
+
+    /**
+     * Closes the queue pair, then the queues the connection made; one thread at a time, so that a
+     * release and the end of a setup step never close them concurrently. {@code stepRunning}: a
+     * failure is expected (the step uses them) and retried when the step returns, so not a warning.
+     */
+    private void releaseVerbs(boolean stepRunning) {
+        synchronized (verbsLock) {
+            QueuePair q = qp;
+            if (q != null && q.isOpen()) {
+                closeLogged(q::close, "queue pair", stepRunning);
             }
+            closeQueues(stepRunning);
         }
-        closeQueues();
     }
 
     private void closeQueues() {
+        synchronized (verbsLock) {
+            closeQueues(false);
+        }
+    }
+
+    private void closeQueues(boolean stepRunning) {
         if (!ownsCqs) {
             return;
         }
         for (CompletionQueue q : new CompletionQueue[] {sendCq, recvCq}) {
             if (q != null && q.isOpen()) {
-                try {
-                    q.close();
-                } catch (VerbsException x) {
-                    LOG.warn("verbs4j: closing a connection's completion queue failed: {}", x.getMessage());
-                }
+                closeLogged(q::close, "completion queue", stepRunning);
+            }
+        }
+    }
+
+    /** Closes one of the connection's objects; a failure is a warning, or debug while a step may use it. */
+    private static void closeLogged(Runnable close, String what, boolean stepRunning) {
+        try {
+            close.run();
+        } catch (VerbsException x) {
+            if (stepRunning) {
+                LOG.debug("closing a connection's {} during a setup step: {}", what, x.getMessage());
+            } else {
+                LOG.warn("verbs4j: closing a connection's {} failed: {}", what, x.getMessage());
             }
         }
     }
