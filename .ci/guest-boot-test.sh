@@ -6,11 +6,14 @@
 #      lpj=) and its exit status comes back;
 #   2. a guest that panics on every boot is booted twice, not more, and fails with 125;
 #   3. a guest that dies after its command started (a panic: sysrq c) is not booted again and
-#      fails with 125.
+#      fails with 125;
+#   4. a boot that has not started its command within VERBS4J_GUEST_START_BOUND (here 2 s, less
+#      than any boot takes: the case of an emulator hung before the kernel prints) is stopped,
+#      booted once more, stopped again, and fails with 125 long before --timeout.
 #
 #   .ci/guest-boot-test.sh    (.ci/run's boot tier; ~1-2 minutes under TCG)
 #
-# Exit status: 0 when all three behave so; 1 otherwise. Consoles in target/boot-test/.
+# Exit status: 0 when all four behave so; 1 otherwise. Consoles in target/boot-test/.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -53,5 +56,14 @@ guest dies-after-start 'echo the command started; sync; echo c >/proc/sysrq-trig
 check "exit status 125" test "$RC" = 125
 check "the command ran" grep -q 'the command started' "$OUT/dies-after-start.out"
 check "no retry" test "$(retries "$OUT/dies-after-start.err")" = 0
+
+say "4. no boot starts its command within the start bound"
+t0=$SECONDS
+guest start-bound 'exit 0' VERBS4J_GUEST_START_BOUND=2
+check "exit status 125" test "$RC" = 125
+check "exactly one retry line, naming the start bound" \
+    test "$(grep -c -E 'guest died before the command started \(no command start within 2s' "$OUT/start-bound.err" || true)" = 1
+check "the failure names the start bound" grep -q 'did not start the command within 2s' "$OUT/start-bound.err"
+check "ended well before --timeout 180 ($((SECONDS - t0))s)" test $((SECONDS - t0)) -lt 60
 
 checks_done

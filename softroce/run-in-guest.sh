@@ -53,6 +53,11 @@
 # same --timeout, with "guest died before the command started (...); retrying
 # once" on stderr; the first boot's console is kept beside the log as
 # <log>.first-boot. A guest whose command started is never booted again.
+# A boot that has not started the command within VERBS4J_GUEST_START_BOUND
+# seconds (default 300; a boot takes 10-20 s under TCG) is stopped and
+# counts as one that died before the command started: an emulator that hangs
+# before the kernel prints anything fails fast or is booted once more, rather
+# than holding the whole --timeout.
 #
 # Environment: VERBS4J_GUEST_CACHE (see build-guest.sh), VERBS4J_GUEST_MEM
 # (default 4G), VERBS4J_GUEST_CPUS (default 2), VERBS4J_GUEST_IP (default
@@ -200,28 +205,48 @@ if [[ -n "$PIDFILE" ]]; then QEMU+=(-pidfile "$PIDFILE"); fi
 
 DEADLINE=$((START + TIMEOUT))
 QRC=0
+START_BOUND="${VERBS4J_GUEST_START_BOUND:-300}"
+[[ "$START_BOUND" =~ ^[1-9][0-9]*$ ]] || { echo "bad VERBS4J_GUEST_START_BOUND $START_BOUND" >&2; exit 2; }
 boot() { # KERNEL-ARGS: one boot of the guest, bounded by what is left of --timeout; qemu's status in QRC
     tee "$LOG" <"$CTL/console.fifo" &
     TEEPID=$!
     timeout --kill-after=15 "$((DEADLINE - SECONDS > 0 ? DEADLINE - SECONDS : 1))" "${QEMU[@]}" -append "$1" </dev/null >"$CTL/console.fifo" 2>&1 &
     QPID=$!
+    # the start watchdog: stops a boot that has not started the command within START_BOUND
+    (
+        end=$((SECONDS + START_BOUND))
+        while ((SECONDS < end)); do
+            [[ -e "$CTL/started" || -e "$CTL/status" ]] && exit 0
+            kill -0 "$QPID" 2>/dev/null || exit 0
+            sleep 1
+        done
+        [[ -e "$CTL/started" || -e "$CTL/status" ]] && exit 0
+        : >"$CTL/stalled"
+        kill -TERM "$QPID" 2>/dev/null || true
+    ) &
+    local watchdog=$!
     QRC=0
     wait "$QPID" || QRC=$?
     QPID=""
+    kill "$watchdog" 2>/dev/null || true
+    wait "$watchdog" 2>/dev/null || true
     wait "$TEEPID" || true
     TEEPID=""
+}
+stalled() { # the reason a boot ended before its command, when the start watchdog stopped it
+    [[ -e "$CTL/stalled" ]] && echo "no command start within ${START_BOUND}s (VERBS4J_GUEST_START_BOUND): stopped"
 }
 
 say "booting the guest (timeout ${TIMEOUT}s, $CPUS CPUs, $MEM; $GUEST_IP on $NETDEV${NET:+ (socket $NET)}; share $SHARE; log $LOG)"
 boot "$KARGS${VERBS4J_GUEST_FIRST_BOOT_ARGS:+ $VERBS4J_GUEST_FIRST_BOOT_ARGS}"
 # A guest that ended on its own (qemu neither timed out nor killed) before its command started is
 # booted once more, if at least a minute of the bound is left.
-if [[ ! -e "$CTL/status" && ! -e "$CTL/started" && $QRC != 124 && $QRC != 137 ]] &&
+if [[ ! -e "$CTL/status" && ! -e "$CTL/started" && ($QRC != 124 && $QRC != 137 || -e "$CTL/stalled") ]] &&
     ((DEADLINE - SECONDS >= 60)); then
-    why="$(grep -a -m1 -o -E 'Kernel panic - not syncing: .*|\[verbs4j-guest[^]]*\] FATAL: .*' "$LOG" | tr -d '\r' || true)"
+    why="$(stalled || grep -a -m1 -o -E 'Kernel panic - not syncing: .*|\[verbs4j-guest[^]]*\] FATAL: .*' "$LOG" | tr -d '\r' || true)"
     say "guest died before the command started (${why:-no panic or FATAL line on its console}; qemu exit status $QRC, after $((SECONDS - START))s); retrying once"
     mv -f "$LOG" "$LOG.first-boot"
-    rm -f "$CTL/dmesg"
+    rm -f "$CTL/dmesg" "$CTL/stalled"
     say "booting the guest again (${TIMEOUT}s bound, $((DEADLINE - SECONDS))s left; first boot's console: $LOG.first-boot)"
     boot "$KARGS"
 fi
@@ -234,6 +259,9 @@ if [[ -s "$CTL/status" ]]; then
     rc="$(cat "$CTL/status")"
     say "guest done in $((SECONDS - START))s: command exit status $rc"
     exit "$rc"
+elif [[ -e "$CTL/stalled" ]]; then
+    say "FAILED: the guest did not start the command within ${START_BOUND}s of its boot (qemu status $qrc; console log: $LOG)"
+    exit 125
 elif [[ $qrc == 124 || ($qrc == 137 && $SECONDS -ge $DEADLINE) ]]; then
     say "TIMEOUT: the guest ran past ${TIMEOUT}s and was killed (console log: $LOG)"
     exit 124
