@@ -5,13 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.grpc.ManagedChannel;
-import io.grpc.Server;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.grpc.testing.protobuf.SimpleRequest;
 import io.grpc.testing.protobuf.SimpleResponse;
@@ -34,63 +31,58 @@ import org.junit.jupiter.api.TestInstance;
 /**
  * gRPC-java over the transport under test, plugged in as the epoll transport is: the server's
  * channel type and event loop groups, the client's channel type and group. The four call shapes of
- * {@link SimpleServiceGrpc}, messages from 1 B to 4 MiB, a deadline, a cancellation, and 1,000 calls
- * with every response checked. Server and client run on separate event loop groups, so each call
- * crosses the transport between two groups as it would between two processes.
+ * {@link SimpleServiceGrpc} served by {@link EchoService}, messages from 1 B to 4 MiB, a deadline, a
+ * cancellation seen by the server, and 1,000 calls with every response checked. The client runs in
+ * this JVM on its own event loop group; a subclass starts the server (in this JVM or another) and
+ * relays what the server saw of the calls the client ended.
  */
-@OverTransport(inTier = false)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class GrpcOverTransportTest {
-    private static final int MAX_MESSAGE = 8 << 20;
-    private static final long WAIT_S = 60;
-    /** The request that the server never answers: only the client's deadline or cancellation ends it. */
-    private static final String HANG = "hang";
+abstract class GrpcCalls {
+    /** The bound on every wait, in seconds. */
+    static final int WAIT_S = 60;
 
-    private final TestTransport transport = TestTransport.current();
-    private final CompletableFuture<Status> hangEnded = new CompletableFuture<>();
-    /** The server's view of a bidi stream the client cancelled. */
-    private final CompletableFuture<Status> bidiEnded = new CompletableFuture<>();
+    final TestTransport transport = TestTransport.current();
 
-    private EventLoopGroup serverGroup;
     private EventLoopGroup clientGroup;
-    private Server server;
     private ManagedChannel channel;
     private SimpleServiceGrpc.SimpleServiceStub async;
 
+    /** Starts an {@link EchoService} server over {@link #transport}; returns its address. */
+    abstract InetSocketAddress startServer() throws Exception;
+
+    /** Stops the server, after the client's channel has ended. */
+    abstract void stopServer() throws Exception;
+
+    /**
+     * Waits at most {@link #WAIT_S} s for the server's report of the end of {@code call} (see
+     * {@link EchoService}) and returns the status code it saw.
+     */
+    abstract String serverSawEnd(String call) throws Exception;
+
     @BeforeAll
     void start() throws Exception {
-        serverGroup = transport.newGroup(1, "grpc-server");
+        InetSocketAddress at = startServer();
         clientGroup = transport.newGroup(1, "grpc-client");
-        server = NettyServerBuilder.forAddress(transport.address(0))
-                .channelType(transport.serverChannelClass())
-                .bossEventLoopGroup(serverGroup)
-                .workerEventLoopGroup(serverGroup)
-                .maxInboundMessageSize(MAX_MESSAGE)
-                .addService(new EchoService())
-                .build()
-                .start();
-        InetSocketAddress at = new InetSocketAddress(transport.address(0).getAddress(), server.getPort());
         channel = NettyChannelBuilder.forAddress(at)
                 .channelType(transport.channelClass())
                 .eventLoopGroup(clientGroup)
                 .usePlaintext()
-                .maxInboundMessageSize(MAX_MESSAGE)
+                .maxInboundMessageSize(EchoService.MAX_MESSAGE)
                 .build();
         async = SimpleServiceGrpc.newStub(channel);
     }
 
     @AfterAll
-    void stop() throws InterruptedException {
-        if (channel != null) {
-            channel.shutdownNow().awaitTermination(WAIT_S, TimeUnit.SECONDS);
-        }
-        if (server != null) {
-            server.shutdownNow().awaitTermination(WAIT_S, TimeUnit.SECONDS);
-        }
-        for (EventLoopGroup g : new EventLoopGroup[] {clientGroup, serverGroup}) {
-            if (g != null) {
-                g.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    void stop() throws Exception {
+        try {
+            if (channel != null) {
+                channel.shutdownNow().awaitTermination(WAIT_S, TimeUnit.SECONDS);
             }
+            if (clientGroup != null) {
+                clientGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+            }
+        } finally {
+            stopServer();
         }
     }
 
@@ -148,10 +140,9 @@ class GrpcOverTransportTest {
                 StatusRuntimeException.class,
                 () -> SimpleServiceGrpc.newBlockingStub(channel)
                         .withDeadlineAfter(200, TimeUnit.MILLISECONDS)
-                        .unaryRpc(request(HANG)));
+                        .unaryRpc(request(EchoService.HANG)));
         assertEquals(Status.Code.DEADLINE_EXCEEDED, e.getStatus().getCode(), e.toString());
-        assertEquals(
-                Status.Code.CANCELLED, hangEnded.get(WAIT_S, TimeUnit.SECONDS).getCode(), "the server side");
+        assertEquals(Status.Code.CANCELLED.name(), serverSawEnd(EchoService.HANG), "the server side");
         assertEquals("after", blocking().unaryRpc(request("after")).getResponseMessage(), "the channel still serves");
     }
 
@@ -167,8 +158,7 @@ class GrpcOverTransportTest {
         assertTrue(
                 end instanceof StatusRuntimeException s && s.getStatus().getCode() == Status.Code.CANCELLED,
                 "the client's stream ends cancelled: " + end);
-        assertEquals(
-                Status.Code.CANCELLED, bidiEnded.get(WAIT_S, TimeUnit.SECONDS).getCode(), "the server side");
+        assertEquals(Status.Code.CANCELLED.name(), serverSawEnd("bidi"), "the server side");
         assertEquals("after", blocking().unaryRpc(request("after")).getResponseMessage(), "the channel still serves");
     }
 
@@ -263,83 +253,5 @@ class GrpcOverTransportTest {
         Object o = in.poll(WAIT_S, TimeUnit.SECONDS);
         assertTrue(o != null, "nothing within " + WAIT_S + " s");
         return o;
-    }
-
-    /** Echoes: unary and bidi message for message, server streaming in {@link #COPIES} numbered copies, client streaming as a digest. */
-    private final class EchoService extends SimpleServiceGrpc.SimpleServiceImplBase {
-        static final int COPIES = 5;
-
-        @Override
-        public void unaryRpc(SimpleRequest req, StreamObserver<SimpleResponse> out) {
-            if (HANG.equals(req.getRequestMessage())) {
-                ServerCallStreamObserver<SimpleResponse> call = (ServerCallStreamObserver<SimpleResponse>) out;
-                call.setOnCancelHandler(() -> hangEnded.complete(Status.CANCELLED));
-                return;
-            }
-            out.onNext(response(req.getRequestMessage()));
-            out.onCompleted();
-        }
-
-        @Override
-        public void serverStreamingRpc(SimpleRequest req, StreamObserver<SimpleResponse> out) {
-            for (int i = 0; i < COPIES; i++) {
-                out.onNext(response(i + ":" + req.getRequestMessage()));
-            }
-            out.onCompleted();
-        }
-
-        @Override
-        public StreamObserver<SimpleRequest> clientStreamingRpc(StreamObserver<SimpleResponse> out) {
-            StringBuilder all = new StringBuilder();
-            return new StreamObserver<>() {
-                @Override
-                public void onNext(SimpleRequest value) {
-                    all.append(value.getRequestMessage());
-                }
-
-                @Override
-                public void onError(Throwable t) {}
-
-                @Override
-                public void onCompleted() {
-                    out.onNext(response(digest(all)));
-                    out.onCompleted();
-                }
-            };
-        }
-
-        @Override
-        public StreamObserver<SimpleRequest> bidiStreamingRpc(StreamObserver<SimpleResponse> out) {
-            return new StreamObserver<>() {
-                @Override
-                public void onNext(SimpleRequest value) {
-                    out.onNext(response(value.getRequestMessage()));
-                }
-
-                @Override
-                public void onError(Throwable t) {
-                    bidiEnded.complete(Status.fromThrowable(t));
-                }
-
-                @Override
-                public void onCompleted() {
-                    out.onCompleted();
-                }
-            };
-        }
-
-        static String digest(CharSequence all) {
-            try {
-                byte[] d = java.security.MessageDigest.getInstance("SHA-256")
-                        .digest(all.toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-                return all.length() + ":" + java.util.HexFormat.of().formatHex(d);
-            } catch (java.security.NoSuchAlgorithmException e) {
-                throw new AssertionError(e);
-            }
-        }
-
-        private static SimpleResponse response(String m) {
-            return SimpleResponse.newBuilder().setResponseMessage(m).build();
-        }
     }
 }
