@@ -18,18 +18,22 @@ public final class GrpcPeer {
 
     /** Serves until standard input ends. */
     public static void main(String[] args) {
+        say("PEER main " + PeerJvm.uptimeMillis() + " ms after the JVM started");
         PeerJvm.exitAfter(GrpcPeer::serve);
     }
 
     private static void serve() throws Exception {
         TestTransport transport = TestTransport.current();
         EventLoopGroup group = transport.newGroup(1, "grpc-peer");
+        say("PEER event loop group over " + transport + " made " + PeerJvm.uptimeMillis()
+                + " ms after the JVM started");
         EchoService service = new EchoService(end -> say("SERVER " + end));
         try {
             Server server = service.serve(transport, group);
             try {
                 say("LISTENING " + transport.address(0).getAddress().getHostAddress() + " " + server.getPort()
-                        + " over " + transport + "; " + RdmaStats.snapshot());
+                        + " over " + transport + ", " + PeerJvm.uptimeMillis() + " ms after the JVM started; "
+                        + RdmaStats.snapshot());
                 while (System.in.read() >= 0) {
                     // the test writes nothing: only the end of the input matters
                 }

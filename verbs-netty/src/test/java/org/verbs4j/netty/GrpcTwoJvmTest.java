@@ -17,8 +17,11 @@ import org.verbs4j.testing.PeerJvm;
  */
 @OverTransport(inTier = false)
 class GrpcTwoJvmTest extends GrpcCalls {
-    /** The bound on the peer's start: class loading and JIT in an emulated guest are slow. */
-    private static final int START_S = 180;
+    /**
+     * The bound on the peer's start: in the emulated guest it loads gRPC's, Netty's and protobuf's
+     * classes from the shared folder under single-threaded TCG, minutes on a loaded host.
+     */
+    private static final int START_S = 600;
 
     private PeerJvm peer;
 

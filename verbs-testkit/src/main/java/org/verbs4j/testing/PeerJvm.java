@@ -126,6 +126,15 @@ public final class PeerJvm implements AutoCloseable {
         }
     }
 
+    /** Milliseconds since this JVM started (-1 where the platform does not tell): a peer's progress lines. */
+    public static long uptimeMillis() {
+        return ProcessHandle.current()
+                .info()
+                .startInstant()
+                .map(t -> java.time.Duration.between(t, java.time.Instant.now()).toMillis())
+                .orElse(-1L);
+    }
+
     /** What a peer's main runs. */
     public interface Body {
         /** The peer's work; a throw fails the peer. */
