@@ -85,8 +85,8 @@ public final class PeerJvm implements AutoCloseable {
             String line = lines.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             assertTrue(
                     line != null,
-                    "the peer JVM printed no " + prefix + " within " + seconds + " s (alive: " + process.isAlive()
-                            + "); it printed:\n" + String.join("\n", all));
+                    "the peer JVM printed no line starting \"" + prefix + "\" within " + seconds + " s (alive: "
+                            + process.isAlive() + "); it printed:\n" + String.join("\n", all));
             all.add(line);
             if (line.startsWith(prefix)) {
                 return line;
