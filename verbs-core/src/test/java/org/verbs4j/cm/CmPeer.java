@@ -14,6 +14,7 @@ import org.verbs4j.MemoryRegion;
 import org.verbs4j.ReceiveWorkRequests;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.WorkCompletions;
+import org.verbs4j.testing.PeerJvm;
 
 /**
  * The server of {@link TwoJvmGuestTest}, run in a second JVM: listens on {@code args[0]}:{@code

@@ -22,6 +22,7 @@ import org.verbs4j.ProtectionDomain;
 import org.verbs4j.ReceiveWorkRequests;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.WorkCompletions;
+import org.verbs4j.testing.PeerJvm;
 import org.verbs4j.testing.RdmaTest;
 
 /**
