@@ -29,6 +29,7 @@ SOURCES = [
     ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CloseGuestTest.java", None),
     ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CmMisuseGuestTest.java", None),
     ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CmSequencesGuestTest.java", None),
+    ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/MulticastMisuseGuestTest.java", None),
     ("host, device memory", "verbs-core/src/test/java/org/verbs4j/DeviceMemoryHostTest.java",
      r"NoHostView|inline|Inline|registrationArguments|WithoutHostViews"),
     ("host, GPU (stand-in libcuda)", "verbs-gpudirect/src/test/java/org/verbs4j/gpudirect/GpuMemoryTest.java",
