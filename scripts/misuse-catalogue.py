@@ -19,6 +19,7 @@ SOURCES = [
      r"Refused|refused|Error|Closed|Second"),
     ("host, waits", "verbs-core/src/test/java/org/verbs4j/TimedCallsHostTest.java"),
     ("host, extended QP, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/ExtendedPostMisuseTest.java"),
+    ("host, multicast, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/MulticastMisuseTest.java"),
     ("guest (rxe0), waits", "verbs-core/src/test/java/org/verbs4j/BlockingWaitsGuestTest.java"),
     # connection management (org.verbs4j.cm) and device (GPU) memory: only the methods that drive a
     # misuse or a failure (the third element: a regex the method name must match)
@@ -28,6 +29,7 @@ SOURCES = [
     ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CloseGuestTest.java", None),
     ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CmMisuseGuestTest.java", None),
     ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/CmSequencesGuestTest.java", None),
+    ("guest (rxe0), cm", "verbs-core/src/test/java/org/verbs4j/cm/MulticastMisuseGuestTest.java", None),
     ("host, device memory", "verbs-core/src/test/java/org/verbs4j/DeviceMemoryHostTest.java",
      r"NoHostView|inline|Inline|registrationArguments|WithoutHostViews"),
     ("host, GPU (stand-in libcuda)", "verbs-gpudirect/src/test/java/org/verbs4j/gpudirect/GpuMemoryTest.java",

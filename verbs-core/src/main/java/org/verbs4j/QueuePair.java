@@ -34,6 +34,9 @@ public final class QueuePair extends NativeResource {
     private static final boolean CHECKED = Verbs.CHECKED;
 
     final ProtectionDomain pd;
+    /** The multicast groups it is attached to ({@link #attachMulticast}), detached on close. */
+    final MulticastAttachment multicast = new MulticastAttachment();
+
     private final QueuePairType type;
     private final int qpNumber;
     final long address;
@@ -139,6 +142,11 @@ public final class QueuePair extends NativeResource {
     @Override
     Gate[] gates() {
         return gates;
+    }
+
+    /** The protection domain the queue pair was created in. */
+    public ProtectionDomain protectionDomain() {
+        return pd;
     }
 
     /** RC, UC or UD. */
@@ -271,6 +279,21 @@ public final class QueuePair extends NativeResource {
     public void reset() {
         QueuePairTransitions.move(this, QueuePairState.RESET);
         account.reset();
+    }
+
+    /**
+     * {@code ibv_attach_mcast}: this UD queue pair receives the datagrams sent to the multicast
+     * group {@code group} (its MGID; for RoCE v2 the IPv4-mapped group address, {@link
+     * Gid#ofAddress}) with LID {@code lid} (0 on RoCE). On RoCE the interface must also be in the
+     * IP group (rdma_cm's join does that; see {@code org.verbs4j.cm.MulticastGroup}).
+     */
+    public void attachMulticast(Gid group, int lid) {
+        MulticastAttachment.call(this, true, group, lid);
+    }
+
+    /** {@code ibv_detach_mcast}: undoes {@link #attachMulticast}; {@link #close()} detaches what is still attached. */
+    public void detachMulticast(Gid group, int lid) {
+        MulticastAttachment.call(this, false, group, lid);
     }
 
     /** {@code ibv_query_qp}: the state, as the provider sees it, and the main attributes. */
@@ -473,6 +496,11 @@ public final class QueuePair extends NativeResource {
                 || wrs.maxSges > maxRecvSge) {
             throw Refusals.recvRefused(this, srq, wrs, n); // the reasons are sorted out off the hot path
         }
+    }
+
+    @Override
+    void beforeRelease() {
+        multicast.detachAll(this); // ibv_destroy_qp of an attached queue pair fails with EBUSY
     }
 
     @Override

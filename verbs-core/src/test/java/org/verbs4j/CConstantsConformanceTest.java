@@ -248,7 +248,11 @@ class CConstantsConformanceTest {
         for (org.verbs4j.cm.CmEventType e : org.verbs4j.cm.CmEventType.values()) {
             TABLE.put("CmEventType." + e.name(), "rdmacm:RDMA_CM_EVENT_" + e.name());
         }
-        notC("verbs4j's own states and failure kinds", "ConnectionState", "Reason");
+        notC("verbs4j's own states and failure kinds", "ConnectionState", "Reason", "Membership");
+        TABLE.put("MulticastGroup.QKEY", "rdmacm:RDMA_UDP_QKEY");
+        notC(
+                "the multicast QPN of the IB spec (the kernel's IB_MULTICAST_QPN), not in the user headers",
+                "MulticastGroup.MULTICAST_QPN");
         notC(
                 "an InfiniBand CM reject reason (IB spec / the kernel's ib_cm.h), not in the user headers",
                 "RdmaConnection.REJ_INVALID_SERVICE_ID");

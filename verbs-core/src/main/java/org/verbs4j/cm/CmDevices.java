@@ -9,6 +9,7 @@ import org.verbs4j.ProtectionDomain;
 import org.verbs4j.internal.CoreAccess;
 import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.LibIbverbs;
+import org.verbs4j.natives.LibRdmacm;
 
 /**
  * librdmacm opens each RDMA device once and keeps it open ({@code id->verbs}); this keeps one
@@ -37,6 +38,22 @@ final class CmDevices {
             Context c = CoreAccess.get().borrowContext(ctx, name);
             return new Device(c, c.allocateProtectionDomain(), c.queryDevice());
         });
+    }
+
+    /** {@code rdma_bind_addr} of {@code id} to {@code address} (port 0): the device it belongs to, or ENODEV. */
+    static Device bind(MemorySegment id, java.net.InetAddress address) {
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            LibRdmacm.bindAddr(id, CmStructs.sockaddr(a, new java.net.InetSocketAddress(address, 0)));
+        }
+        MemorySegment verbs = CmStructs.verbs(id);
+        if (verbs.address() == 0) {
+            throw org.verbs4j.VerbsException.create(
+                    "rdma_bind_addr",
+                    org.verbs4j.natives.Errno.ENODEV,
+                    address.getHostAddress() + " belongs to no RDMA device",
+                    "give the address of an interface that has an RDMA device (rdma link show)");
+        }
+        return of(verbs);
     }
 
     static void removed(MemorySegment verbs) {

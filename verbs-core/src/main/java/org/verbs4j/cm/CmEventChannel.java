@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.ref.WeakReference;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -567,18 +566,8 @@ public final class CmEventChannel implements AutoCloseable {
             lock.unlock();
             throw e;
         }
-        MemorySegment id = st.id;
-        try (Arena a = Arena.ofConfined()) {
-            LibRdmacm.bindAddr(id, CmStructs.sockaddr(a, new InetSocketAddress(address, 0)));
-            MemorySegment verbs = CmStructs.verbs(id);
-            if (verbs.address() == 0) {
-                throw VerbsException.create(
-                        "rdma_bind_addr",
-                        Errno.ENODEV,
-                        address + " belongs to no RDMA device",
-                        "give the address of an interface that has an RDMA device (rdma link show)");
-            }
-            return CmDevices.of(verbs).context();
+        try {
+            return CmDevices.bind(st.id, address).context();
         } finally {
             try {
                 st.destroy(false);

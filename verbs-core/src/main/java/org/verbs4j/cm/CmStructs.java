@@ -157,7 +157,7 @@ final class CmStructs {
             int initiatorDepth,
             UdParams ud) {}
 
-    /** The UD parameters of an event ({@code struct rdma_ud_param}: meaningful only for a UD id's ESTABLISHED). */
+    /** The UD parameters of an event ({@code struct rdma_ud_param}: meaningful only for a UD id's ESTABLISHED and MULTICAST_JOIN). */
     record UdParams(org.verbs4j.AddressVector vector, int qpNumber, int qkey) {}
 
     private static UdParams udParams(MemorySegment ud) {
@@ -213,7 +213,7 @@ final class CmStructs {
                 data,
                 Byte.toUnsignedInt(rdma_conn_param.responder_resources(conn)),
                 Byte.toUnsignedInt(rdma_conn_param.initiator_depth(conn)),
-                type == rdmacm_h.RDMA_CM_EVENT_ESTABLISHED()
+                type == rdmacm_h.RDMA_CM_EVENT_ESTABLISHED() || type == rdmacm_h.RDMA_CM_EVENT_MULTICAST_JOIN()
                         ? udParams(rdma_cm_event.param.ud(rdma_cm_event.param(e)))
                         : null);
     }

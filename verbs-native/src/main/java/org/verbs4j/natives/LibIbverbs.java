@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
@@ -99,6 +100,10 @@ public final class LibIbverbs {
     public static final MethodHandle IBV_DESTROY_SRQ = bind("ibv_destroy_srq", fn(JAVA_INT, ADDRESS));
     public static final MethodHandle IBV_CREATE_AH = bind("ibv_create_ah", fn(ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle IBV_DESTROY_AH = bind("ibv_destroy_ah", fn(JAVA_INT, ADDRESS));
+    public static final MethodHandle IBV_ATTACH_MCAST =
+            bind("ibv_attach_mcast", fn(JAVA_INT, ADDRESS, ADDRESS, JAVA_SHORT));
+    public static final MethodHandle IBV_DETACH_MCAST =
+            bind("ibv_detach_mcast", fn(JAVA_INT, ADDRESS, ADDRESS, JAVA_SHORT));
     public static final MethodHandle IBV_INIT_AH_FROM_WC =
             bind("ibv_init_ah_from_wc", fn(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle IBV_GET_ASYNC_EVENT = bind("ibv_get_async_event", fn(JAVA_INT, ADDRESS, ADDRESS));
@@ -460,6 +465,23 @@ public final class LibIbverbs {
 
     public static MemorySegment createAh(MemorySegment pd, MemorySegment ahAttr) {
         return pointer("ibv_create_ah", IBV_CREATE_AH, pd, ahAttr);
+    }
+
+    /**
+     * {@code ibv_attach_mcast} ({@code attach}) or {@code ibv_detach_mcast}: {@code gid} points at
+     * the group's 16-byte GID; 0, or the errno the call returns.
+     */
+    public static void multicast(boolean attach, MemorySegment qp, MemorySegment gid, int lid) {
+        MemorySegment cap = Errno.captureSegment();
+        int rc;
+        try {
+            rc = attach
+                    ? (int) IBV_ATTACH_MCAST.invokeExact(cap, qp, gid, (short) lid)
+                    : (int) IBV_DETACH_MCAST.invokeExact(cap, qp, gid, (short) lid);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        checkRc(attach ? "ibv_attach_mcast" : "ibv_detach_mcast", rc, cap);
     }
 
     public static void destroyAh(MemorySegment ah) {

@@ -57,6 +57,9 @@ public final class LibRdmacm {
     public static final MethodHandle RDMA_GETADDRINFO =
             bind("rdma_getaddrinfo", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
     public static final MethodHandle RDMA_FREEADDRINFO = bind("rdma_freeaddrinfo", null, ADDRESS);
+    public static final MethodHandle RDMA_JOIN_MULTICAST =
+            bind("rdma_join_multicast", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+    public static final MethodHandle RDMA_LEAVE_MULTICAST = bind("rdma_leave_multicast", JAVA_INT, ADDRESS, ADDRESS);
 
     /** {@code rdma_port_space} values (rdma_cma.h). */
     public static final int RDMA_PS_TCP = 0x0106, RDMA_PS_UDP = 0x0111;
@@ -196,6 +199,22 @@ public final class LibRdmacm {
             throw InlineVerbs.rethrow(t);
         }
         check("rdma_reject", rc, cap);
+    }
+
+    /** {@code rdma_join_multicast(id, addr, NULL)}: the join completes with MULTICAST_JOIN (or MULTICAST_ERROR). */
+    public static void joinMulticast(MemorySegment id, MemorySegment sockaddr) {
+        MemorySegment cap = Errno.captureSegment();
+        int rc;
+        try {
+            rc = (int) RDMA_JOIN_MULTICAST.invokeExact(cap, id, sockaddr, MemorySegment.NULL);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+        check("rdma_join_multicast", rc, cap);
+    }
+
+    public static void leaveMulticast(MemorySegment id, MemorySegment sockaddr) {
+        idCall("rdma_leave_multicast", RDMA_LEAVE_MULTICAST, id, sockaddr);
     }
 
     public static void establish(MemorySegment id) {
