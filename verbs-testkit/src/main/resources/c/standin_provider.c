@@ -918,6 +918,27 @@ static int standin_dealloc_mw(struct ibv_mw *mw)
 /* Windows allocated and not yet deallocated. */
 EXPORT int standin_mw_live(void) { return mw_live; }
 
+/* ibv_bind_mw of a type 1 window, as rxe does it: one IBV_WR_BIND_MW request through post_send
+ * (recorded in the ring, completing when signaled) under the next rkey, which it then stores in
+ * mw->rkey. A zero-length bind (the unbind) still names a region, as rxe requires. */
+static int standin_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+    if (!bind->bind_info.mr || mw->type != IBV_MW_TYPE_1)
+        return EINVAL;
+    struct ibv_send_wr wr, *bad;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = IBV_WR_BIND_MW;
+    wr.wr_id = bind->wr_id;
+    wr.send_flags = bind->send_flags;
+    wr.bind_mw.bind_info = bind->bind_info;
+    wr.bind_mw.mw = mw;
+    wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+    int rc = standin_post_send(qp, &wr, &bad);
+    if (rc == 0)
+        mw->rkey = wr.bind_mw.rkey;
+    return rc;
+}
+
 /* ---- controls and getters ---------------------------------------------------------------- */
 
 EXPORT void standin_reset(void)
@@ -1067,6 +1088,7 @@ EXPORT struct ibv_context *standin_make_context(int extended)
     ctx->ops.req_notify_cq = standin_req_notify_cq;
     ctx->ops.alloc_mw = standin_alloc_mw;
     ctx->ops.dealloc_mw = standin_dealloc_mw;
+    ctx->ops.bind_mw = standin_bind_mw;
     ctx->cmd_fd = -1;
     ctx->async_fd = -1;
     ctx->num_comp_vectors = 1;
