@@ -266,6 +266,15 @@ class CConstantsConformanceTest {
         }
         LIBC.put("MemoryWindow.BIND_ACCESS", "offsetof(struct ibv_mw_bind, bind_info.mw_access_flags)");
         LIBC.put("MemoryWindow.BIND_SIZE", "sizeof(struct ibv_mw_bind)");
+        LIBC.put("OnDemandPaging.FLAG_FLUSH", "IBV_ADVISE_MR_FLAG_FLUSH");
+        for (String a : List.of("PREFETCH", "PREFETCH_WRITE", "PREFETCH_NO_FAULT")) {
+            LIBC.put("OnDemandPaging.ADVICE_" + a, "IBV_ADVISE_MR_ADVICE_" + a);
+        }
+        notC(
+                "enum ibv_advise_mr_advice is not in the generated bindings: its values are"
+                        + " OnDemandPaging.ADVICE_*, which this test compares with the header through gcc",
+                "Advice");
+        notC("verbs4j's piece of one advice (an SGE's length is 32 bits)", "OnDemandPaging.PIECE");
 
         notC(
                 "masks of verbs4j's per-chain opcode summary (bits 1 << IBV_WR_*), not header constants",
