@@ -20,6 +20,7 @@ SOURCES = [
     ("host, waits", "verbs-core/src/test/java/org/verbs4j/TimedCallsHostTest.java"),
     ("host, extended QP, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/ExtendedPostMisuseTest.java"),
     ("host, multicast, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/MulticastMisuseTest.java"),
+    ("host, on-demand paging", "verbs-core/src/test/java/org/verbs4j/OnDemandPagingHostTest.java", r"Refused|refused"),
     ("guest (rxe0), waits", "verbs-core/src/test/java/org/verbs4j/BlockingWaitsGuestTest.java"),
     # connection management (org.verbs4j.cm) and device (GPU) memory: only the methods that drive a
     # misuse or a failure (the third element: a regex the method name must match)

@@ -87,6 +87,7 @@ static uint64_t rq_head, rq_tail;
 static int fail_post_index = -1, fail_post_errno;
 static int fail_poll_rc;
 static int control_rc;
+static uint64_t odp_general_caps;   /* odp_caps.general_caps query_device_ex reports (0: no ODP) */
 
 /* last arguments */
 enum {
@@ -342,6 +343,11 @@ EXPORT int standin_query_device_ex(struct ibv_context *context, const struct ibv
     a.completion_timestamp_mask = 0xABCDEF;
     a.hca_core_clock = STANDIN_HCA_CORE_CLOCK_KHZ;
     a.max_dm_size = 0x10000;
+    a.odp_caps.general_caps = odp_general_caps;
+    if (odp_general_caps) {
+        a.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE
+                                                    | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
+    }
     size_t n = attr_size < sizeof(a) ? attr_size : sizeof(a);
     memcpy(attr, &a, n);
     return 0;
@@ -918,6 +924,112 @@ static int standin_dealloc_mw(struct ibv_mw *mw)
 /* Windows allocated and not yet deallocated. */
 EXPORT int standin_mw_live(void) { return mw_live; }
 
+/* ibv_bind_mw of a type 1 window, as rxe does it: one IBV_WR_BIND_MW request through post_send
+ * (recorded in the ring, completing when signaled) under the next rkey, which it then stores in
+ * mw->rkey. A zero-length bind (the unbind) still names a region, as rxe requires. */
+static int standin_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+    if (!bind->bind_info.mr || mw->type != IBV_MW_TYPE_1)
+        return EINVAL;
+    struct ibv_send_wr wr, *bad;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = IBV_WR_BIND_MW;
+    wr.wr_id = bind->wr_id;
+    wr.send_flags = bind->send_flags;
+    wr.bind_mw.bind_info = bind->bind_info;
+    wr.bind_mw.mw = mw;
+    wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+    int rc = standin_post_send(qp, &wr, &bad);
+    if (rc == 0)
+        mw->rkey = wr.bind_mw.rkey;
+    return rc;
+}
+
+/* ---- on-demand paging: the caps query_device_ex reports, reg_mr with ON_DEMAND, advise_mr --- */
+
+static int odp_mr_live;
+static int odp_mr_serial;
+static int last_odp_access;
+static uint64_t last_odp_addr, last_odp_length;
+static int advise_calls, last_advice, last_advise_flags, last_advise_num_sge;
+static struct ibv_sge last_advise_sge[4];
+
+/* What query_device_ex reports as odp_caps.general_caps (the per-transport caps: all, when set). */
+EXPORT void standin_set_odp_caps(uint64_t general_caps) { odp_general_caps = general_caps; }
+
+/* reg_mr with IBV_ACCESS_ON_DEMAND: a fake MR over [addr, addr + length) (implicit: addr 0,
+ * length SIZE_MAX), refused with EOPNOTSUPP unless the caps say ODP (implicit: IMPLICIT too)
+ * and with EINVAL without ON_DEMAND. */
+EXPORT struct ibv_mr *standin_reg_odp_mr(struct ibv_pd *pd, uint64_t addr, size_t length, int access)
+{
+    int implicit = addr == 0 && length == SIZE_MAX;
+    if (!(access & IBV_ACCESS_ON_DEMAND)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!(odp_general_caps & IBV_ODP_SUPPORT) || (implicit && !(odp_general_caps & IBV_ODP_SUPPORT_IMPLICIT))) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    struct ibv_mr *mr = calloc(1, sizeof(*mr));
+    if (!mr) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    mr->context = pd->context;
+    mr->pd = pd;
+    mr->addr = (void *)(uintptr_t)addr;
+    mr->length = length;
+    mr->lkey = 0x0d00u + (uint32_t)odp_mr_serial;
+    mr->rkey = 0x0e00u + (uint32_t)odp_mr_serial++;
+    last_odp_access = access;
+    last_odp_addr = addr;
+    last_odp_length = length;
+    odp_mr_live++;
+    return mr;
+}
+
+EXPORT int standin_dereg_odp_mr(struct ibv_mr *mr)
+{
+    odp_mr_live--;
+    free(mr);
+    return 0;
+}
+
+EXPORT int standin_odp_mr_live(void) { return odp_mr_live; }
+EXPORT int standin_last_odp_access(void) { return last_odp_access; }
+EXPORT unsigned long long standin_last_odp_addr(void) { return last_odp_addr; }
+EXPORT unsigned long long standin_last_odp_length(void) { return last_odp_length; }
+
+/* verbs_context.advise_mr: records its arguments (up to 4 SGEs); EINVAL for no SGEs, an advice
+ * above PREFETCH_NO_FAULT or unknown flags, as the kernel answers. */
+static int standin_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+                             struct ibv_sge *sg_list, uint32_t num_sge)
+{
+    (void)pd;
+    advise_calls++;
+    if (num_sge == 0 || advice > IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT || (flags & ~IBV_ADVISE_MR_FLAG_FLUSH))
+        return EINVAL;
+    last_advice = advice;
+    last_advise_flags = (int)flags;
+    last_advise_num_sge = (int)num_sge;
+    for (uint32_t i = 0; i < num_sge && i < 4; i++)
+        last_advise_sge[i] = sg_list[i];
+    return 0;
+}
+
+EXPORT int standin_advise_calls(void) { return advise_calls; }
+EXPORT int standin_last_advice(void) { return last_advice; }
+EXPORT int standin_last_advise_flags(void) { return last_advise_flags; }
+EXPORT int standin_last_advise_num_sge(void) { return last_advise_num_sge; }
+/* SGE #i of the last advise_mr: its addr, length (field 1) or lkey (field 2). */
+EXPORT unsigned long long standin_last_advise_sge(int i, int field)
+{
+    if (i < 0 || i >= 4)
+        return 0;
+    return field == 0 ? last_advise_sge[i].addr : field == 1 ? last_advise_sge[i].length : last_advise_sge[i].lkey;
+}
+
 /* ---- controls and getters ---------------------------------------------------------------- */
 
 EXPORT void standin_reset(void)
@@ -958,6 +1070,9 @@ EXPORT void standin_reset(void)
     last_inline_len = 0;
     last_create_qp_ex_ops = 0;
     last_create_qp_ex_mask = 0;
+    odp_general_caps = 0;
+    advise_calls = last_advice = last_advise_flags = last_advise_num_sge = 0;
+    last_odp_access = 0;
 }
 
 /* post_send / post_recv / post_srq_recv stop at WR #index (0-based), set *bad_wr to it and
@@ -1067,6 +1182,7 @@ EXPORT struct ibv_context *standin_make_context(int extended)
     ctx->ops.req_notify_cq = standin_req_notify_cq;
     ctx->ops.alloc_mw = standin_alloc_mw;
     ctx->ops.dealloc_mw = standin_dealloc_mw;
+    ctx->ops.bind_mw = standin_bind_mw;
     ctx->cmd_fd = -1;
     ctx->async_fd = -1;
     ctx->num_comp_vectors = 1;
@@ -1078,6 +1194,7 @@ EXPORT struct ibv_context *standin_make_context(int extended)
         vctx->create_cq_ex = standin_create_cq_ex;
         vctx->query_rt_values = standin_query_rt_values;
         vctx->create_qp_ex = standin_create_qp_ex;
+        vctx->advise_mr = standin_advise_mr;
     } else {
         ctx->abi_compat = NULL;
     }

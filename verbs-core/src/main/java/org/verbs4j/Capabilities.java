@@ -24,13 +24,7 @@ final class Capabilities {
         DeviceAttributes d = ctx.queryDevice();
         List<Feature> f = new ArrayList<>();
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment ex = a.allocate(ibv_device_attr_ex.layout());
-            ctx.pin("ibv_query_device_ex");
-            try {
-                InlineVerbs.queryDeviceEx(ctx.handle, ex, ibv_device_attr_ex.sizeof());
-            } finally {
-                ctx.unpin();
-            }
+            MemorySegment ex = deviceAttributesEx(ctx, a);
             MemorySegment orig = ibv_device_attr_ex.orig_attr(ex);
             long capsEx = ibv_device_attr_ex.device_cap_flags_ex(ex);
             f.add(
@@ -62,11 +56,11 @@ final class Capabilities {
                                     "general_caps 0x" + Long.toHexString(odpGeneral) + ", rc_odp_caps 0x"
                                             + Integer.toHexString(ibv_odp_caps.per_transport_caps.rc_odp_caps(
                                                     ibv_odp_caps.per_transport_caps(odp))))
-                            : Feature.no("odp", "device attribute odp_caps.general_caps has no IBV_ODP_SUPPORT"));
+                            : Feature.no("odp", OnDemandPaging.NO_ODP));
             f.add(
                     (odpGeneral & ibverbs_h.IBV_ODP_SUPPORT_IMPLICIT()) != 0
                             ? Feature.yes("implicit odp", "general_caps has IBV_ODP_SUPPORT_IMPLICIT")
-                            : Feature.no("implicit odp", "odp_caps.general_caps has no IBV_ODP_SUPPORT_IMPLICIT"));
+                            : Feature.no("implicit odp", OnDemandPaging.NO_IMPLICIT));
             f.add(memoryWindows(ctx, d));
             f.add(
                     (d.deviceCapFlags() & ibverbs_h.IBV_DEVICE_XRC()) == 0
@@ -109,6 +103,18 @@ final class Capabilities {
             ports.add(new CapabilityReport.Port(p, pa.stateText(), pf));
         }
         return new CapabilityReport(ctx.deviceName(), ctx.providerName().orElse(""), f, ports);
+    }
+
+    /** {@code ibv_query_device_ex} of {@code ctx} into a {@code struct ibv_device_attr_ex} of {@code a}. */
+    static MemorySegment deviceAttributesEx(Context ctx, Arena a) {
+        MemorySegment ex = a.allocate(ibv_device_attr_ex.layout());
+        ctx.pin("ibv_query_device_ex");
+        try {
+            InlineVerbs.queryDeviceEx(ctx.handle, ex, ibv_device_attr_ex.sizeof());
+        } finally {
+            ctx.unpin();
+        }
+        return ex;
     }
 
     private static Feature op(Context ctx, String name, long vctxOffset, String opName, String yes) {

@@ -132,6 +132,14 @@ public final class MemoryRegion extends NativeResource {
     }
 
     private InvalidRequestException noHostView(String verb) {
+        if (access.contains(Access.ON_DEMAND)) {
+            return new InvalidRequestException(
+                    verb,
+                    "this region is an implicit on-demand registration of the whole address space, which has no "
+                            + "segment of its own",
+                    "name memory in SGEs by its absolute address (as the offset) with this region's lkey, or "
+                            + "register the buffer itself with registerOnDemand");
+        }
         return new InvalidRequestException(
                 verb,
                 "this region registers device (GPU) memory at 0x" + Long.toHexString(address)
@@ -167,6 +175,64 @@ public final class MemoryRegion extends NativeResource {
     /** The access rights it was registered with. */
     public Set<Access> access() {
         return access;
+    }
+
+    /** {@code enum ibv_advise_mr_advice}: what {@link #advise} asks of the device. */
+    public enum Advice {
+        /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH}: fault the pages in for reading. */
+        PREFETCH(OnDemandPaging.ADVICE_PREFETCH),
+        /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE}: fault them in writable (the region needs LOCAL_WRITE). */
+        PREFETCH_WRITE(OnDemandPaging.ADVICE_PREFETCH_WRITE),
+        /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT}: map only the pages already present. */
+        PREFETCH_NO_FAULT(OnDemandPaging.ADVICE_PREFETCH_NO_FAULT);
+
+        final int value;
+
+        Advice(int value) {
+            this.value = value;
+        }
+    }
+
+    /**
+     * {@code ibv_advise_mr} over {@code [offset, offset + length)} of this on-demand region
+     * ({@link ProtectionDomain#registerOnDemand}, or of the whole address space for an implicit
+     * one, where the offset is the address): the device maps those pages before they are used.
+     * {@code wait}: return only once they are mapped ({@code IBV_ADVISE_MR_FLAG_FLUSH}). Refused
+     * for a region that was not registered on demand, for a range outside it, and (EOPNOTSUPP)
+     * where the provider has no {@code advise_mr}.
+     */
+    public void advise(Advice advice, long offset, long length, boolean wait) {
+        String verb = "ibv_advise_mr";
+        if (!access.contains(Access.ON_DEMAND)) {
+            throw new InvalidRequestException(
+                    verb,
+                    describe() + " was not registered on demand: its pages are pinned already",
+                    "advise regions of ProtectionDomain.registerOnDemand (or registerImplicitOnDemand) only");
+        }
+        if (length <= 0 || !contains(offset, length)) {
+            throw new InvalidRequestException(
+                    verb,
+                    "the range [" + offset + ", +" + length + ") is empty or outside the region of " + this.length
+                            + " bytes",
+                    "advise a non-empty range inside the region");
+        }
+        if (advice == Advice.PREFETCH_WRITE && !access.contains(Access.LOCAL_WRITE)) {
+            throw new InvalidRequestException(
+                    verb,
+                    "PREFETCH_WRITE on a region without LOCAL_WRITE",
+                    "use PREFETCH, or register it with LOCAL_WRITE");
+        }
+        pin(verb);
+        try {
+            OnDemandPaging.advise(this, advice.value, wait ? OnDemandPaging.FLAG_FLUSH : 0, address + offset, length);
+        } finally {
+            unpin();
+        }
+    }
+
+    /** {@link #advise}: the range faulted in (writable where the region has LOCAL_WRITE), waiting until it is. */
+    public void prefetch(long offset, long length) {
+        advise(access.contains(Access.LOCAL_WRITE) ? Advice.PREFETCH_WRITE : Advice.PREFETCH, offset, length, true);
     }
 
     /**

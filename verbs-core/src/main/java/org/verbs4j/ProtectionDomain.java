@@ -223,6 +223,77 @@ public final class ProtectionDomain extends NativeResource {
     }
 
     /**
+     * {@code ibv_reg_mr} with {@code IBV_ACCESS_ON_DEMAND}: the pages are not pinned; the device
+     * faults them in as it touches them ({@link MemoryRegion#advise} prefetches). The memory rules
+     * of {@link #register(MemorySegment, Access...)} apply (memory of {@link Arena#ofAuto()} or
+     * {@link Arena#global()}). Refused with EOPNOTSUPP, naming the missing capability, on a device
+     * whose {@code odp_caps.general_caps} has no {@code IBV_ODP_SUPPORT}.
+     */
+    public MemoryRegion registerOnDemand(MemorySegment segment, Access... access) {
+        return registerOnDemand(segment, set(access));
+    }
+
+    /** {@link #registerOnDemand(MemorySegment, Access...)} with a set of rights. */
+    public MemoryRegion registerOnDemand(MemorySegment segment, Set<Access> access) {
+        return registerOnDemand(segment, access, InlineVerbs::regMr, LibIbverbs::deregMr);
+    }
+
+    /** An on-demand region registered by {@code reg} and deregistered by {@code dereg} (a test's stand-in). */
+    MemoryRegion registerOnDemand(MemorySegment segment, Set<Access> access, Registrar reg, Destroyer dereg) {
+        ensureOpen("ibv_reg_mr");
+        OnDemandPaging.require(context, "ibv_reg_mr", false);
+        return register(segment, onDemand(access), reg, dereg);
+    }
+
+    /**
+     * Implicit on-demand paging: {@code ibv_reg_mr(pd, NULL, SIZE_MAX, access | ON_DEMAND)}, one
+     * region over the whole address space, whose lkey (and rkey, with remote rights) names any
+     * address: SGEs give the absolute address as the offset ({@link MemoryRegion#address()} is 0).
+     * It has no host view. Refused with EOPNOTSUPP, naming the missing capability, unless
+     * {@code odp_caps.general_caps} has {@code IBV_ODP_SUPPORT_IMPLICIT}.
+     *
+     * <p>Restricted ({@link RestrictedMethodException} unless the calling module has native
+     * access): such a region lets the adapter, and peers holding its rkey, write anywhere in the
+     * process, which verbs4j cannot check.
+     */
+    public MemoryRegion registerImplicitOnDemand(Access... access) {
+        Restricted.check("ProtectionDomain.registerImplicitOnDemand");
+        return registerImplicitOnDemand(set(access), InlineVerbs::regMr, LibIbverbs::deregMr);
+    }
+
+    /** An implicit on-demand region registered by {@code reg} and deregistered by {@code dereg}. */
+    MemoryRegion registerImplicitOnDemand(Set<Access> access, Registrar reg, Destroyer dereg) {
+        String verb = "ibv_reg_mr";
+        ensureOpen(verb);
+        checkAccess(verb, access);
+        OnDemandPaging.require(context, verb, true);
+        Set<Access> a = onDemand(access);
+        pin(verb);
+        try {
+            // SIZE_MAX as the length: the whole address space (ibv_reg_mr(3))
+            MemorySegment mr = reg.register(handle, 0, -1L, Access.mask(a)).reinterpret(ObjectLayout.MR_SIZE);
+            return new MemoryRegion(
+                    this,
+                    mr,
+                    0,
+                    Long.MAX_VALUE,
+                    0,
+                    a,
+                    dereg,
+                    mr.get(JAVA_INT, ObjectLayout.MR_LKEY),
+                    mr.get(JAVA_INT, ObjectLayout.MR_RKEY));
+        } finally {
+            unpin();
+        }
+    }
+
+    private static Set<Access> onDemand(Set<Access> access) {
+        Set<Access> a = EnumSet.of(Access.ON_DEMAND);
+        a.addAll(access);
+        return a;
+    }
+
+    /**
      * {@code ibv_reg_dmabuf_mr}: registers {@code [offset, offset + length)} of the dma-buf
      * {@code fd} (exported by a GPU driver, a DRM device such as vgem, a udmabuf, ...). Peers and
      * SGEs address the region's first byte as {@code iova} ({@link MemoryRegion#address()} is

@@ -411,6 +411,50 @@ public final class QueuePair extends NativeResource {
         }
     }
 
+    /**
+     * One request that reaches the send queue through a verb other than post_send
+     * ({@code ibv_bind_mw}): the gate, checks and accounting of a post of {@code record} (one
+     * request standing for it), then {@code call}, whose nonzero result is the provider's errno
+     * (nothing posted).
+     */
+    void postThrough(String verb, SendWorkRequests record, java.util.function.IntSupplier call) {
+        Gate g = sendGate;
+        if (!g.tryEnter()) {
+            throw g.refusal(verb, this, "posting sends to");
+        }
+        try {
+            if (asyncFailure != null) {
+                throw AsyncEventDispatcher.failure(verb, asyncFailure);
+            }
+            if (CHECKED) {
+                checkSend(record, 1);
+                if (sendCq.overcommitted) {
+                    synchronized (sendCq.roomLock) {
+                        sendCq.checkRoom(verb, 1);
+                        postThroughNow(verb, record, call);
+                    }
+                    return;
+                }
+            }
+            postThroughNow(verb, record, call);
+        } finally {
+            g.exit();
+        }
+    }
+
+    private void postThroughNow(String verb, SendWorkRequests record, java.util.function.IntSupplier call) {
+        if (CHECKED) {
+            account.posted(record, 1);
+        }
+        int rc = call.getAsInt();
+        if (rc != 0) {
+            if (CHECKED) {
+                account.notPosted(record, 0, 1);
+            }
+            throw Refusals.postFailed(verb, rc, -1, 1);
+        }
+    }
+
     /** {@code ibv_post_recv} of the whole chain in one call; allocation-free on success. */
     public void postRecv(ReceiveWorkRequests wrs) {
         Gate g = recvGate;

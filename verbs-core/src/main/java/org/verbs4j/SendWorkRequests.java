@@ -457,11 +457,21 @@ public final class SendWorkRequests extends WorkRequestChain {
             throw new InvalidRequestException(
                     "ibv_post_send",
                     "a type 1 window is bound with ibv_bind_mw, not by a work request",
-                    "allocate the window as MemoryWindow.Type.TYPE_2");
+                    "bind it with MemoryWindow.bind, or allocate the window as MemoryWindow.Type.TYPE_2");
         }
+        checkWindowRange("ibv_post_send", mw, mr, offset, length, access);
+    }
+
+    /**
+     * A bind of {@code mw} to {@code [offset, +length)} of {@code mr} granting {@code access}: the
+     * same protection domain in every mode; in checked mode a non-empty range inside the region,
+     * which has MW_BIND and every remote right granted.
+     */
+    static void checkWindowRange(
+            String verb, MemoryWindow mw, MemoryRegion mr, long offset, long length, java.util.Set<Access> access) {
         if (mw.pd != mr.protectionDomain()) {
             throw new InvalidRequestException(
-                    "ibv_post_send",
+                    verb,
                     "the window and the region belong to different protection domains",
                     "bind a window to a region of its own protection domain");
         }
@@ -470,7 +480,7 @@ public final class SendWorkRequests extends WorkRequestChain {
         }
         if (length <= 0 || !mr.contains(offset, length)) {
             throw new InvalidRequestException(
-                    "ibv_post_send",
+                    verb,
                     "the window range [" + offset + ", +" + length + ") is empty or outside the region of "
                             + mr.length() + " bytes",
                     "bind a non-empty range inside the region");
@@ -478,13 +488,13 @@ public final class SendWorkRequests extends WorkRequestChain {
         java.util.Set<Access> has = mr.access();
         if (!has.contains(Access.MW_BIND)) {
             throw new InvalidRequestException(
-                    "ibv_post_send", "the region was registered without MW_BIND", "register it with Access.MW_BIND");
+                    verb, "the region was registered without MW_BIND", "register it with Access.MW_BIND");
         }
         for (Access a : access) {
             if ((a != Access.REMOTE_READ && a != Access.REMOTE_WRITE && a != Access.REMOTE_ATOMIC)
                     || !has.contains(a)) {
                 throw new InvalidRequestException(
-                        "ibv_post_send",
+                        verb,
                         "a window grants only REMOTE_READ, REMOTE_WRITE and REMOTE_ATOMIC its region has; " + a
                                 + " is not one",
                         "grant the window a subset of the region's remote rights");

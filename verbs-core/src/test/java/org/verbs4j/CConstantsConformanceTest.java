@@ -262,6 +262,23 @@ class CConstantsConformanceTest {
             LIBC.put("HugePageAllocator." + n, n); // named as in <sys/mman.h>
         }
         LIBC.put("HugePageAllocator.MAP_FAILED", "(long)MAP_FAILED");
+        for (String f : List.of("WR_ID", "SEND_FLAGS")) {
+            LIBC.put("MemoryWindow.BIND_" + f, "offsetof(struct ibv_mw_bind, " + f.toLowerCase() + ")");
+        }
+        for (String f : List.of("MR", "ADDR", "LENGTH")) {
+            LIBC.put("MemoryWindow.BIND_" + f, "offsetof(struct ibv_mw_bind, bind_info." + f.toLowerCase() + ")");
+        }
+        LIBC.put("MemoryWindow.BIND_ACCESS", "offsetof(struct ibv_mw_bind, bind_info.mw_access_flags)");
+        LIBC.put("MemoryWindow.BIND_SIZE", "sizeof(struct ibv_mw_bind)");
+        LIBC.put("OnDemandPaging.FLAG_FLUSH", "IBV_ADVISE_MR_FLAG_FLUSH");
+        for (String a : List.of("PREFETCH", "PREFETCH_WRITE", "PREFETCH_NO_FAULT")) {
+            LIBC.put("OnDemandPaging.ADVICE_" + a, "IBV_ADVISE_MR_ADVICE_" + a);
+        }
+        notC(
+                "enum ibv_advise_mr_advice is not in the generated bindings: its values are"
+                        + " OnDemandPaging.ADVICE_*, which this test compares with the header through gcc",
+                "Advice");
+        notC("verbs4j's piece of one advice (an SGE's length is 32 bits)", "OnDemandPaging.PIECE");
 
         notC(
                 "masks of verbs4j's per-chain opcode summary (bits 1 << IBV_WR_*), not header constants",
@@ -346,8 +363,11 @@ class CConstantsConformanceTest {
         }
         Map<String, String> exprs = new LinkedHashMap<>();
         LIBC.forEach((k, v) -> exprs.put(k.replace('.', '_'), v));
-        CBoundary.Probe p =
-                CBoundary.probe("core_libc_probe", List.of("sys/mman.h"), List.copyOf(DESCRIPTORS.values()), exprs);
+        CBoundary.Probe p = CBoundary.probe(
+                "core_libc_probe",
+                List.of("sys/mman.h", "infiniband/verbs.h"),
+                List.copyOf(DESCRIPTORS.values()),
+                exprs);
         Map<String, Long> values = new LinkedHashMap<>();
         LIBC.keySet().forEach(k -> values.put(k, p.constants().get(k.replace('.', '_'))));
         libcFunctions = p.functions();

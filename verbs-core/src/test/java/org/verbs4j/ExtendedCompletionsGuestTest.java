@@ -1,45 +1,39 @@
 package org.verbs4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.verbs4j.GuestSupport.assertSameBytes;
-import static org.verbs4j.GuestSupport.awaitSuccess;
-import static org.verbs4j.GuestSupport.pattern;
+import static org.verbs4j.ExtendedGuestFixture.ATOMIC_AT;
+import static org.verbs4j.ExtendedGuestFixture.ATOMIC_START;
+import static org.verbs4j.ExtendedGuestFixture.FIELDS;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.EnumSet;
-import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.verbs4j.ExtendedGuestFixture.PostOp;
+import org.verbs4j.ExtendedGuestFixture.Seen;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.testing.RdmaTest;
 
 /**
  * Guest tier (rxe0): extended completion queues on a real provider. Two RC loopback pairs on one
- * device, one completing into extended CQs (polled with start/next/end poll), one into classic
- * CQs; every opcode of the classic chain runs on both with the same payloads, and the extended
- * completions and the bytes they moved are compared with the classic ones value for value and
- * byte for byte. Also: a completion channel event for an extended CQ, and what the device says
- * to completion timestamps (printed, and refused with the reason where it has none).
+ * device: one made by {@code ibv_create_qp_ex}, posting through {@code ibv_wr_*} and completing
+ * into extended CQs (polled with start/next/end poll), one posting through {@code ibv_post_send}
+ * into classic CQs; every opcode of the classic chain runs on both with the same payloads, and
+ * the extended completions (queue pair included) and the bytes they moved are compared with the
+ * classic ones value for value and byte for byte. Also: a completion channel event for an
+ * extended CQ, and what the device says to completion timestamps (printed, and refused with the
+ * reason where it has none).
  */
 @RdmaTest
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ExtendedCompletionsGuestTest {
-    private static final int SIZE = 16 * 1024;
-    private static final Set<Access> ALL =
-            EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
-    private static final Set<Access> REMOTE = EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
-    private static final Set<CompletionField> FIELDS =
-            EnumSet.of(CompletionField.BYTE_LEN, CompletionField.IMM, CompletionField.QP_NUM);
-
+    private ExtendedGuestFixture f;
     private Context ctx;
-    private ProtectionDomain pd;
-    private Arena arena;
     private CompletionQueueEx xA;
     private CompletionQueueEx xB;
     private CompletionQueue cA;
@@ -48,181 +42,63 @@ class ExtendedCompletionsGuestTest {
     private QueuePair exB;
     private QueuePair clA;
     private QueuePair clB;
-    private MemorySegment[] bufs;
-    private MemoryRegion[] mrs;
-    private SendWorkRequests sends;
-    private ReceiveWorkRequests recvs;
-    private WorkCompletions wcs;
-    private ExtendedCompletions out;
 
     @BeforeAll
     void open() {
-        ctx = LoopbackPair.openTestDevice();
-        pd = ctx.allocateProtectionDomain();
-        arena = Arena.ofShared();
+        f = new ExtendedGuestFixture();
+        ctx = f.ctx;
         xA = ctx.createExtendedCompletionQueue(64, FIELDS, null, 0);
         xB = ctx.createExtendedCompletionQueue(64, FIELDS, null, 0);
         cA = ctx.createCompletionQueue(64);
         cB = ctx.createCompletionQueue(64);
-        exA = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, xA.queue()).maxSendSge(2));
-        exB = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, xB.queue()).maxSendSge(2));
-        clA = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cA).maxSendSge(2));
-        clB = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cB).maxSendSge(2));
-        GidEntry gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow();
-        ConnectOptions o = ConnectOptions.roce(gid.index());
-        GuestSupport.connect(exA, exB, gid, REMOTE, o);
-        GuestSupport.connect(clA, clB, gid, REMOTE, o);
-        bufs = new MemorySegment[4]; // extended A, extended B, classic A, classic B
-        mrs = new MemoryRegion[4];
-        for (int i = 0; i < 4; i++) {
-            bufs[i] = arena.allocate(SIZE, 4096);
-            mrs[i] = pd.register(arena, bufs[i], ALL);
-        }
-        sends = new SendWorkRequests(4, 2);
-        recvs = new ReceiveWorkRequests(4, 1);
-        wcs = new WorkCompletions(8);
-        out = new ExtendedCompletions(8);
+        exA = f.extendedPair(xA);
+        exB = f.extendedPair(xB);
+        clA = f.classicPair(cA);
+        clB = f.classicPair(cB);
+        f.connect(exA, exB);
+        f.connect(clA, clB);
     }
 
     @AfterAll
     void close() {
-        GuestSupport.closeAll(wcs, recvs, sends);
-        for (int i = 3; mrs != null && i >= 0; i--) {
-            GuestSupport.closeAll(mrs[i]);
-        }
-        GuestSupport.closeAll(clB, clA, exB, exA, cB, cA, xB, xA, pd, ctx, arena);
-    }
-
-    /** One completion from each path; the extended one must equal the classic one in every field they share. */
-    private record Seen(long wrId, int status, int opcode, int byteLen, int qpRole, int imm, boolean hasImm) {}
-
-    private Seen classic(CompletionQueue cq, QueuePair a, QueuePair b) {
-        awaitSuccess(cq, wcs, 1);
-        int qpn = wcs.qpNumber(0);
-        return new Seen(
-                wcs.wrId(0),
-                wcs.status(0),
-                wcs.opcode(0),
-                wcs.byteLength(0),
-                qpn == a.qpNumber() ? 0 : qpn == b.qpNumber() ? 1 : -1,
-                wcs.hasImmediate(0) ? wcs.immediate(0) : 0,
-                wcs.hasImmediate(0));
-    }
-
-    private Seen extended(CompletionQueueEx cq, QueuePair a, QueuePair b) {
-        assertEquals(1, cq.poll(out, 1, GuestSupport.WAIT), "one extended completion");
-        assertEquals(CompletionStatus.SUCCESS, out.status(0), "status " + out.status(0));
-        int qpn = out.qpNumber(0);
-        boolean hasImm = out.hasImmediate(0);
-        return new Seen(
-                out.wrId(0),
-                out.status(0),
-                out.opcode(0),
-                out.byteLength(0),
-                qpn == a.qpNumber() ? 0 : qpn == b.qpNumber() ? 1 : -1,
-                hasImm ? out.immediateData(0) : 0,
-                hasImm);
+        GuestSupport.closeAll(clB, clA, exB, exA, cB, cA, xB, xA, f);
     }
 
     /**
-     * Runs {@code op} (which posts on {@code from} to {@code to}, with the local and remote buffer
-     * and region) on the extended pair and on the classic pair with the same payload, and compares
-     * the sender's (and with {@code receive}, the receiver's) completions and all four buffers.
+     * Runs {@code op} on the extended pair (through {@code ibv_wr_*}) and on the classic pair with
+     * the same payload, and compares the sender's (and with {@code receive}, the receiver's)
+     * completions and all four buffers; each completion must have succeeded.
      */
     private void same(String what, boolean receive, PostOp op) {
-        for (int i = 0; i < 4; i++) {
-            bufs[i].fill((byte) 0);
-            pattern(bufs[i].asSlice(0, 4096), 7 + (i & 1));
-        }
-        bufs[1].set(ValueLayout.JAVA_LONG, 8192, 41);
-        bufs[3].set(ValueLayout.JAVA_LONG, 8192, 41);
-        Seen[] ex = run(receive, op, exA, exB, mrs[0], mrs[1], true);
-        Seen[] cl = run(receive, op, clA, clB, mrs[2], mrs[3], false);
-        assertEquals(cl[0], ex[0], what + ": the sender's completion");
-        if (receive) {
-            assertEquals(cl[1], ex[1], what + ": the receiver's completion");
-        }
-        assertSameBytes(bufs[2], bufs[0], what + ": the extended sender's buffer");
-        assertSameBytes(bufs[3], bufs[1], what + ": the extended receiver's buffer");
-    }
-
-    @FunctionalInterface
-    interface PostOp {
-        void post(SendWorkRequests s, MemoryRegion local, MemoryRegion remote);
-    }
-
-    private Seen[] run(
-            boolean receive,
-            PostOp op,
-            QueuePair a,
-            QueuePair b,
-            MemoryRegion local,
-            MemoryRegion remote,
-            boolean ext) {
-        sends.clear();
-        recvs.clear();
-        if (receive) {
-            b.postRecv(recvs.add(500).sge(remote, 12288, 4096));
-        }
-        op.post(sends, local, remote);
-        a.postSend(sends);
-        Seen s = ext ? extended(xA, a, b) : classic(cA, a, b);
-        Seen r = receive ? (ext ? extended(xB, a, b) : classic(cB, a, b)) : null;
-        return new Seen[] {s, r};
+        f.resetBuffers();
+        f.post(receive, op, exA, exB, f.mrs[0], f.mrs[1], true);
+        Seen[] ex = {f.extended(xA, exA, exB), receive ? f.extended(xB, exA, exB) : null};
+        f.post(receive, op, clA, clB, f.mrs[2], f.mrs[3], false);
+        Seen[] cl = {f.classic(cA, clA, clB), receive ? f.classic(cB, clA, clB) : null};
+        assertNull(f.compare(what, receive, ex, cl));
     }
 
     @Test
     void everyOpcodeCompletesAsOnTheClassicPath() {
-        same("SEND", true, (s, l, r) -> s.send(1).sge(l, 0, 1000).signaled());
-        same(
-                "SEND_WITH_IMM",
-                true,
-                (s, l, r) -> s.sendWithImmediate(2, 0xCAFEBABE).sge(l, 0, 300).signaled());
-        same(
-                "RDMA_WRITE",
-                false,
-                (s, l, r) -> s.write(3, r.address() + 4096, r.rkey())
-                        .sge(l, 0, 2048)
-                        .sge(l, 2048, 100)
-                        .signaled());
-        same(
-                "RDMA_WRITE_WITH_IMM",
-                true,
-                (s, l, r) -> s.writeWithImmediate(4, r.address() + 6000, r.rkey(), 0x1234)
-                        .sge(l, 0, 777)
-                        .signaled());
-        same(
-                "RDMA_READ",
-                false,
-                (s, l, r) -> s.read(5, r.address(), r.rkey()).sge(l, 4096, 3000).signaled());
-        same(
-                "COMP_SWAP",
-                false,
-                (s, l, r) -> s.compareAndSwap(6, r.address() + 8192, r.rkey(), 41, 99)
-                        .sge(l, 10000, 8)
-                        .signaled());
-        same(
-                "FETCH_ADD",
-                false,
-                (s, l, r) -> s.fetchAndAdd(7, r.address() + 8192, r.rkey(), 5)
-                        .sge(l, 10008, 8)
-                        .signaled());
-        assertEquals(41 + 5, bufs[1].get(ValueLayout.JAVA_LONG, 8192), "added to");
-        assertEquals(41, bufs[0].get(ValueLayout.JAVA_LONG, 10008), "the value fetched");
+        for (ExtendedGuestFixture.Case c : ExtendedGuestFixture.EVERY_OPCODE) {
+            same(c.what(), c.receive(), c.op());
+        }
+        assertEquals(ATOMIC_START + 5, f.bufs[1].get(ValueLayout.JAVA_LONG, ATOMIC_AT), "added to");
+        assertEquals(ATOMIC_START, f.bufs[0].get(ValueLayout.JAVA_LONG, 10008), "the value fetched");
     }
 
     @Test
     void aCompletionChannelWakesAWaiterOnAnExtendedQueue() {
         try (CompletionChannel channel = ctx.createCompletionChannel();
                 CompletionQueueEx cq = ctx.createExtendedCompletionQueue(16, FIELDS, channel, 0);
-                QueuePair a = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cq.queue()));
-                QueuePair b = pd.createQueuePair(QueuePairInit.of(QueuePairType.RC, cB))) {
-            GidEntry gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow();
-            GuestSupport.connect(a, b, gid, REMOTE, ConnectOptions.roce(gid.index()));
+                QueuePair a = f.extendedPair(cq);
+                QueuePair b = f.classicPair(cB)) {
+            f.connect(a, b);
             CompletionWaiter waiter = new CompletionWaiter(cq.queue(), 0);
-            sends.clear();
-            a.postSend(sends.write(77, mrs[3].address(), mrs[3].rkey())
-                    .sge(mrs[2], 0, 64)
+            f.sends.clear();
+            a.postSendExtended(f.sends
+                    .write(77, f.mrs[3].address(), f.mrs[3].rkey())
+                    .sge(f.mrs[2], 0, 64)
                     .signaled());
             try (WorkCompletions one = new WorkCompletions(1)) {
                 assertEquals(1, waiter.await(one, 1, Duration.ofSeconds(10)));

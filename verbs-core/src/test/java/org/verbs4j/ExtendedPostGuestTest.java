@@ -2,20 +2,21 @@ package org.verbs4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.verbs4j.ExtendedGuestFixture.FIELDS;
 import static org.verbs4j.GuestSupport.assertSameBytes;
 import static org.verbs4j.GuestSupport.pattern;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.verbs4j.ExtendedGuestFixture.PostOp;
+import org.verbs4j.ExtendedGuestFixture.Seen;
 import org.verbs4j.testing.RdmaTest;
 
 /**
@@ -30,82 +31,20 @@ import org.verbs4j.testing.RdmaTest;
 @RdmaTest
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ExtendedPostGuestTest {
-    private static final int SIZE = 16 * 1024;
-    private static final Set<Access> ALL =
-            EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
-    private static final Set<Access> REMOTE = EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
-    private static final Set<CompletionField> FIELDS =
-            EnumSet.of(CompletionField.BYTE_LEN, CompletionField.IMM, CompletionField.QP_NUM);
-
-    private Context ctx;
-    private ProtectionDomain pd;
-    private Arena arena;
-    private GidEntry gid;
+    private ExtendedGuestFixture f;
     private MemorySegment[] bufs;
     private MemoryRegion[] mrs;
-    private SendWorkRequests sends;
-    private ReceiveWorkRequests recvs;
-    private WorkCompletions wcs;
-    private ExtendedCompletions out;
 
     @BeforeAll
     void open() {
-        ctx = LoopbackPair.openTestDevice();
-        pd = ctx.allocateProtectionDomain();
-        arena = Arena.ofShared();
-        gid = ctx.firstRoceV2Ipv4Gid(1).orElseThrow();
-        bufs = new MemorySegment[4]; // extended A, extended B, classic A, classic B
-        mrs = new MemoryRegion[4];
-        for (int i = 0; i < 4; i++) {
-            bufs[i] = arena.allocate(SIZE, 4096);
-            mrs[i] = pd.register(arena, bufs[i], ALL);
-        }
-        sends = new SendWorkRequests(4, 2);
-        recvs = new ReceiveWorkRequests(4, 1);
-        wcs = new WorkCompletions(8);
-        out = new ExtendedCompletions(8);
+        f = new ExtendedGuestFixture();
+        bufs = f.bufs;
+        mrs = f.mrs;
     }
 
     @AfterAll
     void close() {
-        GuestSupport.closeAll(wcs, recvs, sends);
-        for (int i = 3; mrs != null && i >= 0; i--) {
-            GuestSupport.closeAll(mrs[i]);
-        }
-        GuestSupport.closeAll(pd, ctx, arena);
-    }
-
-    /** One completion, in the fields both paths report; status and length included, so a failure shows. */
-    private record Seen(long wrId, int status, int opcode, int byteLen, int imm) {}
-
-    @FunctionalInterface
-    interface PostOp {
-        void post(SendWorkRequests s, MemoryRegion local, MemoryRegion remote);
-    }
-
-    private Seen classic(CompletionQueue cq) {
-        if (cq.poll(wcs, 1, GuestSupport.WAIT) != 1) {
-            return null;
-        }
-        return new Seen(
-                wcs.wrId(0),
-                wcs.status(0),
-                wcs.status(0) == CompletionStatus.SUCCESS ? wcs.opcode(0) : -1,
-                wcs.status(0) == CompletionStatus.SUCCESS ? wcs.byteLength(0) : -1,
-                wcs.hasImmediate(0) ? wcs.immediate(0) : 0);
-    }
-
-    private Seen extended(CompletionQueueEx cq) {
-        if (cq.poll(out, 1, GuestSupport.WAIT) != 1) {
-            return null;
-        }
-        boolean ok = out.status(0) == CompletionStatus.SUCCESS;
-        return new Seen(
-                out.wrId(0),
-                out.status(0),
-                ok ? out.opcode(0) : -1,
-                ok ? out.byteLength(0) : -1,
-                ok && out.hasImmediate(0) ? out.immediateData(0) : 0);
+        GuestSupport.closeAll(f);
     }
 
     /**
@@ -113,88 +52,34 @@ class ExtendedPostGuestTest {
      * extended CQs) and a fresh classic pair; returns what differs, or null when nothing does.
      */
     private String same(String what, boolean receive, PostOp op) {
-        for (int i = 0; i < 4; i++) {
-            bufs[i].fill((byte) 0);
-            pattern(bufs[i].asSlice(0, 4096), 7 + (i & 1));
-        }
-        bufs[1].set(ValueLayout.JAVA_LONG, 8192, 41);
-        bufs[3].set(ValueLayout.JAVA_LONG, 8192, 41);
+        f.resetBuffers();
         Seen[] ex;
         Seen[] cl;
-        try (CompletionQueueEx xA = ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
-                CompletionQueueEx xB = ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
-                CompletionQueue cA = ctx.createCompletionQueue(16);
-                CompletionQueue cB = ctx.createCompletionQueue(16);
-                QueuePair exA = extendedPair(xA);
-                QueuePair exB = extendedPair(xB);
-                QueuePair clA = pd.createQueuePair(
-                        QueuePairInit.of(QueuePairType.RC, cA).maxSendSge(2).maxInlineData(64));
-                QueuePair clB = pd.createQueuePair(
-                        QueuePairInit.of(QueuePairType.RC, cB).maxSendSge(2).maxInlineData(64))) {
-            ConnectOptions o = ConnectOptions.roce(gid.index());
-            GuestSupport.connect(exA, exB, gid, REMOTE, o);
-            GuestSupport.connect(clA, clB, gid, REMOTE, o);
-            post(receive, op, exA, exB, mrs[0], mrs[1], true);
-            ex = new Seen[] {extended(xA), receive ? extended(xB) : null};
-            post(receive, op, clA, clB, mrs[2], mrs[3], false);
-            cl = new Seen[] {classic(cA), receive ? classic(cB) : null};
+        try (CompletionQueueEx xA = f.ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
+                CompletionQueueEx xB = f.ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
+                CompletionQueue cA = f.ctx.createCompletionQueue(16);
+                CompletionQueue cB = f.ctx.createCompletionQueue(16);
+                QueuePair exA = f.extendedPair(xA);
+                QueuePair exB = f.extendedPair(xB);
+                QueuePair clA = f.classicPair(cA);
+                QueuePair clB = f.classicPair(cB)) {
+            f.connect(exA, exB);
+            f.connect(clA, clB);
+            f.post(receive, op, exA, exB, mrs[0], mrs[1], true);
+            ex = new Seen[] {f.extended(xA, exA, exB), receive ? f.extended(xB, exA, exB) : null};
+            f.post(receive, op, clA, clB, mrs[2], mrs[3], false);
+            cl = new Seen[] {f.classic(cA, clA, clB), receive ? f.classic(cB, clA, clB) : null};
         }
-        List<String> diffs = new ArrayList<>();
-        if (cl[0] == null || !cl[0].equals(ex[0])) {
-            diffs.add("sender: classic " + cl[0] + ", extended " + ex[0]);
-        }
-        if (receive && (cl[1] == null || !cl[1].equals(ex[1]))) {
-            diffs.add("receiver: classic " + cl[1] + ", extended " + ex[1]);
-        }
-        String[] names = {"sender's buffer", "receiver's buffer"};
-        for (int i = 0; i < 2; i++) {
-            try {
-                assertSameBytes(bufs[2 + i], bufs[i], names[i]);
-            } catch (AssertionError e) {
-                diffs.add(e.getMessage());
-            }
-        }
-        String seen = what + ": " + ex[0] + (receive ? " / " + ex[1] : "");
-        System.out.println("ibv_wr_* " + seen + (diffs.isEmpty() ? "" : "  DIFFERS " + diffs));
-        return diffs.isEmpty() ? null : what + ": " + diffs;
-    }
-
-    private QueuePair extendedPair(CompletionQueueEx cq) {
-        return pd.createExtendedQueuePair(
-                QueuePairInit.of(QueuePairType.RC, cq.queue()).maxSendSge(2).maxInlineData(64),
-                EnumSet.allOf(SendOperation.class));
-    }
-
-    private void post(
-            boolean receive,
-            PostOp op,
-            QueuePair a,
-            QueuePair b,
-            MemoryRegion local,
-            MemoryRegion remote,
-            boolean ext) {
-        sends.clear();
-        recvs.clear();
-        if (receive) {
-            b.postRecv(recvs.add(500).sge(remote, 12288, 4096));
-        }
-        op.post(sends, local, remote);
-        if (ext) {
-            a.postSendExtended(sends);
-        } else {
-            a.postSend(sends);
-        }
+        return f.compare(what, receive, ex, cl);
     }
 
     @Test
     void everyOpcodeThroughWrMatchesTheClassicPath() {
         List<String> failed = new ArrayList<>();
         List<String> r = new ArrayList<>();
-        r.add(same("SEND", true, (s, l, x) -> s.send(1).sge(l, 0, 1000).signaled()));
-        r.add(same(
-                "SEND_WITH_IMM",
-                true,
-                (s, l, x) -> s.sendWithImmediate(2, 0xCAFEBABE).sge(l, 0, 300).signaled()));
+        for (ExtendedGuestFixture.Case c : ExtendedGuestFixture.EVERY_OPCODE) {
+            r.add(same(c.what(), c.receive(), c.op()));
+        }
         r.add(same(
                 "SEND, two SGEs of equal length",
                 true,
@@ -209,40 +94,11 @@ class ExtendedPostGuestTest {
                 (s, l, x) ->
                         s.write(5, x.address() + 4096, x.rkey()).sge(l, 0, 2048).signaled()));
         r.add(same(
-                "RDMA_WRITE, two SGEs of unequal length",
-                false,
-                (s, l, x) -> s.write(6, x.address() + 4096, x.rkey())
-                        .sge(l, 0, 2048)
-                        .sge(l, 2048, 100)
-                        .signaled()));
-        r.add(same(
-                "RDMA_WRITE_WITH_IMM",
-                true,
-                (s, l, x) -> s.writeWithImmediate(7, x.address() + 6000, x.rkey(), 0x1234)
-                        .sge(l, 0, 777)
-                        .signaled()));
-        r.add(same(
-                "RDMA_READ",
-                false,
-                (s, l, x) -> s.read(8, x.address(), x.rkey()).sge(l, 4096, 3000).signaled()));
-        r.add(same(
                 "RDMA_READ, two SGEs of unequal length",
                 false,
                 (s, l, x) -> s.read(9, x.address(), x.rkey())
                         .sge(l, 4096, 1500)
                         .sge(l, 8000, 90)
-                        .signaled()));
-        r.add(same(
-                "ATOMIC_CMP_AND_SWP",
-                false,
-                (s, l, x) -> s.compareAndSwap(10, x.address() + 8192, x.rkey(), 41, 99)
-                        .sge(l, 10000, 8)
-                        .signaled()));
-        r.add(same(
-                "ATOMIC_FETCH_AND_ADD",
-                false,
-                (s, l, x) -> s.fetchAndAdd(11, x.address() + 8192, x.rkey(), 5)
-                        .sge(l, 10008, 8)
                         .signaled()));
         r.add(same(
                 "SEND inline, two pieces (wr_set_inline_data)",
@@ -281,7 +137,7 @@ class ExtendedPostGuestTest {
         final int qkey = 0x1234;
         final int grh = 40;
         final int len = 512;
-        AddressVector av = AddressVector.global(1, gid.gid(), gid.index());
+        AddressVector av = AddressVector.global(1, f.gid.gid(), f.gid.index());
         int[] lengths = new int[2];
         for (int round = 0; round < 2; round++) {
             boolean ext = round == 0;
@@ -289,36 +145,38 @@ class ExtendedPostGuestTest {
             MemoryRegion remote = mrs[ext ? 1 : 3];
             pattern(local.segment().asSlice(0, len), 11);
             remote.segment().fill((byte) 0);
-            try (CompletionQueueEx xS = ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
-                    CompletionQueue cS = ctx.createCompletionQueue(16);
-                    CompletionQueue cR = ctx.createCompletionQueue(16);
+            try (CompletionQueueEx xS = f.ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
+                    CompletionQueue cS = f.ctx.createCompletionQueue(16);
+                    CompletionQueue cR = f.ctx.createCompletionQueue(16);
                     QueuePair s = ext
-                            ? pd.createExtendedQueuePair(
+                            ? f.pd.createExtendedQueuePair(
                                     QueuePairInit.of(QueuePairType.UD, xS.queue()),
                                     EnumSet.of(SendOperation.SEND, SendOperation.SEND_WITH_IMM))
-                            : pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cS));
-                    QueuePair r = pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cR));
-                    AddressHandle ah = pd.createAddressHandle(av)) {
+                            : f.pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cS));
+                    QueuePair r = f.pd.createQueuePair(QueuePairInit.of(QueuePairType.UD, cR));
+                    AddressHandle ah = f.pd.createAddressHandle(av)) {
                 s.activateUd(1, qkey, 0);
                 r.activateUd(1, qkey, 0);
-                r.postRecv(recvs.clear().add(401).sge(remote, 0, grh + 1024));
-                sends.clear()
+                r.postRecv(f.recvs.clear().add(401).sge(remote, 0, grh + 1024));
+                f.sends
+                        .clear()
                         .sendWithImmediate(402, 0x0A0B0C0D)
                         .sge(local, 0, len)
                         .destination(ah, r.qpNumber(), qkey)
                         .signaled();
                 if (ext) {
-                    s.postSendExtended(sends);
+                    s.postSendExtended(f.sends);
                 } else {
-                    s.postSend(sends);
+                    s.postSend(f.sends);
                 }
-                GuestSupport.awaitSuccess(cR, wcs, 1);
-                assertEquals(401, wcs.wrId(0));
-                assertEquals(0x0A0B0C0D, wcs.immediate(0), "the immediate data");
-                assertEquals(s.qpNumber(), wcs.sourceQp(0), "the sender");
-                lengths[round] = wcs.byteLength(0);
-                Seen sent = ext ? extended(xS) : classic(cS);
-                assertEquals(new Seen(402, CompletionStatus.SUCCESS, CompletionOpcode.SEND, sent.byteLen(), 0), sent);
+                GuestSupport.awaitSuccess(cR, f.wcs, 1);
+                assertEquals(401, f.wcs.wrId(0));
+                assertEquals(0x0A0B0C0D, f.wcs.immediate(0), "the immediate data");
+                assertEquals(s.qpNumber(), f.wcs.sourceQp(0), "the sender");
+                lengths[round] = f.wcs.byteLength(0);
+                Seen sent = ext ? f.extended(xS, s, r) : f.classic(cS, s, r);
+                assertEquals(
+                        new Seen(402, CompletionStatus.SUCCESS, CompletionOpcode.SEND, sent.byteLen(), 0, 0), sent);
             }
         }
         assertEquals(grh + len, lengths[0], "the GRH precedes the payload");
@@ -336,25 +194,23 @@ class ExtendedPostGuestTest {
      */
     @Test
     void anSgeListOfUnequalLengthsThroughTheBuildersIsMiscountedWhereFlagged() {
-        for (int i = 0; i < 4; i++) {
-            bufs[i].fill((byte) 0);
-            pattern(bufs[i].asSlice(0, 4096), 7 + (i & 1));
-        }
-        try (CompletionQueueEx xA = ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
-                CompletionQueueEx xB = ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
-                QueuePair exA = extendedPair(xA);
-                QueuePair exB = extendedPair(xB)) {
-            GuestSupport.connect(exA, exB, gid, REMOTE, ConnectOptions.roce(gid.index()));
+        f.resetBuffers();
+        try (CompletionQueueEx xA = f.ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
+                CompletionQueueEx xB = f.ctx.createExtendedCompletionQueue(16, FIELDS, null, 0);
+                QueuePair exA = f.extendedPair(xA);
+                QueuePair exB = f.extendedPair(xB)) {
+            f.connect(exA, exB);
             boolean flagged = exA.extended.sgeListMiscounted;
-            System.out.println(ctx.deviceName() + " wr_set_sge_list miscounts unequal lengths (flagged): " + flagged);
-            sends.clear()
+            System.out.println(f.ctx.deviceName() + " wr_set_sge_list miscounts unequal lengths (flagged): " + flagged);
+            f.sends
+                    .clear()
                     .write(20, mrs[1].address() + 4096, mrs[1].rkey())
                     .sge(mrs[0], 0, 2048)
                     .sge(mrs[0], 2048, 100)
                     .signaled();
-            assertTrue(exA.extended.postsClassically(sends, 1) == flagged, "routed classically where flagged");
-            assertEquals(0, exA.extended.post(sends, 1), "wr_complete"); // the builders themselves
-            Seen seen = extended(xA);
+            assertTrue(exA.extended.postsClassically(f.sends, 1) == flagged, "routed classically where flagged");
+            assertEquals(0, exA.extended.post(f.sends, 1), "wr_complete"); // the builders themselves
+            Seen seen = f.extended(xA, exA, exB);
             boolean moved = seen != null
                     && seen.status() == CompletionStatus.SUCCESS
                     && bufs[1].asSlice(4096, 2148).mismatch(bufs[0].asSlice(0, 2148)) < 0

@@ -223,4 +223,72 @@ class ExtendedPostMisuseTest extends ExtendedStandInTest {
             }
         }
     }
+
+    @Test
+    void aType1BindRefusesMisuseBeforeTheProvider() {
+        MemoryRegion mwr = registeredBindable(o);
+        MemoryWindow one = o.pd.allocateWindow(MemoryWindow.Type.TYPE_1);
+        MemoryWindow two = o.pd.allocateWindow(MemoryWindow.Type.TYPE_2);
+        EnumSet<Access> write = EnumSet.of(Access.REMOTE_WRITE);
+        try (QueuePair qp = o.rcQueuePair(1, 1);
+                ProtectionDomain other = ForeignHandles.protectionDomain(o.ctx, p.makePd(p.context()))) {
+            refused("ibv_bind_mw", Errno.EINVAL, () -> two.bind(qp, 1, mwr, 0, 64, write, true), "type 2");
+            refused("ibv_bind_mw", Errno.EINVAL, () -> one.unbind(qp, 1, true), "not bound");
+            MemoryRegion wrapped = bindable(o); // no struct ibv_mr: the provider would read through NULL
+            refused(
+                    "ibv_bind_mw",
+                    Errno.EINVAL,
+                    () -> one.bind(qp, 1, wrapped, 0, 64, write, true),
+                    "no struct ibv_mr");
+            wrapped.close();
+            QueuePair elsewhere = ForeignHandles.queuePair(
+                    other, p.qp(), QueuePairInit.of(QueuePairType.RC, o.cq), QueuePairState.RTS);
+            refused("ibv_bind_mw", Errno.EPERM, () -> one.bind(elsewhere, 1, mwr, 0, 64, write, true), "different");
+            elsewhere.close();
+            if (Verbs.CHECKED) {
+                refused("ibv_bind_mw", Errno.EINVAL, () -> one.bind(qp, 1, mwr, 4000, 200, write, true), "outside");
+                MemoryRegion plain = o.pd.register(
+                        Arena.ofAuto().allocate(256),
+                        EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE),
+                        (pd, a, l, acc) -> MemorySegment.ofAddress(p.regDeviceMr(pd.address(), a, l, acc)),
+                        h -> p.deregDeviceMr(h.address()));
+                refused("ibv_bind_mw", Errno.EINVAL, () -> one.bind(qp, 1, plain, 0, 64, write, true), "MW_BIND");
+                plain.close();
+                refused(
+                        "ibv_bind_mw",
+                        Errno.EINVAL,
+                        () -> one.bind(qp, 1, mwr, 0, 64, EnumSet.of(Access.REMOTE_ATOMIC), true),
+                        "REMOTE_ATOMIC");
+                // the bind takes a send-queue slot: a full queue refuses it as it refuses a post
+                one.bind(qp, 1, mwr, 0, 64, write, false);
+                assertThrows(QueueFullException.class, () -> one.bind(qp, 2, mwr, 0, 64, write, true));
+                assertEquals(1, p.wqeCount());
+            }
+            assertEquals(Verbs.CHECKED ? 1 : 0, p.wqeCount());
+        } finally {
+            two.close();
+        }
+        // closed window, closed region, closed queue pair: refused, nothing reaches the provider
+        long before = p.wqeCount();
+        QueuePair qp = o.rcQueuePair(4, 4);
+        MemoryRegion gone = registeredBindable(o);
+        gone.close();
+        refused(
+                "ibv_bind_mw",
+                Errno.EBADF,
+                () -> one.bind(qp, 3, gone, 0, 64, EnumSet.of(Access.REMOTE_WRITE), true),
+                "closed");
+        one.close();
+        refused(
+                "ibv_bind_mw",
+                Errno.EBADF,
+                () -> one.bind(qp, 3, mwr, 0, 64, EnumSet.of(Access.REMOTE_WRITE), true),
+                "closed");
+        MemoryWindow three = o.pd.allocateWindow(MemoryWindow.Type.TYPE_1);
+        qp.close();
+        assertThrows(VerbsException.class, () -> three.bind(qp, 4, mwr, 0, 64, EnumSet.of(Access.REMOTE_WRITE), true));
+        three.close();
+        assertEquals(before, p.wqeCount());
+        mwr.close(); // the closed window holds it no longer
+    }
 }

@@ -4,11 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.verbs4j.HostMisuseTest.refused;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.EnumSet;
 import org.junit.jupiter.api.Test;
+import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.QueuePairExLayout;
 import org.verbs4j.testing.StandInProvider;
 
@@ -189,6 +191,57 @@ class ExtendedPostingHostTest extends ExtendedStandInTest {
             assertEquals(live, p.mwLive());
             mwr.close(); // released by the window's close
         } finally {
+            if (mwr.isOpen()) {
+                mwr.close();
+            }
+        }
+    }
+
+    /**
+     * A type 1 window through the provider's bind_mw op (the stand-in's posts one IBV_WR_BIND_MW
+     * request, as rxe's does): every field of {@code struct ibv_mw_bind} reaches it, the rkey moves
+     * on, the bind counts as a send and its completion frees the slot; the unbind (length 0) names
+     * the same region and releases it.
+     */
+    @Test
+    void aType1WindowIsBoundThroughBindMwAndCountedAsASend() {
+        MemoryRegion mwr = registeredBindable(o);
+        MemoryWindow mw = o.pd.allocateWindow(MemoryWindow.Type.TYPE_1);
+        try (QueuePair qp = o.rcQueuePair(4, 4);
+                WorkCompletions wc = new WorkCompletions(4)) {
+            int allocated = mw.rkey();
+            int rkey = mw.bind(qp, 21, mwr, 64, 1024, EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ), true);
+            assertEquals((allocated & 0xffffff00) | ((allocated + 1) & 0xff), rkey, "ibv_inc_rkey");
+            assertEquals(rkey, mw.rkey());
+            assertEquals(1, qp.sendOutstanding(), "the bind holds a send-queue slot");
+            StandInProvider.Wqe w = p.wqe(0);
+            assertEquals(21, w.wrId());
+            assertEquals(SendWorkRequests.OP_BIND_MW, w.opcode());
+            assertEquals(SendWorkRequests.FLAG_SIGNALED, w.sendFlags());
+            assertEquals(rkey, w.rkey());
+            assertEquals(mwr.address() + 64, w.remoteAddr());
+            assertEquals(1024, w.totalLength());
+            assertEquals(mwr.lkey(), w.lkey(), "bind_info.mr is the region");
+            assertEquals(Access.REMOTE_WRITE.bit() | Access.REMOTE_READ.bit(), w.imm());
+            assertEquals(mw.address, p.wqeOperand(0));
+            refused("ibv_dereg_mr", Errno.EBUSY, mwr::close, "open object");
+            assertEquals(1, o.cq.poll(wc));
+            assertEquals(CompletionOpcode.BIND_MW, wc.opcode(0));
+            assertEquals(0, qp.sendOutstanding());
+            // unsignaled: no completion; the slot stays counted until a later signaled one
+            int again = mw.unbind(qp, 22, false);
+            assertEquals((rkey & 0xffffff00) | ((rkey + 1) & 0xff), again);
+            StandInProvider.Wqe u = p.wqe(1);
+            assertEquals(0, u.totalLength());
+            assertEquals(0, u.remoteAddr());
+            assertEquals(0, u.imm());
+            assertEquals(mwr.lkey(), u.lkey(), "rxe reads the region's lkey even for length 0");
+            assertEquals(0, u.sendFlags());
+            assertEquals(1, qp.sendOutstanding());
+            assertEquals(0, o.cq.poll(wc));
+            mwr.close(); // no longer bound
+        } finally {
+            mw.close();
             if (mwr.isOpen()) {
                 mwr.close();
             }

@@ -3,6 +3,7 @@ package org.verbs4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
+import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -53,5 +54,15 @@ abstract class ExtendedStandInTest {
                 0x3131,
                 0x3232,
                 EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.MW_BIND));
+    }
+
+    /** A region with MW_BIND registered through the stand-in's reg_mr (a struct ibv_mr of its own, keys 0x7000+n / 0x9000+n). */
+    static MemoryRegion registeredBindable(StandInObjects o) {
+        return o.pd.register(
+                java.lang.foreign.Arena.ofAuto().allocate(4096, 64),
+                EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.MW_BIND),
+                (pd, address, length, access) ->
+                        MemorySegment.ofAddress(o.p.regDeviceMr(pd.address(), address, length, access)),
+                h -> o.p.deregDeviceMr(h.address()));
     }
 }

@@ -42,6 +42,7 @@ class LayeringTest {
             "org.verbs4j.cm.CmStructs",
             "org.verbs4j.Context",
             "org.verbs4j.DeviceAttributes",
+            "org.verbs4j.OnDemandPaging",
             "org.verbs4j.PortAttributes",
             "org.verbs4j.ProtectionDomain",
             "org.verbs4j.QueuePair",

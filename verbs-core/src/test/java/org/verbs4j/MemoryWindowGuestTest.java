@@ -2,7 +2,6 @@ package org.verbs4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.verbs4j.GuestSupport.assertSameBytes;
 import static org.verbs4j.GuestSupport.awaitAny;
 import static org.verbs4j.GuestSupport.awaitSuccess;
@@ -19,12 +18,14 @@ import org.junit.jupiter.api.TestInstance;
 import org.verbs4j.testing.RdmaTest;
 
 /**
- * Guest tier (rxe0): type 2 memory windows on a real provider. Side A owns a region and binds a
+ * Guest tier (rxe0): memory windows on a real provider. Side A owns a region and binds a type 2
  * window to one page of it (through {@code ibv_wr_bind_mw} on an extended queue pair, and through
  * a classic {@code IBV_WR_BIND_MW} work request); side B writes through the window's rkey. After a
  * local invalidate, after a SEND_WITH_INV from B, and for a write that crosses the window's end (on
  * rxe, which checks a window's accesses against its region's bounds only: the region's end), the
- * device refuses B's write with a remote access error and not one byte of A's region changes.
+ * device refuses B's write with a remote access error and not one byte of A's region changes. A type
+ * 1 window is bound with {@code ibv_bind_mw}, and its rkey is refused in the same way after a bind of
+ * length 0 and after its dealloc.
  */
 @RdmaTest
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -177,16 +178,49 @@ class MemoryWindowGuestTest {
         }
     }
 
+    /** Binds the type 1 {@code mw} to A's window page with {@code ibv_bind_mw} and waits for the bind's completion. */
+    private int bindType1(MemoryWindow mw, long wrId) {
+        int rkey = mw.bind(a, wrId, mrA, WINDOW, WINDOW_LEN, EnumSet.of(Access.REMOTE_WRITE), true);
+        awaitSuccess(cqA, wcs, 1);
+        assertEquals(CompletionOpcode.BIND_MW, wcs.opcode(0));
+        assertEquals(wrId, wcs.wrId(0));
+        return rkey;
+    }
+
     @Test
-    void typeOneWindowsAreAllocatedOrRefusedWithTheReason() {
-        try (MemoryWindow mw = pd.allocateWindow(MemoryWindow.Type.TYPE_1)) {
-            System.out.println(ctx.deviceName() + " type 1 window: yes, rkey 0x" + Integer.toHexString(mw.rkey()));
+    void aType1WindowIsBoundWithBindMwAndTheDeviceRefusesItsRkeyAfterUnbindAndDealloc() {
+        pattern(bufA, 4);
+        MemoryWindow mw = pd.allocateWindow(MemoryWindow.Type.TYPE_1);
+        try {
             assertEquals(MemoryWindow.Type.TYPE_1, mw.type());
-        } catch (VerbsException e) {
-            UserMessages.check(e);
-            assertEquals("ibv_alloc_mw", e.verb(), e.getMessage());
-            System.out.println(ctx.deviceName() + " type 1 window: no (" + e.getMessage() + ")");
+            int first = mw.rkey();
+            int rkey = bindType1(mw, 11);
+            assertNotEquals(first, rkey, "a bind moves the key on");
+            assertNotEquals(mrA.rkey(), rkey, "the window has an rkey of its own");
+            MemorySegment expected = arena.allocate(SIZE);
+            expected.copyFrom(bufA);
+            pattern(bufB, 6);
+            assertEquals(CompletionStatus.SUCCESS, writeFromB(WINDOW + 200, 256, rkey), wcs.statusText(0));
+            expected.asSlice(WINDOW + 200, 256).copyFrom(bufB.asSlice(0, 256));
+            assertSameBytes(expected, bufA, "A's region after the write through the type 1 window");
+
+            // a bind of length 0: the window grants nothing, the device refuses the old rkey
+            int unbound = mw.unbind(a, 12, true);
+            awaitSuccess(cqA, wcs, 1);
+            assertEquals(CompletionOpcode.BIND_MW, wcs.opcode(0));
+            assertNotEquals(rkey, unbound);
+            refusedAndUntouched(WINDOW + 200, 256, rkey, "a write under the rkey of an unbound type 1 window");
+
+            // bound again, then deallocated: its last rkey is refused too
+            int again = bindType1(mw, 13);
+            assertEquals(CompletionStatus.SUCCESS, writeFromB(WINDOW, 64, again), wcs.statusText(0));
+            mw.close();
+            refusedAndUntouched(WINDOW, 64, again, "a write under the rkey of a deallocated type 1 window");
+            assertEquals(CompletionStatus.SUCCESS, writeFromB(0, 16, mrA.rkey()), wcs.statusText(0));
+        } finally {
+            if (mw.isOpen()) {
+                mw.close();
+            }
         }
-        assertTrue(pd.isOpen());
     }
 }

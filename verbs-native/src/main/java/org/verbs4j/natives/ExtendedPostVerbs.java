@@ -15,8 +15,9 @@ import java.lang.invoke.MethodHandle;
  * ({@code ibv_wr_set_sge(_list)}, {@code ibv_wr_set_inline_data(_list)},
  * {@code ibv_wr_set_ud_addr}), {@code ibv_wr_complete} and {@code ibv_wr_abort} are function
  * pointers in {@code struct ibv_qp_ex} (offsets in {@link QueuePairExLayout}). Control path:
- * {@code ibv_create_qp_ex} (a {@code verbs_context} op), {@code ibv_alloc_mw} and
- * {@code ibv_dealloc_mw} ({@code ibv_context_ops}), errno captured at the call.
+ * {@code ibv_create_qp_ex} and {@code ibv_advise_mr} ({@code verbs_context} ops),
+ * {@code ibv_alloc_mw}, {@code ibv_bind_mw} and {@code ibv_dealloc_mw} ({@code ibv_context_ops}),
+ * errno captured at the call (bind and advise return it).
  *
  * <p>Data path: {@code static final} address-less handles invoked with {@code invokeExact},
  * pointers passed as {@code long}, nothing allocated; each is linked both ways (critical or not,
@@ -74,6 +75,13 @@ public final class ExtendedPostVerbs {
             "verbs_context.create_qp_ex", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), true, false);
     private static final MethodHandle ALLOC_MW_OP = NativeBinding.pointer(
             "ibv_context_ops.alloc_mw", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT), true, false);
+    private static final MethodHandle BIND_MW_OP = NativeBinding.pointer(
+            "ibv_context_ops.bind_mw", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), false, false);
+    private static final MethodHandle ADVISE_MR_OP = NativeBinding.pointer(
+            "verbs_context.advise_mr",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT),
+            false,
+            false);
     private static final MethodHandle DEALLOC_MW_OP =
             NativeBinding.pointer("ibv_context_ops.dealloc_mw", FunctionDescriptor.of(JAVA_INT, ADDRESS), true, false);
 
@@ -272,5 +280,38 @@ public final class ExtendedPostVerbs {
             throw InlineVerbs.rethrow(t);
         }
         LibIbverbs.checkRc("ibv_dealloc_mw", rc, cap);
+    }
+
+    /**
+     * {@code ibv_bind_mw(qp, mw, mw_bind)} through the context's bind_mw op, after the inline's own
+     * checks (the caller's): 0, or the errno the provider returned; EOPNOTSUPP when it has no op.
+     */
+    public static int bindMw(MemorySegment ctx, MemorySegment qp, MemorySegment mw, MemorySegment bind) {
+        MemorySegment op = InlineVerbs.contextOp(ctx, ContextLayout.OPS_BIND_MW);
+        if (op.equals(MemorySegment.NULL)) {
+            return Errno.EOPNOTSUPP;
+        }
+        try {
+            return (int) BIND_MW_OP.invokeExact(op, qp, mw, bind);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ibv_advise_mr(pd, advice, flags, sg_list, num_sge)} through the {@code advise_mr}
+     * op of {@code verbs_context}: 0, or the errno; EOPNOTSUPP when the context has no such op.
+     */
+    public static int adviseMr(
+            MemorySegment ctx, MemorySegment pd, int advice, int flags, MemorySegment sgList, int numSge) {
+        MemorySegment op = InlineVerbs.verbsGetCtxOp(ctx, ContextLayout.VCTX_ADVISE_MR);
+        if (op.equals(MemorySegment.NULL)) {
+            return Errno.EOPNOTSUPP;
+        }
+        try {
+            return (int) ADVISE_MR_OP.invokeExact(op, pd, advice, flags, sgList, numSge);
+        } catch (Throwable t) {
+            throw InlineVerbs.rethrow(t);
+        }
     }
 }

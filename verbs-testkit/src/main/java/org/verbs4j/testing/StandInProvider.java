@@ -622,6 +622,64 @@ public final class StandInProvider implements AutoCloseable {
         return (int) lib.call("standin_dmabuf_fd_open_at_dereg");
     }
 
+    // ---- on-demand paging ------------------------------------------------------------------
+
+    /** What {@code query_device_ex} reports as {@code odp_caps.general_caps} (0, the default: no ODP). */
+    public void setOdpCaps(long generalCaps) {
+        lib.voidCall("standin_set_odp_caps", generalCaps);
+    }
+
+    /**
+     * The stand-in of a provider's {@code reg_mr} with {@code IBV_ACCESS_ON_DEMAND}: a fake MR
+     * (keys 0x0d00+n / 0x0e00+n), or 0 (EOPNOTSUPP unless {@link #setOdpCaps} offers it, EINVAL
+     * without ON_DEMAND).
+     */
+    public long regOdpMr(long pd, long address, long length, int access) {
+        return lib.ptrCall("standin_reg_odp_mr", pd, address, length, access);
+    }
+
+    /** Deregisters (frees) a fake MR of {@link #regOdpMr}. */
+    public void deregOdpMr(long mr) {
+        lib.call("standin_dereg_odp_mr", mr);
+    }
+
+    /** Fake on-demand MRs registered and not yet deregistered. */
+    public int odpMrLive() {
+        return (int) lib.call("standin_odp_mr_live");
+    }
+
+    /** The access flags, address and length of the last accepted {@link #regOdpMr}. */
+    public long[] lastOdpRegistration() {
+        return new long[] {
+            (int) lib.call("standin_last_odp_access"),
+            lib.ptrCall("standin_last_odp_addr"),
+            lib.ptrCall("standin_last_odp_length")
+        };
+    }
+
+    /** Calls of the stand-in's {@code advise_mr} since reset. */
+    public int adviseCalls() {
+        return (int) lib.call("standin_advise_calls");
+    }
+
+    /** The advice, flags and SGE count of the last accepted {@code advise_mr}. */
+    public int[] lastAdvice() {
+        return new int[] {
+            (int) lib.call("standin_last_advice"),
+            (int) lib.call("standin_last_advise_flags"),
+            (int) lib.call("standin_last_advise_num_sge")
+        };
+    }
+
+    /** SGE {@code i} of the last accepted {@code advise_mr}: its addr, length and lkey. */
+    public long[] lastAdviseSge(int i) {
+        return new long[] {
+            lib.ptrCall("standin_last_advise_sge", i, 0),
+            lib.ptrCall("standin_last_advise_sge", i, 1),
+            lib.ptrCall("standin_last_advise_sge", i, 2)
+        };
+    }
+
     /** Runs the C baseline loop ({@link #cLoopHandle()}) on this instance's qp and cq. */
     public long cLoop(int iterations, int chain, MemorySegment buf, int lkey) {
         try {
@@ -725,6 +783,18 @@ public final class StandInProvider implements AutoCloseable {
                         "standin_make_qp_ex",
                         FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG)),
                 Map.entry("standin_mw_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_set_odp_caps", FunctionDescriptor.ofVoid(JAVA_LONG)),
+                Map.entry(
+                        "standin_reg_odp_mr",
+                        FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_dereg_odp_mr", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
+                Map.entry("standin_odp_mr_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_odp_access", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_advise_calls", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_advice", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_advise_flags", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_advise_num_sge", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_advise_sge", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT)),
                 Map.entry("standin_last_create_qp_ex_mask", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_last_inline", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT)));
 
