@@ -21,6 +21,7 @@ import org.verbs4j.ProtectionDomain;
 import org.verbs4j.SendWorkRequests;
 import org.verbs4j.Verbs;
 import org.verbs4j.WorkCompletions;
+import org.verbs4j.testing.PeerJvm;
 import org.verbs4j.testing.RdmaTest;
 import org.verbs4j.testing.RdmaTestSupport;
 

@@ -4,6 +4,7 @@ import java.net.InetAddress;
 import java.time.Duration;
 import org.verbs4j.Context;
 import org.verbs4j.ProtectionDomain;
+import org.verbs4j.testing.PeerJvm;
 
 /**
  * The receiver in a second JVM of {@link MulticastGuestTest}: arguments IP, group, count, sender
