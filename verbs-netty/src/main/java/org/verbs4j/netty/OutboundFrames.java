@@ -39,6 +39,7 @@ final class OutboundFrames {
 
     private final Copier copier = new Copier();
     private long inFlight;
+    private boolean drained = true;
 
     /** Bytes at the head of the outbound buffer that were posted and have not completed. */
     long inFlight() {
@@ -56,6 +57,7 @@ final class OutboundFrames {
         for (; ; ) {
             removeEmptyHead(in);
             if (!out.canSendData()) {
+                drained = false; // perhaps bytes remain: the next write finds out
                 return;
             }
             copier.reset(inFlight, out.sendBuffer(), out.sendOffset(), chunk);
@@ -66,6 +68,7 @@ final class OutboundFrames {
             }
             int n = copier.filled;
             if (n == 0) {
+                drained = true;
                 return;
             }
             out.post(n);
@@ -109,9 +112,18 @@ final class OutboundFrames {
         }
     }
 
+    /**
+     * Whether the last {@link #write} posted every flushed byte (so that a frame posted now comes
+     * after all of them); false while it may have left some for lack of credits or send buffers.
+     */
+    boolean allPosted() {
+        return drained;
+    }
+
     /** Forgets what was in flight (the connection is gone; the outbound buffer fails its writes). */
     void reset() {
         inFlight = 0;
+        drained = true;
     }
 
     /**

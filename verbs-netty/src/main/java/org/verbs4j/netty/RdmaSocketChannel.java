@@ -13,6 +13,10 @@ import io.netty.channel.IoEvent;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelInputShutdownReadComplete;
+import io.netty.channel.socket.ChannelOutputShutdownEvent;
+import io.netty.channel.socket.ChannelOutputShutdownException;
 import io.netty.channel.socket.ServerSocketChannel;
 import io.netty.channel.socket.SocketChannel;
 import java.io.IOException;
@@ -22,6 +26,7 @@ import java.net.SocketAddress;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.NotYetConnectedException;
 import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
 import org.verbs4j.Context;
@@ -40,7 +45,10 @@ import org.verbs4j.cm.RdmaConnection;
  * a credit (a receive buffer it posted); a write's promise completes when the frames carrying
  * its bytes completed at the peer, and fails if the connection goes down first. Bytes received
  * are copied out of the registered receive buffers into buffers of the channel's allocator and
- * the receive buffers reposted. Half-closure is not supported.
+ * the receive buffers reposted. Half-closure as over TCP: {@link #shutdownOutput()} sends an
+ * end-of-stream frame after every byte flushed before it, and the peer's input ends there
+ * ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE}, else it closes); a peer
+ * that closes or disconnects ends the input the same way.
  *
  * <p>Owns its connection, queue pair, completion queue and registered buffers ({@link RdmaStream});
  * all are released when the channel closes. Like every Netty channel: any thread may call its
@@ -70,6 +78,17 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private RdmaStream stream;
     private ChannelPromise connectPromise;
     private boolean readPending, deliverScheduled;
+    /** Set by the connection manager's thread: the peer disconnected (the loop learns it from a task). */
+    private volatile boolean peerClosed;
+    /**
+     * Half-closure, on the loop: the input ended (the peer's end of stream, its disconnect or
+     * {@link #shutdownInput()}); the output was shut down (end of stream queued or sent); the
+     * end-of-stream frame went out; no frame can go any more (the peer disconnected).
+     */
+    private volatile boolean inputShutdown, outputShutdown;
+
+    private boolean endSent, outputBroken;
+    private ChannelPromise endPromise;
 
     /** An unconnected client channel (for {@code Bootstrap.channel}). */
     public RdmaSocketChannel() {
@@ -177,6 +196,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         if (p != null) {
             connectPromise = null;
             p.tryFailure(new ClosedChannelException());
+        }
+        ChannelPromise e = endPromise;
+        if (e != null) {
+            endPromise = null;
+            e.tryFailure(new ClosedChannelException());
         }
         ConnectionRequest r = request;
         if (r != null) {
@@ -332,6 +356,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         connectPromise = null;
         boolean promiseSet = p == null || p.trySuccess();
         pipeline().fireChannelActive();
+        if (isActive()) {
+            ((RdmaUnsafe) unsafe()).resumeFlush(); // what an accepted channel's handlers wrote before
+        }
         if (!promiseSet) {
             unsafe().close(unsafe().voidPromise());
         } else if (c.state().isDown()) {
@@ -351,23 +378,65 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     /** A connection-manager event (on the library's event thread). */
     private void connectionEvent(RdmaConnection c, CmEvent e) {
         if (c.state().isDown()) {
+            peerClosed = true;
             runOnLoop(this::peerGone, null, null);
         }
     }
 
-    /** On the loop: the peer disconnected; hand up what arrived before, then close. */
+    /**
+     * On the loop: the peer disconnected; hand up what arrived before, then close, or (with
+     * ALLOW_HALF_CLOSURE) end the input as its end of stream would and stay open: writes then fail
+     * as writes to a closed TCP peer do (AUTO_CLOSE closes the channel, else its output shuts down).
+     */
     private void peerGone() {
-        if (state != State.ACTIVE) {
+        if (state != State.ACTIVE || outputBroken) {
             return;
         }
+        outputBroken = true;
         stream.down();
         try {
             stream.poll(false);
         } catch (IOException e) {
             // the flush of the posted work: the connection is down, as the peer said
         }
+        long done = stream.completedBytes;
+        stream.completedBytes = 0;
+        ChannelOutboundBuffer in = unsafe().outboundBuffer();
+        if (done > 0 && in != null) {
+            outbound.completed(in, done); // writes that arrived before the peer left succeed
+        }
         deliverAll();
+        if (!isActive()) {
+            return; // a handler closed it meanwhile
+        }
+        boolean halfClosed = config.isAllowHalfClosure();
+        if (halfClosed || !config.isAutoClose()) {
+            ((RdmaUnsafe) unsafe()).resumeFlush(); // pending writes fail now, as a write error
+        }
+        if (halfClosed && isActive()) {
+            endInput();
+            return;
+        }
         unsafe().close(unsafe().voidPromise()); // pending writes fail: the peer is gone
+    }
+
+    /** The input ended: without ALLOW_HALF_CLOSURE the channel closes, else the pipeline hears it. */
+    private void endInput() {
+        if (inputShutdown && !config.isAllowHalfClosure()) {
+            return;
+        }
+        boolean first = !inputShutdown;
+        inputShutdown = true;
+        if (!config.isAllowHalfClosure()) {
+            unsafe().close(unsafe().voidPromise());
+        } else if (first) {
+            pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+            eventLoop().execute(() -> {
+                if (isOpen()) {
+                    pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
+                }
+            });
+        }
     }
 
     // ---- the data path (event loop thread) -------------------------------------------------------
@@ -397,11 +466,55 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 outbound.completed(in, done); // may run listeners, which may write or close
             }
         }
-        if (readPending) {
+        if (inputShutdown) {
+            discard(s);
+        } else if (readPending) {
             deliver();
         }
         ((RdmaUnsafe) unsafe()).resumeFlush();
+        sendEndIfDue();
         returnCredits();
+        if (stream == s && s.inputEnded() && !inputShutdown && isActive()) {
+            endInput();
+        }
+    }
+
+    /** Drops what arrived after the input was shut down, so that the peer's credits keep coming back. */
+    private void discard(RdmaStream s) {
+        try {
+            s.discardReady();
+        } catch (IOException e) {
+            failLater(e);
+        }
+    }
+
+    /** Posts the end-of-stream frame once the output is shut down and every flushed byte was posted. */
+    private void sendEndIfDue() {
+        RdmaStream s = stream;
+        if (!outputShutdown || endSent || s == null || state != State.ACTIVE || !s.canSendData()) {
+            return;
+        }
+        ChannelOutboundBuffer in = unsafe().outboundBuffer();
+        if (in != null && !in.isEmpty() && !outbound.allPosted()) {
+            return;
+        }
+        try {
+            s.postEnd();
+        } catch (IOException e) {
+            failLater(e);
+            return;
+        }
+        outputShutdownDone();
+    }
+
+    private void outputShutdownDone() {
+        endSent = true;
+        ChannelPromise p = endPromise;
+        endPromise = null;
+        if (p != null) {
+            p.trySuccess();
+        }
+        pipeline().fireUserEventTriggered(ChannelOutputShutdownEvent.INSTANCE);
     }
 
     private void returnCredits() {
@@ -428,6 +541,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         boolean quiet = connection.state().isDown()
                 && !(e instanceof ProtocolViolationException)
                 && !(e instanceof RdmaStream.CompletionFailedException f && !f.flushed);
+        if (quiet && (config.isAllowHalfClosure() || !config.isAutoClose())) {
+            peerGone();
+            return;
+        }
         deliverAll();
         if (!isOpen()) {
             return; // a handler closed it meanwhile
@@ -452,7 +569,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     /** Hands up every received byte, reading or not (the connection is ending; nothing is reposted). */
     private void deliverAll() {
-        while (stream != null && stream.readyFrames() > 0 && isActive()) {
+        while (stream != null && stream.readyFrames() > 0 && isActive() && !inputShutdown) {
             readPending = true;
             deliver();
         }
@@ -462,6 +579,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private void deliver() {
         deliverScheduled = false;
         RdmaStream s = stream;
+        if (s != null && inputShutdown) {
+            discard(s); // the input was shut down: nothing more is handed up
+            return;
+        }
         if (s == null || !readPending || s.readyFrames() == 0) {
             return;
         }
@@ -505,6 +626,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 deliverScheduled = true;
                 eventLoop().execute(deliverTask);
             }
+            if (stream == s && s.inputEnded() && !inputShutdown && isActive()) {
+                endInput();
+            }
         }
     }
 
@@ -527,7 +651,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     }
 
     @Override
-    protected Object filterOutboundMessage(Object msg) {
+    protected Object filterOutboundMessage(Object msg) throws ChannelOutputShutdownException {
+        if (outputShutdown) {
+            throw new ChannelOutputShutdownException("RdmaSocketChannel.write: the output was shut down"
+                    + " (shutdownOutput or a failed write); write before shutdownOutput(), or open a new channel");
+        }
         if (msg instanceof ByteBuf) {
             return msg;
         }
@@ -536,10 +664,18 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     }
 
     @Override
-    protected void doWrite(ChannelOutboundBuffer in) {
+    protected void doWrite(ChannelOutboundBuffer in) throws IOException {
         RdmaStream s = stream;
         if (s == null) {
             return;
+        }
+        if (outputBroken) {
+            // as a write to a TCP peer that closed: AUTO_CLOSE closes the channel, else its output shuts down
+            throw new IOException("RdmaSocketChannel.write to " + remote
+                    + " failed: the peer closed the connection; close() this channel");
+        }
+        if (peerClosed) {
+            return; // the loop is about to learn it (peerGone), which fails or hands back these writes
         }
         try {
             outbound.write(in, s);
@@ -547,24 +683,39 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             failLater(e);
             return;
         }
+        sendEndIfDue();
         returnCredits();
     }
 
-    // ---- half-closure: not supported ------------------------------------------------------------
+    @Override
+    protected void doShutdownOutput() {
+        // a write failed with AUTO_CLOSE off (AbstractUnsafe fails the writes and fires the event)
+        outputShutdown = true;
+        endSent = true; // no end-of-stream frame: the output is broken
+        outbound.reset();
+        ChannelPromise p = endPromise;
+        endPromise = null;
+        if (p != null) {
+            p.tryFailure(new IOException("RdmaSocketChannel.shutdownOutput: a write to " + remote
+                    + " failed before the end of stream went; close() this channel"));
+        }
+    }
+
+    // ---- half-closure ----------------------------------------------------------------------------
 
     @Override
     public boolean isInputShutdown() {
-        return !isActive();
+        return inputShutdown || !isActive();
     }
 
     @Override
     public boolean isOutputShutdown() {
-        return !isActive();
+        return outputShutdown || !isActive();
     }
 
     @Override
     public boolean isShutdown() {
-        return !isActive();
+        return isInputShutdown() && isOutputShutdown();
     }
 
     @Override
@@ -572,9 +723,24 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         return shutdownInput(newPromise());
     }
 
+    /**
+     * Ends the input here: what arrived and what arrives later is dropped unread (its receive
+     * buffers reposted, so the peer's writes still complete); with ALLOW_HALF_CLOSURE the pipeline
+     * hears {@code ChannelInputShutdownEvent}, else the channel closes, as a TCP channel does once
+     * its input ends.
+     */
     @Override
     public ChannelFuture shutdownInput(ChannelPromise promise) {
-        return promise.setFailure(halfClosure("shutdownInput"));
+        onLoop(promise, "shutdownInput", () -> {
+            if (!inputShutdown) {
+                discard(stream);
+                promise.trySuccess();
+                endInput();
+            } else {
+                promise.trySuccess();
+            }
+        });
+        return promise;
     }
 
     @Override
@@ -582,9 +748,34 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         return shutdownOutput(newPromise());
     }
 
+    /**
+     * Ends the output: every byte written before is flushed, and an end-of-stream frame follows the
+     * last of them; the promise succeeds (and {@code ChannelOutputShutdownEvent} fires) once that
+     * frame is posted. Writes after it fail with {@link ChannelOutputShutdownException}.
+     */
     @Override
     public ChannelFuture shutdownOutput(ChannelPromise promise) {
-        return promise.setFailure(halfClosure("shutdownOutput"));
+        onLoop(promise, "shutdownOutput", () -> {
+            if (outputShutdown) {
+                if (endPromise != null) {
+                    endPromise.addListener(f -> cascade(f, promise));
+                } else {
+                    promise.trySuccess();
+                }
+                return;
+            }
+            outputShutdown = true;
+            if (outputBroken) {
+                endPromise = promise;
+                outbound.reset();
+                outputShutdownDone();
+                return;
+            }
+            endPromise = promise;
+            unsafe().flush(); // what was written before goes before the end of stream
+            sendEndIfDue();
+        });
+        return promise;
     }
 
     @Override
@@ -594,12 +785,58 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     @Override
     public ChannelFuture shutdown(ChannelPromise promise) {
-        return promise.setFailure(halfClosure("shutdown"));
+        ChannelPromise output = newPromise();
+        shutdownOutput(output);
+        output.addListener(f -> {
+            if (f.isSuccess()) {
+                shutdownInput(promise);
+            } else {
+                cascade(f, promise);
+                shutdownInput(); // the input ends all the same
+            }
+        });
+        return promise;
     }
 
-    private static UnsupportedOperationException halfClosure(String method) {
-        return new UnsupportedOperationException("RdmaSocketChannel." + method
-                + ": half-closure is not supported over an RDMA connection; close() the channel instead");
+    private static void cascade(io.netty.util.concurrent.Future<?> f, ChannelPromise to) {
+        if (f.isSuccess()) {
+            to.trySuccess();
+        } else {
+            to.tryFailure(f.cause());
+        }
+    }
+
+    /** Runs a shutdown on the loop once the channel is active; fails {@code promise} otherwise. */
+    private void onLoop(ChannelPromise promise, String method, Runnable action) {
+        if (!isRegistered()) {
+            promise.tryFailure(notActive(method));
+            return;
+        }
+        Runnable task = () -> {
+            if (state != State.ACTIVE) {
+                promise.tryFailure(notActive(method));
+            } else {
+                action.run();
+            }
+        };
+        if (eventLoop().inEventLoop()) {
+            task.run();
+        } else {
+            try {
+                eventLoop().execute(task);
+            } catch (RejectedExecutionException e) {
+                promise.tryFailure(notActive(method));
+            }
+        }
+    }
+
+    private Exception notActive(String method) {
+        if (state == State.CLOSED) {
+            ClosedChannelException e = new ClosedChannelException();
+            e.initCause(new IllegalStateException("RdmaSocketChannel." + method + ": the channel is closed"));
+            return e;
+        }
+        return new NotYetConnectedException(); // what a TCP channel throws: the suite checks the type
     }
 
     @Override
@@ -645,6 +882,19 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             if (in != null && !in.isEmpty()) {
                 flush0();
             }
+        }
+
+        /**
+         * An accepted channel is registered (and its handlers initialized) before its accept
+         * completed: writes flushed meanwhile wait for it, as they would on a TCP channel that
+         * the kernel accepted already, instead of failing as not yet connected.
+         */
+        @Override
+        protected void flush0() {
+            if (state == State.CONNECTING && parent() != null) {
+                return; // connected() flushes them
+            }
+            super.flush0();
         }
 
         @Override

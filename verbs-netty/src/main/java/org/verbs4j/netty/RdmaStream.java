@@ -49,7 +49,7 @@ final class RdmaStream implements OutboundFrames.Frames {
     private long sendHead, sendTail;
     private final ReceivedFrames ready;
     private long posted;
-    private boolean released, down;
+    private boolean released, down, endSent;
 
     /** Results of the last {@link #poll}: stream bytes whose sends completed. */
     long completedBytes;
@@ -160,8 +160,26 @@ final class RdmaStream implements OutboundFrames.Frames {
      */
     @Override
     public void post(int length) throws IOException {
+        if (endSent) {
+            throw new IllegalStateException("a frame after this side's end of stream");
+        }
+        post(length, 0);
+    }
+
+    /**
+     * Posts the end-of-stream frame (no bytes; it obeys the credit rules of a data frame, see
+     * {@link #canSendData()}); after every frame posted before it. No frame but credit frames follows.
+     *
+     * @throws IOException the queue pair refused it (the connection is down or broken)
+     */
+    void postEnd() throws IOException {
+        post(0, ReceivedFrames.END_OF_STREAM);
+        endSent = true;
+    }
+
+    private void post(int length, int flags) throws IOException {
         int slot = (int) (sendHead % sendBuffers);
-        sends.clear().sendWithImmediate(SEND_TAG | slot, credits.owed());
+        sends.clear().sendWithImmediate(SEND_TAG | slot, credits.owed() | flags);
         if (length > 0) {
             sends.sge(sendMr, (long) slot * bufferSize, length);
         }
@@ -182,7 +200,19 @@ final class RdmaStream implements OutboundFrames.Frames {
     /** Sends an empty frame returning the credits owed, if they are due and nothing else carries them. */
     void returnCreditsIfDue() throws IOException {
         if (!down && credits.shouldSendCreditFrame() && sendHead - sendTail < sendBuffers) {
-            post(0);
+            post(0, 0);
+        }
+    }
+
+    /** Whether the peer's end of stream arrived and every byte before it was taken. */
+    boolean inputEnded() {
+        return ready.ended();
+    }
+
+    /** Drops every ready frame unread and reposts its buffer (the input was shut down). */
+    void discardReady() throws IOException {
+        for (int slot; (slot = ready.drop()) >= 0; ) {
+            repost(slot);
         }
     }
 
@@ -244,6 +274,11 @@ final class RdmaStream implements OutboundFrames.Frames {
             if ((id & SEND_TAG) == 0) {
                 posted--;
                 RdmaStats.POSTED.decrementAndGet();
+            } else {
+                sendTail++; // its bytes did not arrive: the channel fails or already failed its writes
+            }
+            if (down && wcs.status(i) == CompletionStatus.WR_FLUSH_ERR) {
+                return; // the connection is known to be ending: the flush is its consequence
             }
             throw new CompletionFailedException(
                     ((id & SEND_TAG) != 0 ? "a send" : "a receive") + " failed: " + wcs.statusText(i) + " (status "
@@ -263,13 +298,11 @@ final class RdmaStream implements OutboundFrames.Frames {
         if (wcs.opcode(i) != CompletionOpcode.RECV || !wcs.hasImmediate(i)) {
             throw new ProtocolViolationException("a frame without its credit count (opcode " + wcs.opcode(i) + ")");
         }
-        credits.returned(wcs.immediate(i));
-        int length = wcs.byteLength(i);
-        if (length == 0) {
+        int imm = wcs.immediate(i);
+        credits.returned(ReceivedFrames.credits(imm));
+        if (ready.arrived(slot, wcs.byteLength(i), imm)) {
             repost(slot);
-            return;
         }
-        ready.add(slot, length);
     }
 
     /** A work request of the connection completed with an error status. */

@@ -11,8 +11,15 @@ import io.netty.buffer.ByteBuf;
  * <p>Owned by the channel's event loop thread; not thread-safe. Allocates nothing after construction.
  */
 final class ReceivedFrames {
+    /**
+     * The immediate value's top bit: the sender's end of stream (its {@code shutdownOutput}); the
+     * frame carries no bytes, and no data frame may follow it. The other 31 bits are credits.
+     */
+    static final int END_OF_STREAM = 1 << 31;
+
     private final int[] slots, lengths;
     private int head, count, offset;
+    private boolean endReceived;
 
     /** Room for {@code capacity} frames (one per receive buffer). */
     ReceivedFrames(int capacity) {
@@ -23,6 +30,64 @@ final class ReceivedFrames {
     /** Frames not handed up yet (the oldest perhaps in part). */
     int count() {
         return count;
+    }
+
+    /** The credits a frame's immediate value returns (without the end-of-stream bit). */
+    static int credits(int immediate) {
+        return immediate & ~END_OF_STREAM;
+    }
+
+    /**
+     * A frame arrived in receive buffer {@code slot} with {@code length} bytes and the immediate
+     * value {@code immediate}: data frames are kept in order; an empty frame (credits only) or the
+     * end of stream keeps nothing.
+     *
+     * @return whether the buffer may be reposted at once (the frame holds no stream bytes)
+     * @throws ProtocolViolationException an end of stream with bytes, a second end of stream, or
+     *     bytes after the end of stream
+     */
+    boolean arrived(int slot, int length, int immediate) throws ProtocolViolationException {
+        if ((immediate & END_OF_STREAM) != 0) {
+            if (length != 0) {
+                throw new ProtocolViolationException("the peer's end-of-stream frame carries " + length
+                        + " bytes (an end-of-stream frame carries none)");
+            }
+            if (endReceived) {
+                throw new ProtocolViolationException("the peer sent a second end-of-stream frame");
+            }
+            endReceived = true;
+            return true;
+        }
+        if (length == 0) {
+            return true;
+        }
+        if (endReceived) {
+            throw new ProtocolViolationException(
+                    "the peer sent a frame of " + length + " bytes after its end of stream");
+        }
+        add(slot, length);
+        return false;
+    }
+
+    /** Whether the peer's end of stream arrived and every byte before it was taken. */
+    boolean ended() {
+        return endReceived && count == 0;
+    }
+
+    /**
+     * Forgets the oldest frame without taking its bytes (the input was shut down).
+     *
+     * @return its slot (its buffer may be reposted), or -1 if there is none
+     */
+    int drop() {
+        if (count == 0) {
+            return -1;
+        }
+        int slot = slots[head];
+        offset = 0;
+        head = (head + 1) % slots.length;
+        count--;
+        return slot;
     }
 
     /** The frame in receive buffer {@code slot} arrived with {@code length} bytes. */

@@ -19,8 +19,11 @@
  * buffers. SEND/RECV was chosen over RDMA WRITE with immediate into a ring the peer advertises
  * because it grants the peer no remote access at all: the queue pair allows no RDMA WRITE or
  * READ, so a hostile or broken peer can only fill the receive buffers posted for it, and a frame
- * longer than a buffer fails at the device instead of landing anywhere. A frame without its
- * credit count, or credits never owed, closes the connection with a
+ * longer than a buffer fails at the device instead of landing anywhere. {@code shutdownOutput()}
+ * sends an end-of-stream frame: empty, the immediate value's top bit set (the other 31 bits are
+ * credits), posted after every data frame before it under the same credit rule; only credit
+ * frames may follow it. A frame without its credit count, credits never owed, an end-of-stream
+ * frame with bytes or a second one, or bytes after it close the connection with a
  * {@link org.verbs4j.netty.ProtocolViolationException}.
  *
  * <h2>Threads</h2>

@@ -14,6 +14,7 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.ReferenceCountUtil;
 import java.lang.foreign.MemorySegment;
@@ -116,6 +117,35 @@ class HostilePeerTest {
             assertClosedWithError("");
         }
         assertGoodClientServed();
+    }
+
+    @Test
+    void bytesAfterTheEndOfStreamCloseTheConnection() throws Exception {
+        try (Hostile h = new Hostile(handshake(BUFFERS, BUFFER_SIZE))) {
+            halfClosing(); // the server's channel stays open once the input ended
+            h.send(true, ReceivedFrames.END_OF_STREAM, 0);
+            h.sendBytes(FLOOD);
+            assertClosedWithError("after its end of stream");
+        }
+        assertGoodClientServed();
+    }
+
+    @Test
+    void aSecondEndOfStreamClosesTheConnection() throws Exception {
+        try (Hostile h = new Hostile(handshake(BUFFERS, BUFFER_SIZE))) {
+            halfClosing();
+            h.send(true, ReceivedFrames.END_OF_STREAM, 0);
+            h.send(true, ReceivedFrames.END_OF_STREAM, 0);
+            assertClosedWithError("second end-of-stream");
+        }
+        assertGoodClientServed();
+    }
+
+    /** Turns ALLOW_HALF_CLOSURE on for the server's channel of the hostile connection. */
+    private void halfClosing() throws InterruptedException {
+        Channel child = serverOpened.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertNotNull(child, "the server accepted the hostile connection within " + WAIT);
+        child.config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
     }
 
     @Test

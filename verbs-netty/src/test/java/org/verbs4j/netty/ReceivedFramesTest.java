@@ -2,8 +2,12 @@ package org.verbs4j.netty;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayDeque;
@@ -14,6 +18,7 @@ import java.util.Random;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
 
 /**
  * The read side's byte order on the host: frames arrive in receive buffers taken in any order,
@@ -70,5 +75,55 @@ class ReceivedFramesTest {
         read.write(rest.array(), 0, rest.readableBytes());
         assertArrayEquals(sent.toByteArray(), read.toByteArray(), "the bytes handed up");
         assertEquals(0, inUse.size(), "every buffer freed");
+    }
+
+    @Test
+    void theEndOfStreamComesAfterEveryByteBeforeIt() throws ProtocolViolationException {
+        ByteBuf memory = Unpooled.buffer(4 * 8);
+        memory.setBytes(8, new byte[] {1, 2, 3});
+        ReceivedFrames frames = new ReceivedFrames(4);
+        assertFalse(frames.arrived(1, 3, 5), "a data frame is kept");
+        assertTrue(frames.arrived(2, 0, ReceivedFrames.END_OF_STREAM | 7), "the end of stream keeps no buffer");
+        assertEquals(7, ReceivedFrames.credits(ReceivedFrames.END_OF_STREAM | 7), "its credits");
+        assertFalse(frames.ended(), "bytes before the end are still to be taken");
+        ByteBuf dst = Unpooled.buffer(8);
+        assertEquals(1, frames.take(memory, 8, dst));
+        assertTrue(frames.ended(), "the input ends once they are taken");
+        assertTrue(frames.arrived(3, 0, 9), "credit frames may still follow");
+        assertArrayEquals(new byte[] {1, 2, 3}, ByteBufUtil.getBytes(dst));
+    }
+
+    @Test
+    void aFrameAfterTheEndOfStreamIsAProtocolViolation() throws ProtocolViolationException {
+        ReceivedFrames frames = new ReceivedFrames(4);
+        frames.arrived(0, 0, ReceivedFrames.END_OF_STREAM);
+        ProtocolViolationException data = assertThrows(ProtocolViolationException.class, () -> frames.arrived(1, 2, 0));
+        assertTrue(data.getMessage().contains("2 bytes after its end of stream"), data.getMessage());
+        ProtocolViolationException twice = assertThrows(
+                ProtocolViolationException.class, () -> frames.arrived(1, 0, ReceivedFrames.END_OF_STREAM));
+        assertTrue(twice.getMessage().contains("second end-of-stream"), twice.getMessage());
+        assertEquals(0, frames.count(), "nothing after the end is kept");
+    }
+
+    @Test
+    void anEndOfStreamCarryingBytesIsAProtocolViolation() {
+        ReceivedFrames frames = new ReceivedFrames(4);
+        ProtocolViolationException e = assertThrows(
+                ProtocolViolationException.class, () -> frames.arrived(0, 5, ReceivedFrames.END_OF_STREAM));
+        assertTrue(e.getMessage().contains("end-of-stream frame carries 5 bytes"), e.getMessage());
+        assertFalse(frames.ended(), "a refused end of stream ends nothing");
+    }
+
+    @Test
+    void droppedFramesFreeTheirBuffersInOrder() throws ProtocolViolationException {
+        ReceivedFrames frames = new ReceivedFrames(4);
+        frames.arrived(2, 4, 0);
+        frames.arrived(0, 1, 0);
+        ByteBuf memory = Unpooled.buffer(4 * 8);
+        frames.take(memory, 8, Unpooled.buffer(2)); // the oldest in part
+        assertEquals(2, frames.drop());
+        assertEquals(0, frames.drop());
+        assertEquals(-1, frames.drop());
+        assertEquals(0, frames.count());
     }
 }

@@ -6,6 +6,10 @@ import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketConditionalWritabilityTest;
 import java.net.SocketAddress;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
 import org.verbs4j.netty.OverTransport;
 
 /** Netty's {@link SocketConditionalWritabilityTest} over the transport under test. */
@@ -19,5 +23,17 @@ class RdmaSocketConditionalWritabilityTest extends SocketConditionalWritabilityT
     @Override
     protected SocketAddress newSocketAddress() {
         return TransportTestPermutation.address();
+    }
+
+    /**
+     * Netty's case with its 30 s bound raised: its 100 MiB one way need 3.4 MiB/s to end within
+     * 30 s, more than the emulated Soft-RoCE guest streams (testsuite.md); the bound only ends a
+     * run that hangs.
+     */
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    @Override
+    public void testConditionalWritability(TestInfo testInfo) throws Throwable {
+        super.testConditionalWritability(testInfo);
     }
 }
