@@ -17,7 +17,8 @@ import org.verbs4j.pool.PooledBuffer;
  * registered once: the transport posts writes of these buffers straight from them (no copy into
  * a send buffer), while heap and other direct buffers are copied, as always. Set it per channel
  * with {@code ChannelOption.ALLOCATOR} (and {@code childOption} on a server); that channel's
- * connection then uses the allocator's protection domain, which must be on the channel's device.
+ * connection then uses the allocator's protection domain if it is on the connection's device
+ * (else the library's, and the buffers are copied).
  *
  * <p>Lifetimes follow the work: a buffer written is not returned to the pool until every send
  * posted from it completed (or its connection was destroyed), even when its reference count
@@ -69,6 +70,10 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator impleme
      * @throws java.net.ConnectException no RDMA device serves the address
      */
     public static RdmaByteBufAllocator forAddress(InetAddress localAddress) throws java.net.ConnectException {
+        if (localAddress == null) {
+            throw new IllegalArgumentException(
+                    "RdmaByteBufAllocator.forAddress: localAddress is null; give the address of an RDMA interface");
+        }
         Context ctx = Connector.deviceOf(localAddress);
         ProtectionDomain pd = ctx.allocateProtectionDomain();
         try {

@@ -164,6 +164,14 @@ class RdmaByteBufAllocatorTest {
         pool.release(leakedToken);
     }
 
+    @Test
+    void aMissingPoolOrAddressIsRefusedWithTheFix() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new RdmaByteBufAllocator(null));
+        assertTrue(e.getMessage().contains("give a BufferPool"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> RdmaByteBufAllocator.forAddress(null));
+        assertTrue(e.getMessage().contains("RdmaByteBufAllocator.forAddress"), e.getMessage());
+    }
+
     private long leakedToken;
 
     private void dropOne() {
