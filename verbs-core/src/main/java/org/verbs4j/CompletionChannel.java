@@ -2,12 +2,12 @@ package org.verbs4j;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.WeakReference;
 import java.time.Duration;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -39,8 +39,9 @@ public final class CompletionChannel extends NativeResource {
     private static final long CLOSE_WAIT_MILLIS = 30_000;
 
     private final int fd;
-    // weak: a CQ dropped without close must stay collectable (its cleaner holds this channel)
-    private final Map<Long, java.lang.ref.WeakReference<CompletionQueue>> queues = new ConcurrentHashMap<>();
+    // weak: a CQ dropped without close must stay collectable (its cleaner holds this channel);
+    // read and changed only with gate.acks held
+    private final CqTable queues = new CqTable();
     private final Gate gate;
 
     CompletionChannel(Context context, MemorySegment channel) {
@@ -139,7 +140,13 @@ public final class CompletionChannel extends NativeResource {
     }
 
     void attach(CompletionQueue cq) {
-        queues.put(cq.address, new java.lang.ref.WeakReference<>(cq));
+        WeakReference<CompletionQueue> ref = new WeakReference<>(cq);
+        gate.acks.lock();
+        try {
+            queues.put(cq.address, ref);
+        } finally {
+            gate.acks.unlock();
+        }
     }
 
     /** After this returns, no waiter counts an event for {@code cq} (later ones are acknowledged at once). */
@@ -234,16 +241,16 @@ public final class CompletionChannel extends NativeResource {
                 if (e != 0) {
                     throw VerbsException.of("ibv_get_cq_event", e, "reading the completion channel failed");
                 }
-                MemorySegment cqPtr = cqOut.get(ADDRESS, 0);
+                long cqAddress = cqOut.get(JAVA_LONG, 0);
                 CompletionQueue cq;
                 gate.acks.lock();
                 try {
-                    java.lang.ref.WeakReference<CompletionQueue> ref = queues.get(cqPtr.address());
+                    WeakReference<CompletionQueue> ref = queues.get(cqAddress);
                     cq = ref == null ? null : ref.get();
                     if (cq != null) {
                         cq.eventReceived();
                     } else {
-                        LibIbverbs.ackCqEvents(cqPtr, 1); // a CQ closing right now
+                        LibIbverbs.ackCqEvents(MemorySegment.ofAddress(cqAddress), 1); // a CQ closing right now
                     }
                 } finally {
                     gate.acks.unlock();
@@ -253,10 +260,115 @@ public final class CompletionChannel extends NativeResource {
                 }
                 LOG.debug(
                         "verbs4j: a completion event of a closing CQ 0x{} acknowledged and skipped",
-                        Long.toHexString(cqPtr.address()));
+                        Long.toHexString(cqAddress));
             }
         } finally {
             gate.waiters.readLock().unlock();
+        }
+    }
+
+    /**
+     * The channel's CQs by address ({@code struct ibv_cq *}), for the event path: open addressing
+     * with linear probing over primitive keys, so that a lookup boxes nothing and allocates
+     * nothing. Not thread-safe (the channel guards it with its ack lock). Address 0 marks an empty
+     * slot (no CQ lives there).
+     */
+    static final class CqTable {
+        private long[] keys = new long[16];
+
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        private WeakReference<CompletionQueue>[] refs = new WeakReference[16];
+
+        private int size;
+
+        /** The CQ registered at {@code address}, or null. */
+        WeakReference<CompletionQueue> get(long address) {
+            long[] k = keys;
+            int mask = k.length - 1;
+            for (int i = home(address, mask); ; i = (i + 1) & mask) {
+                if (k[i] == address) {
+                    return refs[i];
+                }
+                if (k[i] == 0) {
+                    return null;
+                }
+            }
+        }
+
+        /** Registers (or replaces) the CQ at {@code address} (not 0). */
+        void put(long address, WeakReference<CompletionQueue> ref) {
+            if (address == 0) {
+                throw new IllegalArgumentException("a CQ at address 0");
+            }
+            if ((size + 1) * 2 > keys.length) {
+                grow();
+            }
+            int mask = keys.length - 1;
+            int i = home(address, mask);
+            while (keys[i] != 0 && keys[i] != address) {
+                i = (i + 1) & mask;
+            }
+            if (keys[i] == 0) {
+                size++;
+            }
+            keys[i] = address;
+            refs[i] = ref;
+        }
+
+        /** Forgets the CQ at {@code address}, if registered. */
+        void remove(long address) {
+            int mask = keys.length - 1;
+            int i = home(address, mask);
+            while (keys[i] != address) {
+                if (keys[i] == 0) {
+                    return;
+                }
+                i = (i + 1) & mask;
+            }
+            size--;
+            // backward-shift deletion: move later entries of the probe run into the hole, so that
+            // every remaining key stays reachable from its home slot without tombstones
+            for (int j = i; ; ) {
+                keys[i] = 0;
+                refs[i] = null;
+                for (; ; ) {
+                    j = (j + 1) & mask;
+                    if (keys[j] == 0) {
+                        return;
+                    }
+                    int h = home(keys[j], mask);
+                    boolean stays = i <= j ? i < h && h <= j : i < h || h <= j;
+                    if (!stays) {
+                        break;
+                    }
+                }
+                keys[i] = keys[j];
+                refs[i] = refs[j];
+                i = j;
+            }
+        }
+
+        int size() {
+            return size;
+        }
+
+        private void grow() {
+            long[] oldKeys = keys;
+            WeakReference<CompletionQueue>[] oldRefs = refs;
+            @SuppressWarnings({"unchecked", "rawtypes"})
+            WeakReference<CompletionQueue>[] r = new WeakReference[oldKeys.length * 2];
+            keys = new long[oldKeys.length * 2];
+            refs = r;
+            size = 0;
+            for (int i = 0; i < oldKeys.length; i++) {
+                if (oldKeys[i] != 0) {
+                    put(oldKeys[i], oldRefs[i]);
+                }
+            }
+        }
+
+        private static int home(long address, int mask) {
+            return (int) ((address * 0x9E3779B97F4A7C15L) >>> 40) & mask;
         }
     }
 

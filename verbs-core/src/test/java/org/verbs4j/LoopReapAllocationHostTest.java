@@ -4,13 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.verbs4j.ThreadAllocation.allocated;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -59,35 +57,6 @@ class LoopReapAllocationHostTest {
         }
         arena.close();
         p.close();
-    }
-
-    // a method handle of the thread's allocated bytes, called exactly (no boxing): the tests are
-    // compiled into module org.verbs4j.core, which does not read java.management
-    private static final MethodHandle ALLOCATED;
-    private static final Object MX;
-
-    static {
-        try {
-            MX = Class.forName("java.lang.management.ManagementFactory")
-                    .getMethod("getThreadMXBean")
-                    .invoke(null);
-            ALLOCATED = MethodHandles.publicLookup()
-                    .findVirtual(
-                            Class.forName("com.sun.management.ThreadMXBean"),
-                            "getCurrentThreadAllocatedBytes",
-                            MethodType.methodType(long.class))
-                    .asType(MethodType.methodType(long.class, Object.class));
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private static long allocated() {
-        try {
-            return (long) ALLOCATED.invokeExact(MX);
-        } catch (Throwable t) {
-            throw new AssertionError(t);
-        }
     }
 
     @Test

@@ -6,7 +6,8 @@ import java.io.IOException;
 
 /**
  * The write side of a stream channel (pure logic over Netty's {@link ChannelOutboundBuffer}, no
- * device): flushed bytes are copied, in order, into send frames of {@link Frames}; they stay in
+ * device): flushed bytes are copied, in order, into send frames of {@link Frames} (a buffer the
+ * frames post in place, registered memory, goes in frames of its own bytes, uncopied); they stay in
  * the outbound buffer while in flight (so that their promises complete only when the frames
  * carrying them completed) and leave it when {@link #completed} reports them done.
  *
@@ -35,6 +36,16 @@ final class OutboundFrames {
 
         /** Posts the next frame with {@code length} stream bytes. */
         void post(int length) throws IOException;
+
+        /** Whether {@code b}'s bytes can be posted from where they lie (registered memory), not copied. */
+        default boolean postsInPlace(ByteBuf b) {
+            return false;
+        }
+
+        /** Posts the next frame with {@code length} bytes of {@code b} from index {@code index}, in place. */
+        default void postInPlace(ByteBuf b, int index, int length) throws IOException {
+            throw new UnsupportedOperationException("postInPlace");
+        }
     }
 
     private final Copier copier = new Copier();
@@ -60,7 +71,7 @@ final class OutboundFrames {
                 drained = false; // perhaps bytes remain: the next write finds out
                 return;
             }
-            copier.reset(inFlight, out.sendBuffer(), out.sendOffset(), chunk);
+            copier.reset(inFlight, out, chunk);
             try {
                 in.forEachFlushedMessage(copier);
             } catch (Exception e) {
@@ -71,7 +82,13 @@ final class OutboundFrames {
                 drained = true;
                 return;
             }
-            out.post(n);
+            ByteBuf inPlace = copier.inPlace;
+            if (inPlace != null) {
+                copier.inPlace = null;
+                out.postInPlace(inPlace, copier.inPlaceIndex, n);
+            } else {
+                out.post(n);
+            }
             inFlight += n;
         }
     }
@@ -128,19 +145,23 @@ final class OutboundFrames {
 
     /**
      * Copies flushed bytes, after the first {@code skip} (already in flight), into a send buffer;
-     * one instance, reused.
+     * or, for a buffer the frames post in place, takes the next chunk of it alone ({@link
+     * #inPlace}, from {@link #inPlaceIndex}) and copies nothing. One instance, reused.
      */
     private static final class Copier implements ChannelOutboundBuffer.MessageProcessor {
         long skip;
-        ByteBuf dst;
-        int offset, room, filled;
+        Frames frames;
+        ByteBuf dst, inPlace;
+        int offset, room, filled, inPlaceIndex;
 
-        void reset(long skip, ByteBuf dst, int offset, int room) {
+        void reset(long skip, Frames frames, int room) {
             this.skip = skip;
-            this.dst = dst;
-            this.offset = offset;
+            this.frames = frames;
+            this.dst = frames.sendBuffer();
+            this.offset = frames.sendOffset();
             this.room = room;
             this.filled = 0;
+            this.inPlace = null;
         }
 
         @Override
@@ -152,6 +173,14 @@ final class OutboundFrames {
                 return true;
             }
             int from = b.readerIndex() + (int) skip;
+            if (frames.postsInPlace(b)) {
+                if (filled == 0) { // else the bytes copied so far go first, in a frame of their own
+                    inPlace = b;
+                    inPlaceIndex = from;
+                    filled = Math.min(readable - (int) skip, room);
+                }
+                return false;
+            }
             int n = Math.min(readable - (int) skip, room - filled);
             b.getBytes(from, dst, offset + filled, n);
             skip = 0;

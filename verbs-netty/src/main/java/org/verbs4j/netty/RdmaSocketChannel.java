@@ -40,7 +40,8 @@ import org.verbs4j.cm.RdmaConnection;
  * A byte-stream channel over one RDMA reliable connection, the {@link SocketChannel} of this
  * transport: a client made by {@code Bootstrap.channel(RdmaSocketChannel.class)} and connected
  * by IP address and port through rdma_cm, or a connection an {@link RdmaServerSocketChannel}
- * accepted. Bytes written are copied into registered send buffers and sent as SEND_WITH_IMM
+ * accepted. Bytes written are copied into registered send buffers (those of an {@link
+ * RdmaByteBufAllocator} set as ALLOCATOR are posted where they lie) and sent as SEND_WITH_IMM
  * frames of at most {@link RdmaChannelOption#BUFFER_SIZE} bytes, only while the peer has granted
  * a credit (a receive buffer it posted); a write's promise completes when the frames carrying
  * its bytes completed at the peer, and fails if the connection goes down first. Bytes received
@@ -234,12 +235,14 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         Duration timeout = Duration.ofMillis(ms > 0 ? ms : DEFAULT_CONNECT_TIMEOUT_MS);
         RdmaIoHandler h = handler;
         int size = config.bufferSize(), recvs = config.receiveBuffers(), sends = config.sendBuffers();
+        ByteBufAllocator alloc = config.getAllocator();
         Connector.run(() -> {
             RdmaStream s = null;
             RdmaConnection c = null;
             try {
                 Context ctx = Connector.deviceOf(Connector.routeTo(to));
-                s = new RdmaStream(ctx, h.completionChannel(ctx), size, recvs, sends);
+                s = new RdmaStream(
+                        ctx, h.completionChannel(ctx), size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx));
                 c = RdmaConnection.create(Connector.cm(), s.setup());
                 pending = c;
                 if (state == State.CLOSED) {
@@ -260,6 +263,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         ConnectionRequest r = request;
         RdmaIoHandler h = handler;
         int size = config.bufferSize(), recvs = config.receiveBuffers(), sends = config.sendBuffers();
+        ByteBufAllocator alloc = config.getAllocator();
         int ms = config.getConnectTimeoutMillis();
         Duration timeout = Duration.ofMillis(ms > 0 ? ms : DEFAULT_CONNECT_TIMEOUT_MS);
         Connector.run(() -> {
@@ -274,7 +278,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                     throw e;
                 }
                 Context ctx = Connector.deviceOf(r.localAddress().getAddress());
-                s = new RdmaStream(ctx, h.completionChannel(ctx), size, recvs, sends);
+                s = new RdmaStream(
+                        ctx, h.completionChannel(ctx), size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx));
                 c = r.accept(s.setup(), s.handshake().encode(), timeout);
                 handOver(c, s, peer);
             } catch (Throwable t) {

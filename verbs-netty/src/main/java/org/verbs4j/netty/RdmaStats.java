@@ -11,15 +11,26 @@ import java.util.concurrent.atomic.AtomicLong;
  * @param connections connections open now (connected, not yet closed)
  * @param postedReceives receive buffers posted now
  * @param connectionsOpened connections ever made
+ * @param bytesCopied stream bytes ever copied into registered send buffers (heap and foreign buffers)
+ * @param bytesSentInPlace stream bytes ever posted straight from {@link RdmaByteBufAllocator} buffers
  */
-public record RdmaStats(long registeredBytes, long connections, long postedReceives, long connectionsOpened) {
+public record RdmaStats(
+        long registeredBytes,
+        long connections,
+        long postedReceives,
+        long connectionsOpened,
+        long bytesCopied,
+        long bytesSentInPlace) {
     static final AtomicLong REGISTERED = new AtomicLong();
     static final AtomicLong CONNECTIONS = new AtomicLong();
     static final AtomicLong POSTED = new AtomicLong();
     static final AtomicLong OPENED = new AtomicLong();
+    static final AtomicLong COPIED = new AtomicLong();
+    static final AtomicLong SENT_IN_PLACE = new AtomicLong();
 
     /** The totals now. */
     public static RdmaStats snapshot() {
-        return new RdmaStats(REGISTERED.get(), CONNECTIONS.get(), POSTED.get(), OPENED.get());
+        return new RdmaStats(
+                REGISTERED.get(), CONNECTIONS.get(), POSTED.get(), OPENED.get(), COPIED.get(), SENT_IN_PLACE.get());
     }
 }

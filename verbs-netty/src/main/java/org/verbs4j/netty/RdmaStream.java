@@ -38,6 +38,8 @@ final class RdmaStream implements OutboundFrames.Frames {
     private MemoryRegion recvMr, sendMr;
     private ByteBuf recvView, sendView;
     private QueuePair qp;
+    private final ProtectionDomain ownPd;
+    private ProtectionDomain pd;
     private final ReceiveWorkRequests recvs;
     private final SendWorkRequests sends;
     private final WorkCompletions wcs;
@@ -46,6 +48,8 @@ final class RdmaStream implements OutboundFrames.Frames {
 
     // the send ring: slots [sendTail, sendHead) are posted; sendLength[slot] bytes of stream data each
     private final int[] sendLength;
+    // the registered buffer each posted slot's frame was sent from in place, held until it completes
+    private final RegisteredByteBuf[] pinned;
     private long sendHead, sendTail;
     private final ReceivedFrames ready;
     private long posted;
@@ -54,8 +58,17 @@ final class RdmaStream implements OutboundFrames.Frames {
     /** Results of the last {@link #poll}: stream bytes whose sends completed. */
     long completedBytes;
 
-    /** Creates the queue and registers nothing yet (see {@link #start}). */
-    RdmaStream(Context ctx, CompletionChannel channel, int bufferSize, int receiveBuffers, int sendBuffers) {
+    /**
+     * Creates the queue and registers nothing yet (see {@link #start}); {@code pd}: the protection
+     * domain of the connection (the channel allocator's, {@link RdmaByteBufAllocator}), or null for the library's.
+     */
+    RdmaStream(
+            Context ctx,
+            CompletionChannel channel,
+            int bufferSize,
+            int receiveBuffers,
+            int sendBuffers,
+            ProtectionDomain pd) {
         this.bufferSize = bufferSize;
         this.receiveBuffers = receiveBuffers;
         this.sendBuffers = sendBuffers;
@@ -64,13 +77,18 @@ final class RdmaStream implements OutboundFrames.Frames {
         this.sends = new SendWorkRequests(1, 1);
         this.wcs = new WorkCompletions(32);
         this.sendLength = new int[sendBuffers];
+        this.pinned = new RegisteredByteBuf[sendBuffers];
+        this.ownPd = pd;
         this.ready = new ReceivedFrames(receiveBuffers);
     }
 
     /** The queue pair shape this stream needs. */
     ConnectionSetup setup() {
-        return new ConnectionSetup()
-                .completionQueues(cq, cq)
+        ConnectionSetup setup = new ConnectionSetup();
+        if (ownPd != null) {
+            setup.protectionDomain(ownPd);
+        }
+        return setup.completionQueues(cq, cq)
                 .maxRecvWr(receiveBuffers)
                 .maxSendWr(sendBuffers)
                 .beforeConnect(c -> start(c.protectionDomain(), c.queuePair()));
@@ -79,6 +97,7 @@ final class RdmaStream implements OutboundFrames.Frames {
     /** Registers the buffers and posts every receive (the queue pair exists, nothing is connected yet). */
     private void start(ProtectionDomain pd, QueuePair qp) {
         this.qp = qp;
+        this.pd = pd;
         recvMr = pd.allocateMemoryRegion((long) receiveBuffers * bufferSize, Access.LOCAL_WRITE);
         RdmaStats.REGISTERED.addAndGet(recvMr.length());
         sendMr = pd.allocateMemoryRegion((long) sendBuffers * bufferSize, Access.LOCAL_WRITE);
@@ -183,6 +202,44 @@ final class RdmaStream implements OutboundFrames.Frames {
         if (length > 0) {
             sends.sge(sendMr, (long) slot * bufferSize, length);
         }
+        send(slot, length, null);
+        RdmaStats.COPIED.addAndGet(length);
+    }
+
+    /** Whether {@code b} is a buffer of the connection's {@link RdmaByteBufAllocator}, posted from where it lies. */
+    @Override
+    public boolean postsInPlace(ByteBuf b) {
+        return RegisteredByteBuf.inPlace(b, pd) != null;
+    }
+
+    /**
+     * Posts the next frame with {@code length} bytes of {@code b} from {@code index}, straight from
+     * its registered memory; its slot is held until the send completed.
+     *
+     * @throws IOException the buffer was released before it was sent, or the queue pair refused it
+     */
+    @Override
+    public void postInPlace(ByteBuf b, int index, int length) throws IOException {
+        RegisteredByteBuf r = RegisteredByteBuf.inPlace(b, pd);
+        if (r == null || !r.pin()) {
+            down = true;
+            throw new IOException("posting a buffer of RdmaByteBufAllocator failed: it was released (reference count"
+                    + " 0) before it was sent; a buffer passed to write belongs to the channel, do not release it");
+        }
+        int slot = (int) (sendHead % sendBuffers);
+        sends.clear()
+                .sendWithImmediate(SEND_TAG | slot, credits.owed())
+                .sge(r.region(), r.regionOffset() + index, length);
+        try {
+            send(slot, length, r);
+        } catch (IOException e) {
+            r.unpin();
+            throw e;
+        }
+        RdmaStats.SENT_IN_PLACE.addAndGet(length);
+    }
+
+    private void send(int slot, int length, RegisteredByteBuf pin) throws IOException {
         try {
             qp.postSend(sends.signaled());
         } catch (VerbsException e) {
@@ -194,6 +251,7 @@ final class RdmaStream implements OutboundFrames.Frames {
         }
         credits.spend();
         sendLength[slot] = length;
+        pinned[slot] = pin;
         sendHead++;
     }
 
@@ -289,6 +347,7 @@ final class RdmaStream implements OutboundFrames.Frames {
         if ((id & SEND_TAG) != 0) {
             int slot = (int) (sendTail % sendBuffers);
             completedBytes += sendLength[slot];
+            unpin(slot);
             sendTail++;
             return;
         }
@@ -317,6 +376,14 @@ final class RdmaStream implements OutboundFrames.Frames {
         }
     }
 
+    private void unpin(int slot) {
+        RegisteredByteBuf b = pinned[slot];
+        if (b != null) {
+            pinned[slot] = null;
+            b.unpin();
+        }
+    }
+
     /** Whether every posted send has completed. */
     boolean sendsIdle() {
         return sendHead == sendTail;
@@ -334,6 +401,9 @@ final class RdmaStream implements OutboundFrames.Frames {
         down = true;
         RdmaStats.POSTED.addAndGet(-posted);
         posted = 0;
+        for (int slot = 0; slot < sendBuffers; slot++) {
+            unpin(slot); // the queue pair is gone: no send reads them any more
+        }
         closeQuietly(recvMr);
         closeQuietly(sendMr);
         try {

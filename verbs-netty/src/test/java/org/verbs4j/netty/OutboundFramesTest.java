@@ -26,7 +26,8 @@ import net.jqwik.api.constraints.IntRange;
  * goes out in frames is exactly what was written, in write order, however the writes come (many
  * small ones, empty ones, ones larger than a frame) and whatever Netty runs while frames complete:
  * a write promise's listener that writes and flushes, and a handler that writes and flushes when
- * the channel turns writable again (as HTTP/2's flow controller does).
+ * the channel turns writable again (as HTTP/2's flow controller does). Some writes are of buffers
+ * the frames post in place (registered memory), each in frames of its own bytes alone.
  */
 class OutboundFramesTest {
     @Property(tries = 200)
@@ -45,6 +46,7 @@ class OutboundFramesTest {
         final FakeFrames frames;
         final TestChannel ch;
         int budget = 300; // messages still to write
+        long directBytes; // written in direct buffers, which the fake frames post in place
 
         Run(long seed, int chunk, int slots) {
             random = new Random(seed);
@@ -65,6 +67,10 @@ class OutboundFramesTest {
             byte[] b = new byte[size];
             random.nextBytes(b);
             expected.writeBytes(b);
+            if (random.nextInt(3) == 0) {
+                directBytes += size;
+                return Unpooled.directBuffer(size).writeBytes(b);
+            }
             return Unpooled.wrappedBuffer(b);
         }
 
@@ -94,6 +100,8 @@ class OutboundFramesTest {
             ch.runPendingTasks();
             assertEquals(0, frames.pending(), "every frame completed");
             assertArrayEquals(expected.toByteArray(), frames.wire.toByteArray(), "the bytes on the wire");
+            assertEquals(
+                    directBytes, frames.inPlaceBytes, "the direct buffers' bytes were posted in place, not copied");
             for (ChannelFuture f : promises) {
                 assertTrue(f.isSuccess(), "every write's promise succeeded: " + f);
             }
@@ -133,7 +141,7 @@ class OutboundFramesTest {
         final int chunk, slots;
         final ArrayDeque<Integer> posted = new ArrayDeque<>();
         final ByteArrayOutputStream wire = new ByteArrayOutputStream();
-        long head;
+        long head, inPlaceBytes;
 
         FakeFrames(int chunk, int slots) {
             this.chunk = chunk;
@@ -178,6 +186,25 @@ class OutboundFramesTest {
             byte[] b = new byte[length];
             buffer.getBytes(sendOffset(), b);
             wire.writeBytes(b);
+            posted.addLast(length);
+            head++;
+        }
+
+        /** Direct buffers stand for registered ones. */
+        @Override
+        public boolean postsInPlace(ByteBuf b) {
+            return b.isDirect();
+        }
+
+        @Override
+        public void postInPlace(ByteBuf b, int index, int length) {
+            assertTrue(
+                    length > 0 && length <= chunk && index + length <= b.writerIndex(),
+                    "within one frame and the buffer");
+            byte[] bytes = new byte[length];
+            b.getBytes(index, bytes);
+            wire.writeBytes(bytes);
+            inPlaceBytes += length;
             posted.addLast(length);
             head++;
         }

@@ -56,7 +56,7 @@ class RdmaEchoGuestTest {
     }
 
     /** Waits for {@code f} within 30 s and requires success (no test waits unbounded). */
-    private static ChannelFuture within(ChannelFuture f, String what) throws InterruptedException {
+    static ChannelFuture within(ChannelFuture f, String what) throws InterruptedException {
         assertTrue(f.await(30, TimeUnit.SECONDS), what + " within 30 s");
         assertTrue(f.isSuccess(), what + " failed: " + f.cause());
         return f;
@@ -67,7 +67,7 @@ class RdmaEchoGuestTest {
     }
 
     /** Echoes every buffer back. */
-    private static final class Echo extends ChannelInboundHandlerAdapter {
+    static final class Echo extends ChannelInboundHandlerAdapter {
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             ctx.write(msg);
