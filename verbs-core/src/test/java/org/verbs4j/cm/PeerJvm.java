@@ -29,11 +29,16 @@ final class PeerJvm implements AutoCloseable {
 
     /** Starts {@code main} with the JVM options {@code options}, then the program arguments {@code args}. */
     PeerJvm(Class<?> main, List<String> options, String... args) throws IOException {
+        this("", main, options, args);
+    }
+
+    /** The same, with {@code first} (class path entries ending in the separator, or empty) before this JVM's. */
+    PeerJvm(String first, Class<?> main, List<String> options, String... args) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElseThrow());
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.addAll(options);
-        cmd.addAll(List.of("-cp", classPath(), main.getName()));
+        cmd.addAll(List.of("-cp", first + classPath(), main.getName()));
         cmd.addAll(List.of(args));
         process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         CompletableFuture.runAsync(() -> {
@@ -66,7 +71,10 @@ final class PeerJvm implements AutoCloseable {
         return String.join(File.pathSeparator, entries);
     }
 
-    /** Waits at most {@code seconds} for a line starting with {@code prefix} (the lines before it are kept). */
+    /**
+     * Waits at most {@code seconds} for a line starting with {@code prefix} (the lines before it are
+     * kept); a {@code PEER FAILED} line fails at once.
+     */
     String awaitLine(String prefix, int seconds) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (true) {
@@ -76,6 +84,7 @@ final class PeerJvm implements AutoCloseable {
             if (line.startsWith(prefix)) {
                 return line;
             }
+            assertTrue(!line.startsWith("PEER FAILED"), "the peer JVM failed:\n" + String.join("\n", all));
         }
     }
 
@@ -91,6 +100,23 @@ final class PeerJvm implements AutoCloseable {
         }
         assertEquals(0, process.exitValue(), String.join("\n", all));
         assertTrue(all.contains("PEER OK"), String.join("\n", all));
+        return all;
+    }
+
+    /** The peer's process id. */
+    long pid() {
+        return process.pid();
+    }
+
+    /**
+     * Everything the peer printed so far (stdout and stderr), waiting up to {@code seconds} for
+     * more: what a failed test prints, so that a red run explains itself.
+     */
+    List<String> output(int seconds) throws InterruptedException {
+        String line;
+        while ((line = lines.poll(seconds, TimeUnit.SECONDS)) != null) {
+            all.add(line);
+        }
         return all;
     }
 
