@@ -79,7 +79,12 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         // the timer thread only hands the timeout on: failing closes the connection, and the setups
         // that time out together must not close one after another
         timer = TIMERS.schedule(
-                () -> RdmaConnection.RELEASERS.execute(this::timeOut), Math.max(0, left), TimeUnit.NANOSECONDS);
+                () -> {
+                    SetupTimings.late("deadline timer fired", deadline);
+                    RdmaConnection.RELEASERS.execute(this::timeOut);
+                },
+                Math.max(0, left),
+                TimeUnit.NANOSECONDS);
         if (isDone()) {
             timer.cancel(false);
         }
@@ -87,6 +92,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
 
     /** The deadline passed: fails with the timeout exception of the step in progress, unless settled. */
     void timeOut() {
+        SetupTimings.late("timeout handling began", deadline);
         if (!isDone()) {
             fail(connection.timeoutException(step.get(), doing));
         }
@@ -108,10 +114,12 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         try {
             if (ownsConnection) {
                 connection.close();
+                SetupTimings.late("connection released", deadline);
             }
         } finally {
             completeExceptionally(x);
             done();
+            SetupTimings.late("future completed", deadline);
         }
     }
 
@@ -156,9 +164,11 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
                     () -> isDone() ? Boolean.TRUE : null,
                     DeadlinePassed::new);
         } catch (DeadlinePassed e) {
+            SetupTimings.late("the blocking caller woke", deadline);
             timeOut(); // outside the connection's lock: a failure closes the connection (channel lock first)
         }
         RuntimeException x = outcome();
+        SetupTimings.late("the blocking caller returns", deadline);
         if (x != null) {
             throw x;
         }

@@ -6,8 +6,10 @@ import org.slf4j.LoggerFactory;
 /**
  * The wall time of each connection-setup step (a librdmacm or verbs call, a wait for the
  * channel's lock, the handling of one event), logged at debug level by the logger
- * {@code org.verbs4j.cm.SetupTimings}: "step NAME US us on THREAD". Off (one check per step)
- * unless that logger is at debug: a profile of where setup time goes, as cmtime prints its own.
+ * {@code org.verbs4j.cm.SetupTimings}: "step NAME US us on THREAD"; and how long after a
+ * setup's deadline each step of its timeout ran ("after the deadline: NAME US us on THREAD"). Off
+ * (one check per step) unless that logger is at debug: a profile of where setup time goes, as
+ * cmtime prints its own.
  */
 final class SetupTimings {
     private static final Logger LOG = LoggerFactory.getLogger(SetupTimings.class);
@@ -27,6 +29,20 @@ final class SetupTimings {
                     step,
                     (System.nanoTime() - t0) / 1000,
                     Thread.currentThread().getName());
+        }
+    }
+
+    /** Logs how long after {@code deadline} (a {@link System#nanoTime} value) step {@code step} ran; nothing before it. */
+    static void late(String step, long deadline) {
+        if (LOG.isDebugEnabled()) {
+            long late = System.nanoTime() - deadline;
+            if (late >= 0) {
+                LOG.debug(
+                        "after the deadline: {} {} us on {}",
+                        step,
+                        late / 1000,
+                        Thread.currentThread().getName());
+            }
         }
     }
 }

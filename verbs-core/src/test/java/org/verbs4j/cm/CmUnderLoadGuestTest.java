@@ -25,6 +25,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.verbs4j.VerbsException;
 import org.verbs4j.VerbsTimeoutException;
 import org.verbs4j.testing.RdmaTest;
+import org.verbs4j.testing.PeerJvm;
 
 /**
  * The connection manager under load on rxe0: outcomes that are true whatever the interleaving of
@@ -157,12 +158,140 @@ class CmUnderLoadGuestTest {
     @EnabledIf("boundsAsked")
     @ValueSource(strings = {"platform threads", "virtual threads", "virtual threads joining connectAsync"})
     void hundredConnectsToAListenerThatNeverAcceptsEndWithinTheirBound(String threading) throws Exception {
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        Bounds b = connectsToAListenerThatNeverAccepts(threading, 100, Duration.ofSeconds(8), load);
+        System.out.print(b.report());
+        assertEquals(List.of(), b.wrong(), "every connect ended by its bound");
+        assertEquals(0, b.over(), "connects that returned later than " + b.bound() + " + " + b.margin());
+        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+    }
+
+    /**
+     * The same 100 connects in a second JVM whose virtual threads have {@code N} carriers ({@code
+     * --config=verbs4j.cmBoundsCarriers=N}, or several: {@code 1,2}; {@code
+     * -Djdk.virtualThreadScheduler.parallelism=N}), on platform and virtual threads, each bound held
+     * within the margin; the setup timings of the timeouts (when the deadline timer fired, the
+     * release ran, the future completed and the waiting thread returned, each after the deadline)
+     * are printed per step.
+     */
+    @Test
+    @EnabledIf("carriersAsked")
+    void hundredConnectsEndWithinTheirBoundWithFewCarriers() throws Exception {
+        Map<String, Integer> before = CmTestSupport.leakCounts();
+        List<String> failed = new ArrayList<>();
+        List<String> runs = new ArrayList<>();
+        for (String n : carriers.split(",")) {
+            if (!earlier.isBlank()) {
+                runs.add(earlier + " " + n.trim());
+            }
+            runs.add(" " + n.trim());
+        }
+        for (String run : runs) {
+            String n = run.substring(run.lastIndexOf(' ') + 1);
+            String classes = run.substring(0, run.lastIndexOf(' '));
+            PeerJvm peer = new PeerJvm(
+                    classes.isEmpty() ? "" : classes + java.io.File.pathSeparator,
+                    BoundsPeer.class,
+                    List.of(
+                            "-Djdk.virtualThreadScheduler.parallelism=" + Integer.parseInt(n.trim()),
+                            "-Dorg.slf4j.simpleLogger.log.org.verbs4j.cm.SetupTimings=debug"));
+            try {
+                peer.awaitSuccess(600);
+            } catch (AssertionError e) {
+                failed.add(
+                        n + " carrier(s): " + e.getMessage().lines().findFirst().orElse(""));
+            } finally {
+                peer.close();
+                List<String> said = peer.output(1);
+                System.out.println("CmUnderLoadGuestTest: " + n + " carrier(s)"
+                        + (classes.isEmpty() ? "" : ", the library's classes from " + classes)
+                        + "; the bounds JVM said:\n  "
+                        + String.join(
+                                "\n  ",
+                                said.stream()
+                                        .filter(l -> !l.contains("SetupTimings"))
+                                        .toList()));
+                System.out.print(BoundsPeer.lateness(said));
+            }
+            CmTestSupport.within(
+                    () -> before.equals(CmTestSupport.leakCounts()) ? Boolean.TRUE : null,
+                    "counts back to " + before + " (now " + CmTestSupport.leakCounts() + ")");
+        }
+        assertEquals(List.of(), failed, "runs with a bound overshot or a wrong outcome");
+    }
+
+    /** Carriers of the virtual threads in the second JVM ({@code verbs4j.cmBoundsCarriers}); empty: not asked. */
+    private static volatile String carriers = "";
+
+    /** Earlier library classes to run the same peer with first ({@code verbs4j.cmBoundsBefore}); empty: none. */
+    private static volatile String earlier = "";
+
+    static boolean carriersAsked(ExtensionContext context) {
+        earlier = context.getConfigurationParameter("verbs4j.cmBoundsBefore").orElse("");
+        carriers = context.getConfigurationParameter("verbs4j.cmBoundsCarriers").orElse("");
+        return !carriers.isBlank();
+    }
+
+    /** What one run of {@link #connectsToAListenerThatNeverAccepts} saw. */
+    record Bounds(
+            String threading,
+            Duration bound,
+            Duration margin,
+            long[] took,
+            long[] completed,
+            List<String> wrong,
+            String lateness) {
+        /** Connects that returned later than the bound plus the margin. */
+        int over() {
+            int over = 0;
+            for (long t : took) {
+                over += t > bound.plus(margin).toNanos() ? 1 : 0;
+            }
+            return over;
+        }
+
+        String report() {
+            int n = took.length;
+            StringBuilder out = new StringBuilder(lateness);
+            if (threading.endsWith("connectAsync")) {
+                long[] gap = new long[n], done = completed.clone();
+                for (int i = 0; i < n; i++) {
+                    gap[i] = took[i] - completed[i];
+                }
+                java.util.Arrays.sort(gap);
+                java.util.Arrays.sort(done);
+                out.append(String.format(
+                        "CmUnderLoadGuestTest: the futures completed after %.2f s (median), %.2f s (the slowest); the"
+                                + " joining virtual threads returned %.1f ms (median), %.1f ms (the most) after%n",
+                        done[n / 2] / 1e9, done[n - 1] / 1e9, gap[n / 2] / 1e6, gap[n - 1] / 1e6));
+            }
+            long[] sorted = took.clone();
+            java.util.Arrays.sort(sorted);
+            out.append(String.format(
+                    "CmUnderLoadGuestTest: %d concurrent connects (%s), bound %s: returned after %.2f s"
+                            + " (median), %.2f s (90th percentile), %.2f s (the slowest); %d beyond the bound plus %s%n",
+                    n,
+                    threading,
+                    bound,
+                    sorted[n / 2] / 1e9,
+                    sorted[n * 9 / 10] / 1e9,
+                    sorted[n - 1] / 1e9,
+                    over(),
+                    margin));
+            return out.toString();
+        }
+    }
+
+    /**
+     * {@code n} connects at once, each bounded by {@code bound}, to a listener that never accepts,
+     * on platform threads, virtual threads, or virtual threads joining {@code connectAsync}
+     * ({@code threading}), with {@code load} threads spinning beside them.
+     */
+    static Bounds connectsToAListenerThatNeverAccepts(String threading, int n, Duration bound, int load)
+            throws Exception {
         boolean virtual = threading.startsWith("virtual");
         boolean async = threading.endsWith("connectAsync");
-        int n = 100;
-        Duration bound = Duration.ofSeconds(8);
         Duration margin = RdmaConnection.BOUND_MARGIN;
-        Map<String, Integer> before = CmTestSupport.leakCounts();
         List<String> wrong = new CopyOnWriteArrayList<>();
         long[] took = new long[n], completed = new long[n];
         java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
@@ -221,47 +350,23 @@ class CmUnderLoadGuestTest {
                     }
                     go.countDown();
                 }
-                assertTrue(l.queued() <= n, "queued: " + l.queued());
+                if (l.queued() > n) {
+                    wrong.add("queued: " + l.queued());
+                }
             }
+        } finally {
+            running.set(false);
+            for (Thread t : hogs) {
+                t.join();
+            }
+            probeV.join();
+            probeP.join();
         }
-        running.set(false);
-        for (Thread t : hogs) {
-            t.join();
-        }
-        probeV.join();
-        probeP.join();
-        System.out.printf(
+        String late = String.format(
                 "CmUnderLoadGuestTest: %d spinning threads; a 20 ms sleep woke late by at most %.1f ms (mean %.1f)"
                         + " on a virtual thread, %.1f ms (mean %.1f) on a platform thread%n",
                 load, lateVirtual[0] / 1e6, lateVirtual[1] / 1e6, latePlatform[0] / 1e6, latePlatform[1] / 1e6);
-        if (async) {
-            long[] gap = new long[n], done = completed.clone();
-            for (int i = 0; i < n; i++) {
-                gap[i] = took[i] - completed[i];
-            }
-            java.util.Arrays.sort(gap);
-            java.util.Arrays.sort(done);
-            System.out.printf(
-                    "CmUnderLoadGuestTest: the futures completed after %.2f s (median), %.2f s (the slowest); the"
-                            + " joining virtual threads returned %.1f ms (median), %.1f ms (the most) after%n",
-                    done[n / 2] / 1e9, done[n - 1] / 1e9, gap[n / 2] / 1e6, gap[n - 1] / 1e6);
-        }
-        long[] sorted = took.clone();
-        java.util.Arrays.sort(sorted);
-        long max = sorted[n - 1];
-        int over = 0;
-        for (long t : took) {
-            if (t > bound.plus(margin).toNanos()) {
-                over++;
-            }
-        }
-        System.out.printf(
-                "CmUnderLoadGuestTest: %d concurrent connects (%s), bound %s: returned after %.2f s"
-                        + " (median), %.2f s (90th percentile), %.2f s (the slowest); %d beyond the bound plus %s%n",
-                n, threading, bound, sorted[n / 2] / 1e9, sorted[n * 9 / 10] / 1e9, max / 1e9, over, margin);
-        assertEquals(List.of(), wrong, "every connect ended by its bound");
-        assertEquals(0, over, "connects that returned later than " + bound + " + " + margin);
-        assertEquals(before, CmTestSupport.leakCounts(), "cm_id/qp/cq/mr counts");
+        return new Bounds(threading, bound, margin, took, completed, wrong, late);
     }
 
     /** Sleeps 20 ms until {@code running} ends; {@code late}: the most and the mean it woke late, in ns. */

@@ -38,11 +38,21 @@ public final class PeerJvm implements AutoCloseable {
      * @throws IOException when the {@code java} launcher cannot be started
      */
     public PeerJvm(Class<?> main, List<String> options, String... args) throws IOException {
+        this("", main, options, args);
+    }
+
+    /**
+     * The same, with {@code first} (class path entries ending in the path separator, or empty)
+     * before this JVM's class path: e.g. another build of the library's classes, for a before/after.
+     *
+     * @throws IOException when the {@code java} launcher cannot be started
+     */
+    public PeerJvm(String first, Class<?> main, List<String> options, String... args) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElseThrow());
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.addAll(options);
-        cmd.addAll(List.of("-cp", classPath(main.getClassLoader()), main.getName()));
+        cmd.addAll(List.of("-cp", first + classPath(main.getClassLoader()), main.getName()));
         cmd.addAll(List.of(args));
         process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         CompletableFuture.runAsync(() -> {
@@ -77,7 +87,8 @@ public final class PeerJvm implements AutoCloseable {
 
     /**
      * Waits at most {@code seconds} for a line starting with {@code prefix} (the lines before it are
-     * kept) and returns it; fails with everything the peer printed when none comes.
+     * kept) and returns it; fails with everything the peer printed when none comes, or at once on a
+     * {@code PEER FAILED} line.
      */
     public String awaitLine(String prefix, int seconds) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
@@ -91,7 +102,22 @@ public final class PeerJvm implements AutoCloseable {
             if (line.startsWith(prefix)) {
                 return line;
             }
+            assertTrue(!line.startsWith("PEER FAILED"), "the peer JVM failed:\n" + String.join("\n", all));
         }
+    }
+
+    /** The peer's process id. */
+    public long pid() {
+        return process.pid();
+    }
+
+    /** Everything the peer printed, waiting up to {@code seconds} after each line for more. */
+    public List<String> output(int seconds) throws InterruptedException {
+        String line;
+        while ((line = lines.poll(seconds, TimeUnit.SECONDS)) != null) {
+            all.add(line);
+        }
+        return List.copyOf(all);
     }
 
     /** Everything the peer printed so far, one entry a line. */
