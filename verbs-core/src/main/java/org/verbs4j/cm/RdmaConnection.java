@@ -967,10 +967,14 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     /** Moves the queue pair to ERR (its outstanding work flushes with WR_FLUSH_ERR), if it exists and is open. */
     private void flushQueuePair() {
         channel.lock.lock();
+        // under verbsLock too: a close on another thread (after awaitDisconnect saw DISCONNECTED, set
+        // before this runs) must not destroy the queue pair while it is being moved to ERR (EBUSY: leaked)
         try {
-            QueuePair q = qp;
-            if (q != null && q.isOpen() && q.state() != QueuePairState.ERR && q.state() != QueuePairState.RESET) {
-                q.toError();
+            synchronized (verbsLock) {
+                QueuePair q = qp;
+                if (q != null && q.isOpen() && q.state() != QueuePairState.ERR && q.state() != QueuePairState.RESET) {
+                    q.toError();
+                }
             }
         } catch (RuntimeException x) {
             LOG.debug("moving the queue pair to ERR: {}", x.getMessage());

@@ -99,6 +99,22 @@ final class CmTestSupport {
         return m;
     }
 
+    /**
+     * The cm ids, QPs, CQs and MRs that process {@code pid} holds ({@code rdma res show KIND}, its
+     * lines with {@code pid PID}): what one side of a two-JVM test still holds.
+     */
+    static Map<String, Integer> countsOf(long pid) {
+        java.util.regex.Pattern mine = java.util.regex.Pattern.compile("\\bpid " + pid + "\\b");
+        Map<String, Integer> m = new HashMap<>();
+        for (String k : List.of("cm_id", "qp", "cq", "mr")) {
+            m.put(k, (int) run(List.of("rdma", "res", "show", k), 20)
+                    .lines()
+                    .filter(l -> mine.matcher(l).find())
+                    .count());
+        }
+        return m;
+    }
+
     static String run(List<String> cmd, int seconds) {
         try {
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();

@@ -24,8 +24,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.verbs4j.VerbsException;
 import org.verbs4j.VerbsTimeoutException;
-import org.verbs4j.testing.RdmaTest;
 import org.verbs4j.testing.PeerJvm;
+import org.verbs4j.testing.RdmaTest;
 
 /**
  * The connection manager under load on rxe0: outcomes that are true whatever the interleaving of

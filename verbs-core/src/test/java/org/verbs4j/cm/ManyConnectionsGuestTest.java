@@ -40,7 +40,8 @@ import org.verbs4j.testing.RdmaTest;
 @EnabledIf("asked")
 class ManyConnectionsGuestTest {
     private static final String PARAMETER = "verbs4j.cmConnections";
-    private static final int THREADS = 32, SLOT = 64;
+    private static final int THREADS = 32;
+    static final int SLOT = 64;
 
     /** How many connections the run asked for (read by the condition, before the test). */
     private static volatile int asked;
@@ -146,7 +147,7 @@ class ManyConnectionsGuestTest {
     }
 
     /** The connections the futures made (each once), and what the others threw. */
-    private static void collect(List<Future<RdmaConnection>> futures, List<RdmaConnection> into, List<String> failed)
+    static void collect(List<Future<RdmaConnection>> futures, List<RdmaConnection> into, List<String> failed)
             throws InterruptedException {
         for (Future<RdmaConnection> f : futures) {
             try {
@@ -163,7 +164,7 @@ class ManyConnectionsGuestTest {
     }
 
     /** Small queues on {@code pd}; once the queue pair exists, one receive at the connection's slot of {@code mr}. */
-    private static ConnectionSetup setup(
+    static ConnectionSetup setup(
             ProtectionDomain pd, MemoryRegion mr, AtomicInteger next, Map<RdmaConnection, Integer> slots) {
         return new ConnectionSetup()
                 .protectionDomain(pd)
@@ -179,7 +180,7 @@ class ManyConnectionsGuestTest {
                 });
     }
 
-    private static void send(
+    static void send(
             RdmaConnection c, MemoryRegion mr, int slot, String text, SendWorkRequests wrs, WorkCompletions wcs) {
         byte[] b = text.getBytes(StandardCharsets.UTF_8);
         long at = (long) slot * SLOT * 2 + SLOT;
@@ -190,7 +191,7 @@ class ManyConnectionsGuestTest {
         assertEquals(CompletionStatus.SUCCESS, wcs.status(0), wcs.statusText(0));
     }
 
-    private static String received(RdmaConnection c, MemoryRegion mr, int slot, WorkCompletions wcs) {
+    static String received(RdmaConnection c, MemoryRegion mr, int slot, WorkCompletions wcs) {
         CmTestSupport.poll(c.receiveCompletionQueue(), wcs, 1);
         assertEquals(CompletionStatus.SUCCESS, wcs.status(0), wcs.statusText(0));
         assertEquals(slot, wcs.wrId(0), "the receive's slot");
