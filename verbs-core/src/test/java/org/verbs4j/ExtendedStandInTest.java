@@ -6,29 +6,19 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.verbs4j.testing.StandInProvider;
 
 /**
  * Test fixture of the extended-QP host tests: a stand-in provider of its own ({@link StandInObjects})
  * per test, and after each test the check that every {@code ibv_wr_*} call came between
  * {@code wr_start} and {@code wr_complete}/{@code wr_abort} and that none was left open.
  */
-abstract class ExtendedStandInTest {
-    StandInObjects o;
-    StandInProvider p;
-
-    @BeforeEach
-    void open() {
-        o = StandInObjects.open();
-        p = o.p;
-    }
-
+abstract class ExtendedStandInTest extends StandInHostTest {
     @AfterEach
+    @Override
     void close() {
         assertEquals(0, p.wrProtocolErrors(), "ibv_wr_* called outside wr_start..wr_complete");
         assertFalse(p.inWr(), "a wr_start was left open");
-        o.close();
+        super.close();
     }
 
     /** An extended RC queue pair of the stand-in's create_qp_ex, in RTS, for {@code ops}. */

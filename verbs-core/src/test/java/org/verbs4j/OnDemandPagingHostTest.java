@@ -10,12 +10,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.generated.ibverbs.ibverbs_h;
-import org.verbs4j.testing.StandInProvider;
 
 /**
  * Host tier: on-demand paging over the stand-in provider, whose query_device_ex reports the ODP
@@ -24,24 +21,10 @@ import org.verbs4j.testing.StandInProvider;
  * with the access bits, the whole-address-space range and the SGEs of the advice; the refusals
  * (a device without the capability, advice on a pinned region, a range outside) reach nothing.
  */
-class OnDemandPagingHostTest {
+class OnDemandPagingHostTest extends StandInHostTest {
     private static final Set<Access> WRITE = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE);
     private static final long ODP = ibverbs_h.IBV_ODP_SUPPORT();
     private static final long IMPLICIT = ibverbs_h.IBV_ODP_SUPPORT_IMPLICIT();
-
-    private StandInObjects o;
-    private StandInProvider p;
-
-    @BeforeEach
-    void open() {
-        o = StandInObjects.open();
-        p = o.p;
-    }
-
-    @AfterEach
-    void close() {
-        o.close();
-    }
 
     private MemoryRegion onDemand(MemorySegment memory, Set<Access> access) {
         return o.pd.registerOnDemand(memory, access, this::register, h -> p.deregOdpMr(h.address()));

@@ -8,8 +8,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.testing.StandInProvider;
 
@@ -18,21 +16,7 @@ import org.verbs4j.testing.StandInProvider;
  * monitors of verbs4j's public objects (the completion queue, the queue pair, the context, the
  * work request and completion arrays) blocks none of the library's calls on another thread.
  */
-class PrivateLocksHostTest {
-    private StandInProvider p;
-    private StandInObjects o;
-
-    @BeforeEach
-    void open() {
-        o = StandInObjects.open();
-        p = o.p;
-    }
-
-    @AfterEach
-    void close() {
-        o.close();
-    }
-
+class PrivateLocksHostTest extends StandInHostTest {
     @Test
     void aThreadHoldingTheMonitorsOfPublicObjectsBlocksNoLibraryCall() throws Exception {
         // more receive slots than CQ entries: every receive post takes the CQ's room lock
