@@ -7,7 +7,8 @@
 #   --kill-after N  successful completions the client reports before the kill (default 2000)
 #   --scenario S    verbs (default): the steps below; netty: the same steps over the Netty transport
 #                   (org.verbs4j.netty.fault.NettyFaultClient/NettyFaultServer, an echo of 4 KiB
-#                   writes, more pending than credited; N frames echoed before the kill; the client
+#                   writes, more pending than credited; N frames echoed before the kill, after which
+#                   the server stops reading, so only the transport's probe can find the kill; the client
 #                   checks every promise completes, exceptionCaught and channelInactive within the
 #                   bound its retry settings give, RdmaIoHandler.stats() and `rdma res show` back to
 #                   the baseline, then an echo checked byte for byte with the restarted server)
@@ -121,7 +122,7 @@ guest_script() {  # NAME MAIN ARGS...: a script the guest runs, around one JVM
 SCENARIO_TAG=""
 if [[ "$SCENARIO" == netty ]]; then
     SCENARIO_TAG="scenario netty: "
-    guest_script server-run.sh org.verbs4j.netty.fault.NettyFaultServer "$TIMEOUT"
+    guest_script server-run.sh org.verbs4j.netty.fault.NettyFaultServer "$TIMEOUT" "$KILL_AFTER"
     guest_script client-run.sh org.verbs4j.netty.fault.NettyFaultClient 10.0.0.1 "$MARKERS" "$KILL_AFTER" 60 300 $((TIMEOUT - 90))
 else
     guest_script server-run.sh org.verbs4j.fault.FaultServer "$TIMEOUT" $((TIMEOUT - 150))

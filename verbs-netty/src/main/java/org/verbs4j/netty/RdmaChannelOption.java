@@ -21,6 +21,15 @@ public final class RdmaChannelOption<T> extends ChannelOption<T> {
     /** Send buffers each connection copies outgoing bytes into: frames in flight (default 16, at least 4). */
     public static final ChannelOption<Integer> SEND_BUFFERS = valueOf(RdmaChannelOption.class, "RDMA_SEND_BUFFERS");
 
+    /**
+     * How long writes wait for the peer's credits, with no send in flight, before the peer is probed
+     * (and again as long as they wait), in milliseconds (default 1,000; 0: never). A probe costs no
+     * credit; a peer that is gone fails it, so the channel closes with that error instead of
+     * waiting forever, as TCP's persist timer does behind a zero window.
+     */
+    public static final ChannelOption<Integer> PROBE_INTERVAL_MILLIS =
+            valueOf(RdmaChannelOption.class, "RDMA_PROBE_INTERVAL_MILLIS");
+
     @SuppressWarnings("deprecation")
     private RdmaChannelOption() {
         super("unused");

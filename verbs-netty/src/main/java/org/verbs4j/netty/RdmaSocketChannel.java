@@ -29,6 +29,7 @@ import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
 import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import org.verbs4j.Context;
 import org.verbs4j.VerbsTimeoutException;
 import org.verbs4j.cm.CmEvent;
@@ -68,7 +69,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     private final RdmaSocketChannelConfig config = new RdmaSocketChannelConfig(this);
     private final OutboundFrames outbound = new OutboundFrames();
-    private final Runnable deliverTask = this::deliver;
+    private final Runnable deliverTask = this::deliver, probeTask = this::probe;
     private volatile State state = State.OPEN;
     private volatile RdmaConnection pending;
     private volatile InetSocketAddress local, remote;
@@ -78,7 +79,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private RdmaConnection connection;
     private RdmaStream stream;
     private ChannelPromise connectPromise;
-    private boolean readPending, deliverScheduled;
+    private boolean readPending, deliverScheduled, probeScheduled;
+    private int probeIntervalMillis;
     /** Set by the connection manager's thread: the peer disconnected (the loop learns it from a task). */
     private volatile boolean peerClosed;
     /**
@@ -350,6 +352,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         request = null;
         stream = s;
         s.connected(peer);
+        probeIntervalMillis = config.probeIntervalMillis();
         local = c.localAddress();
         remote = c.peerAddress();
         state = State.ACTIVE;
@@ -479,9 +482,51 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         ((RdmaUnsafe) unsafe()).resumeFlush();
         sendEndIfDue();
         returnCredits();
+        watchCredits();
         if (stream == s && s.inputEnded() && !inputShutdown && isActive()) {
             endInput();
         }
+    }
+
+    /**
+     * Schedules a probe of the peer when writes wait for its credits and no send is in flight: were
+     * the peer gone, nothing else would find out (see {@link RdmaStream#postProbe}).
+     */
+    private void watchCredits() {
+        if (!probeScheduled && probeIntervalMillis > 0 && waitingForCredits()) {
+            probeScheduled = true;
+            eventLoop().schedule(probeTask, probeIntervalMillis, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private boolean waitingForCredits() {
+        RdmaStream s = stream;
+        if (s == null || state != State.ACTIVE || !s.waitingForCredits()) {
+            return false;
+        }
+        ChannelOutboundBuffer in = unsafe().outboundBuffer();
+        return (in != null && !in.isEmpty()) || (outputShutdown && !endSent);
+    }
+
+    /**
+     * Each probe interval while writes wait for the peer's credits: probes the peer once it
+     * answered the last probe (or has not for {@link RdmaStream#ACK_WAIT_PROBES} intervals).
+     */
+    private void probe() {
+        probeScheduled = false;
+        if (!waitingForCredits()) {
+            return;
+        }
+        long ackWait = TimeUnit.MILLISECONDS.toNanos((long) probeIntervalMillis * RdmaStream.ACK_WAIT_PROBES);
+        if (stream.probeDue(System.nanoTime(), ackWait)) {
+            try {
+                stream.postProbe();
+            } catch (IOException e) {
+                fail(e);
+                return;
+            }
+        }
+        watchCredits();
     }
 
     /** Drops what arrived after the input was shut down, so that the peer's credits keep coming back. */
@@ -690,6 +735,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
         sendEndIfDue();
         returnCredits();
+        watchCredits();
     }
 
     @Override

@@ -27,12 +27,12 @@ import java.util.Map;
  * at once anyway). Read by the channel when it connects; any thread may set them.
  */
 public final class RdmaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
-    static final int DEFAULT_BUFFER_SIZE = 16 * 1024, DEFAULT_BUFFERS = 16;
+    static final int DEFAULT_BUFFER_SIZE = 16 * 1024, DEFAULT_BUFFERS = 16, DEFAULT_PROBE_INTERVAL_MS = 1_000;
 
     private volatile int bufferSize = DEFAULT_BUFFER_SIZE;
     private volatile int receiveBuffers = DEFAULT_BUFFERS, sendBuffers = DEFAULT_BUFFERS;
     private volatile boolean allowHalfClosure, tcpNoDelay = true, keepAlive, reuseAddress;
-    private volatile int soLinger = -1, trafficClass;
+    private volatile int soLinger = -1, trafficClass, probeIntervalMillis = DEFAULT_PROBE_INTERVAL_MS;
 
     RdmaSocketChannelConfig(Channel channel) {
         super(channel);
@@ -52,7 +52,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
                 ALLOW_HALF_CLOSURE,
                 RdmaChannelOption.BUFFER_SIZE,
                 RdmaChannelOption.RECEIVE_BUFFERS,
-                RdmaChannelOption.SEND_BUFFERS);
+                RdmaChannelOption.SEND_BUFFERS,
+                RdmaChannelOption.PROBE_INTERVAL_MILLIS);
     }
 
     @SuppressWarnings("unchecked")
@@ -81,6 +82,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
             v = receiveBuffers;
         } else if (option == RdmaChannelOption.SEND_BUFFERS) {
             v = sendBuffers;
+        } else if (option == RdmaChannelOption.PROBE_INTERVAL_MILLIS) {
+            v = probeIntervalMillis;
         } else {
             return super.getOption(option);
         }
@@ -114,6 +117,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
         } else if (option == RdmaChannelOption.SEND_BUFFERS) {
             sendBuffers =
                     bounded("RDMA_SEND_BUFFERS", (Integer) value, Credits.MIN_RECEIVE_BUFFERS, Handshake.MAX_BUFFERS);
+        } else if (option == RdmaChannelOption.PROBE_INTERVAL_MILLIS) {
+            probeIntervalMillis = bounded("RDMA_PROBE_INTERVAL_MILLIS", (Integer) value, 0, 3_600_000);
         } else {
             return super.setOption(option, value);
         }
@@ -138,6 +143,10 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
 
     int sendBuffers() {
         return sendBuffers;
+    }
+
+    int probeIntervalMillis() {
+        return probeIntervalMillis;
     }
 
     private int buffersFor(String option, int bytes) {

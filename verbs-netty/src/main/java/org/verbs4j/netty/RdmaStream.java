@@ -26,12 +26,27 @@ import org.verbs4j.cm.ConnectionSetup;
  * {@link Credits}. The queue pair grants the peer no remote access: the peer can only fill the
  * receive buffers posted here, never other memory.
  *
+ * <p>Two receive buffers more than the credits granted are posted, for the peer's probes and
+ * its answers to this side's probes (empty frames flagged {@link ReceivedFrames#PROBE} and
+ * {@link ReceivedFrames#PROBE_ACK}; they cost no credit and are reposted at once). A side whose
+ * writes wait for credits with no send in flight probes the peer ({@link #postProbe}); the peer
+ * answers each probe, and the next probe goes only after the answer (or, for a peer that has not
+ * answered for {@link #ACK_WAIT_PROBES} probe intervals, without it), so a probe never finds its
+ * receive buffer taken. A peer that died while holding every credit is found out (the probe ends
+ * in a transport retry error) instead of being waited for forever.
+ *
  * <p>Made on a connecting thread (the memory is registered and the receives posted before the
  * connection request or the accept goes out); from then on used by the channel's event loop
  * thread only. {@link #release()} after the queue pair is gone.
  */
 final class RdmaStream implements OutboundFrames.Frames {
     static final long SEND_TAG = 1L << 32;
+    /** The work request ids of a probe and of an answer to the peer's probe (no send buffer, no credit). */
+    static final long PROBE_ID = 2L << 32, PROBE_ACK_ID = 3L << 32;
+    /** Receive buffers posted beyond the credits: one for the peer's probe, one for its answer to ours. */
+    static final int SPARE_RECEIVES = 2;
+    /** Probe intervals without the peer's answer after which the next probe goes anyway. */
+    static final int ACK_WAIT_PROBES = 30;
 
     final int bufferSize, receiveBuffers, sendBuffers;
     final CompletionQueue cq;
@@ -53,7 +68,8 @@ final class RdmaStream implements OutboundFrames.Frames {
     private long sendHead, sendTail;
     private final ReceivedFrames ready;
     private long posted;
-    private boolean released, down, endSent;
+    private boolean released, down, endSent, probing, answering;
+    private long probeSentAt;
 
     /** Results of the last {@link #poll}: stream bytes whose sends completed. */
     long completedBytes;
@@ -72,14 +88,14 @@ final class RdmaStream implements OutboundFrames.Frames {
         this.bufferSize = bufferSize;
         this.receiveBuffers = receiveBuffers;
         this.sendBuffers = sendBuffers;
-        this.cq = ctx.createCompletionQueue(receiveBuffers + sendBuffers + 2, channel, 0);
+        this.cq = ctx.createCompletionQueue(receiveBuffers + sendBuffers + 2 * SPARE_RECEIVES, channel, 0);
         this.recvs = new ReceiveWorkRequests(1, 1);
         this.sends = new SendWorkRequests(1, 1);
         this.wcs = new WorkCompletions(32);
         this.sendLength = new int[sendBuffers];
         this.pinned = new RegisteredByteBuf[sendBuffers];
         this.ownPd = pd;
-        this.ready = new ReceivedFrames(receiveBuffers);
+        this.ready = new ReceivedFrames(receiveBuffers + SPARE_RECEIVES);
     }
 
     /** The queue pair shape this stream needs. */
@@ -89,8 +105,8 @@ final class RdmaStream implements OutboundFrames.Frames {
             setup.protectionDomain(ownPd);
         }
         return setup.completionQueues(cq, cq)
-                .maxRecvWr(receiveBuffers)
-                .maxSendWr(sendBuffers)
+                .maxRecvWr(receiveBuffers + SPARE_RECEIVES)
+                .maxSendWr(sendBuffers + SPARE_RECEIVES)
                 .beforeConnect(c -> start(c.protectionDomain(), c.queuePair()));
     }
 
@@ -98,13 +114,13 @@ final class RdmaStream implements OutboundFrames.Frames {
     private void start(ProtectionDomain pd, QueuePair qp) {
         this.qp = qp;
         this.pd = pd;
-        recvMr = pd.allocateMemoryRegion((long) receiveBuffers * bufferSize, Access.LOCAL_WRITE);
+        recvMr = pd.allocateMemoryRegion((long) (receiveBuffers + SPARE_RECEIVES) * bufferSize, Access.LOCAL_WRITE);
         RdmaStats.REGISTERED.addAndGet(recvMr.length());
         sendMr = pd.allocateMemoryRegion((long) sendBuffers * bufferSize, Access.LOCAL_WRITE);
         RdmaStats.REGISTERED.addAndGet(sendMr.length());
         recvView = Unpooled.wrappedBuffer(recvMr.segment().asByteBuffer());
         sendView = Unpooled.wrappedBuffer(sendMr.segment().asByteBuffer());
-        for (int i = 0; i < receiveBuffers; i++) {
+        for (int i = 0; i < receiveBuffers + SPARE_RECEIVES; i++) {
             postReceive(i);
         }
     }
@@ -127,8 +143,15 @@ final class RdmaStream implements OutboundFrames.Frames {
 
     /** Reposts a receive buffer whose bytes were handed up; nothing once the connection is down. */
     private void repost(int slot) throws IOException {
+        if (repostQuietly(slot)) {
+            credits.reposted(1);
+        }
+    }
+
+    /** Reposts a receive buffer without owing the peer a credit for it (a probe's); false once down. */
+    private boolean repostQuietly(int slot) throws IOException {
         if (down) {
-            return;
+            return false;
         }
         try {
             postReceive(slot);
@@ -137,7 +160,7 @@ final class RdmaStream implements OutboundFrames.Frames {
             throw new IOException(
                     "reposting a receive buffer failed (the connection is down or broken): " + e.getMessage(), e);
         }
-        credits.reposted(1);
+        return true;
     }
 
     /**
@@ -255,6 +278,45 @@ final class RdmaStream implements OutboundFrames.Frames {
         sendHead++;
     }
 
+    /**
+     * Whether writes wait for the peer's credits with no send in flight: were the peer gone,
+     * nothing but a probe would find out.
+     */
+    boolean waitingForCredits() {
+        return !down && sendHead == sendTail && !credits.canSendData();
+    }
+
+    /**
+     * Whether a probe may go now: the peer answered the last one, or has not for {@code ackWaitNanos}
+     * (its probe buffer is then either reposted, or the peer is stuck or gone and the probe fails).
+     */
+    boolean probeDue(long now, long ackWaitNanos) {
+        return !probing || now - probeSentAt > ackWaitNanos;
+    }
+
+    /**
+     * Posts a probe: an empty frame flagged {@link ReceivedFrames#PROBE}, into a receive buffer the
+     * peer keeps for it; the peer answers it. A peer that is gone fails it with a transport retry
+     * error.
+     *
+     * @throws IOException the queue pair refused it (the connection is down or broken)
+     */
+    void postProbe() throws IOException {
+        postControl(PROBE_ID, ReceivedFrames.PROBE, "a probe of the peer");
+        probing = true;
+        probeSentAt = System.nanoTime();
+    }
+
+    private void postControl(long id, int imm, String what) throws IOException {
+        try {
+            qp.postSend(sends.clear().sendWithImmediate(id, imm).signaled());
+        } catch (VerbsException e) {
+            down = true;
+            throw new IOException(
+                    "posting " + what + " failed (the connection is down or broken): " + e.getMessage(), e);
+        }
+    }
+
     /** Sends an empty frame returning the credits owed, if they are due and nothing else carries them. */
     void returnCreditsIfDue() throws IOException {
         if (!down && credits.shouldSendCreditFrame() && sendHead - sendTail < sendBuffers) {
@@ -328,6 +390,18 @@ final class RdmaStream implements OutboundFrames.Frames {
 
     private void complete(int i) throws IOException {
         long id = wcs.wrId(i);
+        if (id == PROBE_ID || id == PROBE_ACK_ID) {
+            answering &= id != PROBE_ACK_ID;
+            if (!wcs.isSuccess(i) && !(down && wcs.status(i) == CompletionStatus.WR_FLUSH_ERR)) {
+                throw new CompletionFailedException(
+                        (id == PROBE_ID
+                                        ? "a probe of the peer (sent while writes waited for its credits)"
+                                        : "an answer to the peer's probe")
+                                + " failed: " + wcs.statusText(i) + " (status " + wcs.status(i) + ")",
+                        wcs.status(i) == CompletionStatus.WR_FLUSH_ERR);
+            }
+            return;
+        }
         if (!wcs.isSuccess(i)) {
             if ((id & SEND_TAG) == 0) {
                 posted--;
@@ -358,9 +432,31 @@ final class RdmaStream implements OutboundFrames.Frames {
             throw new ProtocolViolationException("a frame without its credit count (opcode " + wcs.opcode(i) + ")");
         }
         int imm = wcs.immediate(i);
+        if ((imm & ReceivedFrames.PROBE) != 0) {
+            probed(slot, imm, wcs.byteLength(i));
+            return;
+        }
         credits.returned(ReceivedFrames.credits(imm));
         if (ready.arrived(slot, wcs.byteLength(i), imm)) {
             repost(slot);
+        }
+    }
+
+    /** The peer's probe, or its answer to this side's, arrived in receive buffer {@code slot}. */
+    private void probed(int slot, int imm, int length) throws IOException {
+        if ((imm != ReceivedFrames.PROBE && imm != ReceivedFrames.PROBE_ACK) || length != 0) {
+            throw new ProtocolViolationException("a probe frame with " + length + " bytes and immediate 0x"
+                    + Integer.toHexString(imm) + " (a probe or its answer carries no bytes, no credits and no end of"
+                    + " stream)");
+        }
+        if (!repostQuietly(slot)) {
+            return;
+        }
+        if (imm == ReceivedFrames.PROBE_ACK) {
+            probing = false; // the next probe may go: the peer reposted this one's buffer before it answered
+        } else if (!answering) { // else the peer probed again before the answer arrived: it gets this one
+            postControl(PROBE_ACK_ID, ReceivedFrames.PROBE_ACK, "an answer to the peer's probe");
+            answering = true;
         }
     }
 

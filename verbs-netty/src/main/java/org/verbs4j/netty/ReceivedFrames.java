@@ -13,9 +13,16 @@ import io.netty.buffer.ByteBuf;
 final class ReceivedFrames {
     /**
      * The immediate value's top bit: the sender's end of stream (its {@code shutdownOutput}); the
-     * frame carries no bytes, and no data frame may follow it. The other 31 bits are credits.
+     * frame carries no bytes, and no data frame may follow it.
      */
     static final int END_OF_STREAM = 1 << 31;
+
+    /**
+     * The immediate value's second bit: a probe (see {@link RdmaStream}), and with the lowest bit
+     * set too, {@link #PROBE_ACK} (the answer to one); no bytes, no credits, not a data frame. The
+     * low 30 bits of any other frame are credits.
+     */
+    static final int PROBE = 1 << 30, PROBE_ACK = PROBE | 1;
 
     private final int[] slots, lengths;
     private int head, count, offset;
@@ -32,15 +39,15 @@ final class ReceivedFrames {
         return count;
     }
 
-    /** The credits a frame's immediate value returns (without the end-of-stream bit). */
+    /** The credits a frame's immediate value returns (without the end-of-stream and probe bits). */
     static int credits(int immediate) {
-        return immediate & ~END_OF_STREAM;
+        return immediate & ~(END_OF_STREAM | PROBE);
     }
 
     /**
      * A frame arrived in receive buffer {@code slot} with {@code length} bytes and the immediate
-     * value {@code immediate}: data frames are kept in order; an empty frame (credits only) or the
-     * end of stream keeps nothing.
+     * value {@code immediate} (not a probe's): data frames are kept in order; an empty frame
+     * (credits only) or the end of stream keeps nothing.
      *
      * @return whether the buffer may be reposted at once (the frame holds no stream bytes)
      * @throws ProtocolViolationException an end of stream with bytes, a second end of stream, or

@@ -20,10 +20,16 @@
  * because it grants the peer no remote access at all: the queue pair allows no RDMA WRITE or
  * READ, so a hostile or broken peer can only fill the receive buffers posted for it, and a frame
  * longer than a buffer fails at the device instead of landing anywhere. {@code shutdownOutput()}
- * sends an end-of-stream frame: empty, the immediate value's top bit set (the other 31 bits are
+ * sends an end-of-stream frame: empty, the immediate value's top bit set (the low 30 bits are
  * credits), posted after every data frame before it under the same credit rule; only credit
- * frames may follow it. A frame without its credit count, credits never owed, an end-of-stream
- * frame with bytes or a second one, or bytes after it close the connection with a
+ * frames may follow it. A side whose writes wait for credits with no send in flight probes the
+ * peer every {@code PROBE_INTERVAL_MILLIS}: an empty frame with the immediate's second bit set,
+ * which the peer answers (the second and lowest bits); both land in two receive buffers posted
+ * beyond the credits and cost no credit, a probe goes only after the last one's answer, and a
+ * dead peer fails it with a transport retry error (as TCP's persist timer finds a dead peer
+ * behind a zero window).
+ * A frame without its credit count, credits never owed, an end-of-stream or probe frame with
+ * bytes or a second end of stream, or bytes after it close the connection with a
  * {@link org.verbs4j.netty.ProtocolViolationException}.
  *
  * <h2>Threads</h2>

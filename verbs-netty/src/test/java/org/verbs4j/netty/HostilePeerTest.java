@@ -45,7 +45,7 @@ import org.verbs4j.cm.RdmaConnection;
  * A peer that speaks the transport's wire format wrongly, written with verbs4j's own connection
  * manager and verbs: a handshake that is not one, credits never owed, a frame without its credit
  * count, a frame longer than the receive buffer it lands in, and silence (it never returns a
- * credit). The transport's server must close that connection with a clear error, grow no
+ * credit, and keeps no receive buffer for the transport's probes). The transport's server must close that connection with a clear error, grow no
  * registered memory, and go on serving a well-behaved client on the same (single) event loop.
  * The handshake bytes come from the transport's own {@code Handshake}, so the peer's bytes are
  * wrong only where the test means them to be.
@@ -72,8 +72,14 @@ class HostilePeerTest {
     void start() {
         assumeTrue(transport == TestTransport.RDMA, "a hostile peer speaks the RDMA transport's wire format");
         group = transport.newGroup(1, "hostile"); // one loop: the hostile connection and the good one share it
-        server = transport
+        server = bind(RdmaSocketChannelConfig.DEFAULT_PROBE_INTERVAL_MS);
+    }
+
+    /** The server, probing a peer that holds every credit each {@code probeMillis} (0: never). */
+    private Channel bind(int probeMillis) {
+        return transport
                 .serverBootstrap(group)
+                .childOption(RdmaChannelOption.PROBE_INTERVAL_MILLIS, probeMillis)
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -160,19 +166,14 @@ class HostilePeerTest {
 
     @Test
     void aSilentPeerStallsOnlyItsOwnConnection() throws Exception {
+        server.close().syncUninterruptibly();
+        server = bind(0); // no probes: the wait itself is what this test watches
         Hostile h = new Hostile(handshake(BUFFERS, BUFFER_SIZE));
         try {
             Channel child = serverOpened.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
             assertNotNull(child, "the server accepted the hostile connection");
             long registered = registeredBytes();
-            h.sendBytes(FLOOD); // the server answers with 1 MiB, of which the peer takes BUFFERS frames at most
-            ChannelFuture last = floods.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
-            assertNotNull(last, "the server's flood was written");
-            long deadline = System.nanoTime() + WAIT.toNanos();
-            while (child.isWritable() && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-            assertFalse(child.isWritable(), "the server's channel to a peer that returns no credit is unwritable");
+            ChannelFuture last = flood(h, child);
             assertFalse(last.isDone(), "the flood cannot complete without credits");
             assertEquals(registered, registeredBytes(), "registered memory while writes wait for credits");
             assertGoodClientServed();
@@ -183,6 +184,34 @@ class HostilePeerTest {
         } finally {
             h.close();
         }
+    }
+
+    @Test
+    void aSilentPeerThatTakesNoProbeIsClosedWithTheProbesError() throws Exception {
+        server.close().syncUninterruptibly();
+        server = bind(100);
+        try (Hostile h = new Hostile(handshake(BUFFERS, BUFFER_SIZE))) {
+            Channel child = serverOpened.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+            assertNotNull(child, "the server accepted the hostile connection");
+            ChannelFuture last = flood(h, child);
+            assertClosedWithError("a probe of the peer");
+            assertTrue(last.await(WAIT.toMillis()), "the waiting write ends when the probe fails");
+            assertFalse(last.isSuccess(), "a write the peer never took fails, it does not vanish");
+            assertGoodClientServed();
+        }
+    }
+
+    /** Asks the server for its flood; returns its last write once the channel is unwritable. */
+    private ChannelFuture flood(Hostile h, Channel child) throws InterruptedException {
+        h.sendBytes(FLOOD); // the server answers with 1 MiB, of which the peer takes BUFFERS frames at most
+        ChannelFuture last = floods.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertNotNull(last, "the server's flood was written");
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (child.isWritable() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertFalse(child.isWritable(), "the server's channel to a peer that returns no credit is unwritable");
+        return last;
     }
 
     private void assertClosedWithError(String mentions) throws InterruptedException {

@@ -78,6 +78,14 @@ class ReceivedFramesTest {
     }
 
     @Test
+    void theFlagBitsAreNoCredits() {
+        assertEquals(0, ReceivedFrames.credits(ReceivedFrames.PROBE), "a probe returns no credit");
+        assertEquals(1, ReceivedFrames.PROBE_ACK & ~ReceivedFrames.PROBE, "an answer is a probe with the low bit");
+        assertEquals(
+                (1 << 30) - 1, ReceivedFrames.credits(-1), "the low 30 bits are the credits, the two flags are not");
+    }
+
+    @Test
     void theEndOfStreamComesAfterEveryByteBeforeIt() throws ProtocolViolationException {
         ByteBuf memory = Unpooled.buffer(4 * 8);
         memory.setBytes(8, new byte[] {1, 2, 3});

@@ -56,6 +56,8 @@ public final class NettyFaultClient {
     private static final long T0 = System.nanoTime();
     private static final int CHUNK = NettyFaultServer.BUFFER_SIZE;
     private static final int WINDOW = 64;
+    /** How often the client probes the server while its writes wait for credits. */
+    private static final int PROBE_MS = 1_000;
     /**
      * One connect try's timeout: generous, since the server's cold JVM in a one-CPU TCG guest takes
      * over 10 s from the request to its accept; a try that times out is retried.
@@ -135,12 +137,22 @@ public final class NettyFaultClient {
             log("baseline: " + base + "; rdma res show " + dev + " " + res);
             ConnectOptions o = ConnectOptions.roce(0); // the transport's queue pairs use these defaults
             double ackS = 4.096e-6 * (1L << o.timeout());
-            double nominalS = (o.retryCount() + 1) * ackS;
+            double probeS = PROBE_MS / 1e3; // the server stops reading: a probe finds its death
+            double nominalS = probeS + (o.retryCount() + 1) * ackS;
             long boundMs = Math.max(TimeUnit.SECONDS.toMillis(boundS), (long) Math.ceil(nominalS * 1e3));
             log(String.format(
-                    "bound on channelInactive after the last echo: retry_cnt %d, ACK timeout %d (%.0f ms): "
-                            + "(%d + 1) x %.0f ms = %.2f s nominal; %d ms used (rxe under TCG takes ~16 s)",
-                    o.retryCount(), o.timeout(), ackS * 1e3, o.retryCount(), ackS * 1e3, nominalS, boundMs));
+                    "bound on channelInactive after the last echo: probe interval %.1f s + retry_cnt %d, ACK timeout"
+                            + " %d (%.0f ms): %.1f + (%d + 1) x %.0f ms = %.2f s nominal; %d ms used (rxe under TCG"
+                            + " takes ~16 s)",
+                    probeS,
+                    o.retryCount(),
+                    o.timeout(),
+                    ackS * 1e3,
+                    probeS,
+                    o.retryCount(),
+                    ackS * 1e3,
+                    nominalS,
+                    boundMs));
 
             // ---- 1. stream, kill ---------------------------------------------------------------
             Echoes s = new Echoes(true);
@@ -235,6 +247,7 @@ public final class NettyFaultClient {
                     .option(RdmaChannelOption.BUFFER_SIZE, CHUNK)
                     .option(RdmaChannelOption.RECEIVE_BUFFERS, NettyFaultServer.BUFFERS)
                     .option(RdmaChannelOption.SEND_BUFFERS, NettyFaultServer.BUFFERS)
+                    .option(RdmaChannelOption.PROBE_INTERVAL_MILLIS, PROBE_MS)
                     .handler(handler)
                     .connect(server);
             if (f.await(CONNECT_TIMEOUT_MS + 10_000) && f.isSuccess()) {

@@ -24,6 +24,11 @@ import org.verbs4j.netty.RdmaServerSocketChannel;
  * default 900). A connection that fails or closes before echoing a byte (a cold JVM under TCG may
  * accept after the client's connect timed out) is logged and the server listens on. In the first
  * run the host kills this guest mid-stream.
+ *
+ * <p>Arguments: {@code [boundS=900] [stopFrames=0]}: with {@code stopFrames} > 0 a connection stops
+ * reading (AUTO_READ off) once it echoed that many frames' bytes, so that the client's writes wait
+ * for credits with no send in flight when the host kills this guest: only the transport's probe
+ * can then find out that the server is gone.
  */
 public final class NettyFaultServer {
     /** The port the server listens on. */
@@ -39,6 +44,7 @@ public final class NettyFaultServer {
 
     public static void main(String[] args) throws Exception {
         long boundS = args.length > 0 ? Long.parseLong(args[0]) : 900;
+        long stopBytes = (args.length > 1 ? Long.parseLong(args[1]) : 0) * BUFFER_SIZE;
         String ip = System.getenv().getOrDefault("VERBS4J_GUEST_IP", "10.0.0.1");
         AtomicLong echoed = new AtomicLong();
         CompletableFuture<Long> firstClosed = new CompletableFuture<>();
@@ -68,9 +74,14 @@ public final class NettyFaultServer {
                                 @Override
                                 public void channelRead(ChannelHandlerContext ctx, Object msg) {
                                     int n = ((io.netty.buffer.ByteBuf) msg).readableBytes();
-                                    mine.addAndGet(n);
+                                    long before = mine.getAndAdd(n);
                                     echoed.addAndGet(n);
                                     ctx.write(msg);
+                                    if (stopBytes > 0 && before < stopBytes && before + n >= stopBytes) {
+                                        ctx.channel().config().setAutoRead(false);
+                                        log("stopped reading after " + (before + n) + " bytes: the client's"
+                                                + " writes now wait for credits");
+                                    }
                                 }
 
                                 @Override
