@@ -1030,6 +1030,100 @@ EXPORT unsigned long long standin_last_advise_sge(int i, int field)
     return field == 0 ? last_advise_sge[i].addr : field == 1 ? last_advise_sge[i].length : last_advise_sge[i].lkey;
 }
 
+/* ---- thread domains and parent domains: alloc_td, dealloc_td, alloc_parent_domain ---------- */
+
+struct standin_td {
+    struct ibv_td td;
+    int users;                  /* parent domains made with it and not yet deallocated */
+};
+
+struct standin_parent {
+    struct ibv_pd pd;
+    struct ibv_pd *protection_domain;
+    struct standin_td *td;
+};
+
+static int td_live, parent_live;
+static int domain_errno;        /* 0: accept; else alloc_td / alloc_parent_domain refuse with it */
+static void *last_parent_pd, *last_parent_td;
+
+/* alloc_td: EINVAL for a comp_mask it does not know (all, as mlx5 answers). */
+static struct ibv_td *standin_alloc_td(struct ibv_context *context, struct ibv_td_init_attr *attr)
+{
+    if (attr->comp_mask) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (domain_errno) {
+        errno = domain_errno;
+        return NULL;
+    }
+    struct standin_td *t = calloc(1, sizeof(*t));
+    if (!t) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    t->td.context = context;
+    td_live++;
+    return &t->td;
+}
+
+/* dealloc_td: EBUSY while a parent domain uses it, as mlx5 answers. */
+static int standin_dealloc_td(struct ibv_td *td)
+{
+    struct standin_td *t = (struct standin_td *)td;
+    if (t->users)
+        return EBUSY;
+    td_live--;
+    free(t);
+    return 0;
+}
+
+/* alloc_parent_domain: a fake ibv_pd standing for attr->pd with attr->td (NULL allowed); EINVAL
+ * without a pd or with comp_mask bits (allocators, pd_context) it does not implement. */
+static struct ibv_pd *standin_alloc_parent_domain(struct ibv_context *context, struct ibv_parent_domain_init_attr *attr)
+{
+    if (!attr->pd || attr->comp_mask) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (domain_errno) {
+        errno = domain_errno;
+        return NULL;
+    }
+    struct standin_parent *p = calloc(1, sizeof(*p));
+    if (!p) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    p->pd.context = context;
+    p->protection_domain = attr->pd;
+    p->td = (struct standin_td *)attr->td;
+    if (p->td)
+        p->td->users++;
+    last_parent_pd = attr->pd;
+    last_parent_td = attr->td;
+    parent_live++;
+    return &p->pd;
+}
+
+/* What ibv_dealloc_pd does with a parent domain of this provider. */
+EXPORT int standin_dealloc_parent_domain(struct ibv_pd *pd)
+{
+    struct standin_parent *p = (struct standin_parent *)pd;
+    if (p->td)
+        p->td->users--;
+    parent_live--;
+    free(p);
+    return 0;
+}
+
+EXPORT void standin_set_domain_errno(int e) { domain_errno = e; }
+EXPORT int standin_td_live(void) { return td_live; }
+EXPORT int standin_parent_domain_live(void) { return parent_live; }
+EXPORT void *standin_last_parent_pd(void) { return last_parent_pd; }
+EXPORT void *standin_last_parent_td(void) { return last_parent_td; }
+
 /* ---- controls and getters ---------------------------------------------------------------- */
 
 EXPORT void standin_reset(void)
@@ -1073,6 +1167,8 @@ EXPORT void standin_reset(void)
     odp_general_caps = 0;
     advise_calls = last_advice = last_advise_flags = last_advise_num_sge = 0;
     last_odp_access = 0;
+    domain_errno = 0;
+    last_parent_pd = last_parent_td = NULL;
 }
 
 /* post_send / post_recv / post_srq_recv stop at WR #index (0-based), set *bad_wr to it and
@@ -1195,6 +1291,9 @@ EXPORT struct ibv_context *standin_make_context(int extended)
         vctx->query_rt_values = standin_query_rt_values;
         vctx->create_qp_ex = standin_create_qp_ex;
         vctx->advise_mr = standin_advise_mr;
+        vctx->alloc_td = standin_alloc_td;
+        vctx->dealloc_td = standin_dealloc_td;
+        vctx->alloc_parent_domain = standin_alloc_parent_domain;
     } else {
         ctx->abi_compat = NULL;
     }

@@ -270,6 +270,14 @@ public final class Context extends NativeResource {
         return allocateProtectionDomain(LibIbverbs::allocPd, LibIbverbs::deallocPd);
     }
 
+    /**
+     * {@code ibv_alloc_td}: a {@link ThreadDomain}, for parent domains whose queues one thread
+     * uses at a time; EOPNOTSUPP, naming what is missing, where the provider has none.
+     */
+    public ThreadDomain allocateThreadDomain() {
+        return ThreadDomain.allocate(this);
+    }
+
     /** Makes a native object from its parent's handle (the verb; a test's stand-in). */
     @FunctionalInterface
     interface Creator {

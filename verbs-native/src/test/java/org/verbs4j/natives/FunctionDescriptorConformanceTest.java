@@ -135,8 +135,14 @@ class FunctionDescriptorConformanceTest {
 
     @BeforeAll
     static void link() throws Exception {
-        for (String k :
-                List.of("LibIbverbs", "InlineVerbs", "LibC", "Errno$StrError", "LibRdmacm", "ExtendedPostVerbs")) {
+        for (String k : List.of(
+                "LibIbverbs",
+                "InlineVerbs",
+                "LibC",
+                "Errno$StrError",
+                "LibRdmacm",
+                "ExtendedPostVerbs",
+                "DomainVerbs")) {
             Class.forName("org.verbs4j.natives." + k, true, FunctionDescriptorConformanceTest.class.getClassLoader());
         }
         bindings = List.copyOf(NativeBinding.ALL);

@@ -296,6 +296,14 @@ class LayoutConformanceTest {
         }
         t(c, "MW_TYPE_1", "IBV_MW_TYPE_1");
         t(c, "MW_TYPE_2", "IBV_MW_TYPE_2");
+
+        String pdi = "struct ibv_parent_domain_init_attr";
+        c = DomainVerbs.class;
+        t(c, "TD_CONTEXT", off("struct ibv_td", "context"));
+        t(c, "TD_INIT_ATTR_SIZE", "sizeof(struct ibv_td_init_attr)");
+        t(c, "PARENT_DOMAIN_INIT_ATTR_SIZE", "sizeof(" + pdi + ")");
+        t(c, "PARENT_DOMAIN_PD", off(pdi, "pd"));
+        t(c, "PARENT_DOMAIN_TD", off(pdi, "td"));
     }
 
     /** The classes whose every public static final int/long must be in {@link #TABLE}. */
@@ -306,7 +314,8 @@ class LayoutConformanceTest {
             ObjectLayout.class,
             CompletionExLayout.class,
             QueuePairExLayout.class,
-            InlineVerbs.class);
+            InlineVerbs.class,
+            DomainVerbs.class);
 
     // ---- the probe --------------------------------------------------------------------------
 

@@ -657,6 +657,31 @@ public final class StandInProvider implements AutoCloseable {
         };
     }
 
+    /** What the stand-in's alloc_td and alloc_parent_domain answer: 0 (the default) accepts, else that errno. */
+    public void setDomainErrno(int errno) {
+        lib.voidCall("standin_set_domain_errno", errno);
+    }
+
+    /** Thread domains of the stand-in's alloc_td not yet deallocated. */
+    public int threadDomainsLive() {
+        return (int) lib.call("standin_td_live");
+    }
+
+    /** Parent domains of the stand-in's alloc_parent_domain not yet deallocated. */
+    public int parentDomainsLive() {
+        return (int) lib.call("standin_parent_domain_live");
+    }
+
+    /** The {@code pd} and {@code td} of the last accepted alloc_parent_domain. */
+    public long[] lastParentDomain() {
+        return new long[] {lib.ptrCall("standin_last_parent_pd"), lib.ptrCall("standin_last_parent_td")};
+    }
+
+    /** What {@code ibv_dealloc_pd} does with a parent domain of the stand-in (releases its thread domain). */
+    public void deallocParentDomain(long pd) {
+        lib.call("standin_dealloc_parent_domain", pd);
+    }
+
     /** Calls of the stand-in's {@code advise_mr} since reset. */
     public int adviseCalls() {
         return (int) lib.call("standin_advise_calls");
@@ -796,6 +821,10 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_last_advise_num_sge", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_last_advise_sge", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT)),
                 Map.entry("standin_last_create_qp_ex_mask", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_set_domain_errno", FunctionDescriptor.ofVoid(JAVA_INT)),
+                Map.entry("standin_td_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_parent_domain_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_dealloc_parent_domain", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
                 Map.entry("standin_last_inline", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT)));
 
         private MethodHandle handle(String name) {
