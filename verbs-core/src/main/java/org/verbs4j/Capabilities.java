@@ -70,7 +70,7 @@ final class Capabilities {
             long dm = ibv_device_attr_ex.max_dm_size(ex);
             f.add(
                     dm == 0
-                            ? Feature.no("device memory", "device attribute max_dm_size is 0")
+                            ? Feature.no("device memory", DeviceMemory.NO_DM)
                             : op(
                                     ctx,
                                     "device memory",

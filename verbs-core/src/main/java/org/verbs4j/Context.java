@@ -278,6 +278,14 @@ public final class Context extends NativeResource {
         return ThreadDomain.allocate(this);
     }
 
+    /**
+     * {@code ibv_alloc_dm}: {@code length} bytes of {@link DeviceMemory} on the adapter; EOPNOTSUPP,
+     * naming the device attribute, where it has none.
+     */
+    public DeviceMemory allocateDeviceMemory(long length) {
+        return DeviceMemory.allocate(this, length);
+    }
+
     /** Makes a native object from its parent's handle (the verb; a test's stand-in). */
     @FunctionalInterface
     interface Creator {

@@ -29,7 +29,8 @@ abstract sealed class NativeResource implements AutoCloseable
                 SharedReceiveQueue,
                 AddressHandle,
                 MemoryWindow,
-                ThreadDomain {
+                ThreadDomain,
+                DeviceMemory {
 
     /** Record where each resource was created, for leak reports. */
     public static final String LEAK_SITES_PROPERTY = "verbs4j.leakSites";

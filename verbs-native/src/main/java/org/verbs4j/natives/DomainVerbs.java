@@ -51,18 +51,33 @@ public final class DomainVerbs {
     /** {@code ibv_dealloc_td(td)} through the context's dealloc_td op; throws the errno. */
     public static void deallocTd(MemorySegment td) {
         MemorySegment ctx = td.reinterpret(8).get(ADDRESS, TD_CONTEXT);
-        MemorySegment op = InlineVerbs.verbsGetCtxOp(ctx, verbs_context.dealloc_td$offset());
+        releaseThroughOp("ibv_dealloc_td", "dealloc_td", verbs_context.dealloc_td$offset(), DEALLOC_TD_OP, ctx, td);
+    }
+
+    /** The {@code verbs_context} op at {@code vctxOffset}, or a failure (EOPNOTSUPP) naming {@code verb}. */
+    static MemorySegment requireOp(String verb, String opName, long vctxOffset, MemorySegment ctx) {
+        MemorySegment op = InlineVerbs.verbsGetCtxOp(ctx, vctxOffset);
         if (op.equals(MemorySegment.NULL)) {
-            throw Failures.of("ibv_dealloc_td", Errno.EOPNOTSUPP, "the provider has no dealloc_td op");
+            throw Failures.of(verb, Errno.EOPNOTSUPP, "the provider has no " + opName + " op");
         }
+        return op;
+    }
+
+    /**
+     * A {@code verbs_context} op of the shape {@code int op(obj)} (dealloc_td, free_dm): returns
+     * normally on 0, else throws naming {@code verb} with the errno.
+     */
+    static void releaseThroughOp(
+            String verb, String opName, long vctxOffset, MethodHandle h, MemorySegment ctx, MemorySegment obj) {
+        MemorySegment op = requireOp(verb, opName, vctxOffset, ctx);
         MemorySegment cap = Errno.captureSegment();
         int rc;
         try {
-            rc = (int) DEALLOC_TD_OP.invokeExact(op, cap, td);
+            rc = (int) h.invokeExact(op, cap, obj);
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
-        LibIbverbs.checkRc("ibv_dealloc_td", rc, cap);
+        LibIbverbs.checkRc(verb, rc, cap);
     }
 
     /**

@@ -304,6 +304,15 @@ class LayoutConformanceTest {
         t(c, "PARENT_DOMAIN_INIT_ATTR_SIZE", "sizeof(" + pdi + ")");
         t(c, "PARENT_DOMAIN_PD", off(pdi, "pd"));
         t(c, "PARENT_DOMAIN_TD", off(pdi, "td"));
+
+        c = DeviceMemoryVerbs.class;
+        t(c, "ALLOC_DM_ATTR_SIZE", "sizeof(struct ibv_alloc_dm_attr)");
+        t(c, "ALLOC_DM_LENGTH", off("struct ibv_alloc_dm_attr", "length"));
+        t(c, "DM_SIZE", "sizeof(struct ibv_dm)");
+        t(c, "DM_CONTEXT", off("struct ibv_dm", "context"));
+        t(c, "DM_MEMCPY_TO_DM", off("struct ibv_dm", "memcpy_to_dm"));
+        t(c, "DM_MEMCPY_FROM_DM", off("struct ibv_dm", "memcpy_from_dm"));
+        t(c, "ACCESS_ZERO_BASED", "IBV_ACCESS_ZERO_BASED");
     }
 
     /** The classes whose every public static final int/long must be in {@link #TABLE}. */
@@ -315,7 +324,8 @@ class LayoutConformanceTest {
             CompletionExLayout.class,
             QueuePairExLayout.class,
             InlineVerbs.class,
-            DomainVerbs.class);
+            DomainVerbs.class,
+            DeviceMemoryVerbs.class);
 
     // ---- the probe --------------------------------------------------------------------------
 

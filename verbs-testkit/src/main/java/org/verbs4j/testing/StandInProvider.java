@@ -682,6 +682,40 @@ public final class StandInProvider implements AutoCloseable {
         lib.call("standin_dealloc_parent_domain", pd);
     }
 
+    /** What {@code query_device_ex} reports as {@code max_dm_size} (64 KiB after reset; 0: no device memory). */
+    public void setMaxDmSize(long size) {
+        lib.voidCall("standin_set_max_dm_size", size);
+    }
+
+    /** Device memory of the stand-in's alloc_dm not yet freed. */
+    public int deviceMemoryLive() {
+        return (int) lib.call("standin_dm_live");
+    }
+
+    /** Regions of the stand-in's reg_dm_mr not yet deregistered. */
+    public int deviceMemoryRegionsLive() {
+        return (int) lib.call("standin_dm_mr_live");
+    }
+
+    /** Calls of the stand-in's memcpy_to_dm and memcpy_from_dm since reset. */
+    public int deviceMemoryCopies() {
+        return (int) lib.call("standin_dm_copies");
+    }
+
+    /** The dm_offset, length and access flags of the last accepted reg_dm_mr. */
+    public long[] lastDeviceMemoryRegistration() {
+        return new long[] {
+            lib.ptrCall("standin_last_dm_mr", 0),
+            lib.ptrCall("standin_last_dm_mr", 1),
+            lib.ptrCall("standin_last_dm_mr", 2)
+        };
+    }
+
+    /** What {@code ibv_dereg_mr} does with a region of the stand-in's reg_dm_mr. */
+    public void deregDeviceMemoryRegion(long mr) {
+        lib.call("standin_dereg_dm_mr", mr);
+    }
+
     /** Calls of the stand-in's {@code advise_mr} since reset. */
     public int adviseCalls() {
         return (int) lib.call("standin_advise_calls");
@@ -822,6 +856,12 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_last_advise_sge", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT)),
                 Map.entry("standin_last_create_qp_ex_mask", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_set_domain_errno", FunctionDescriptor.ofVoid(JAVA_INT)),
+                Map.entry("standin_set_max_dm_size", FunctionDescriptor.ofVoid(JAVA_LONG)),
+                Map.entry("standin_dm_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_dm_mr_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_dm_copies", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_dm_mr", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_dereg_dm_mr", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
                 Map.entry("standin_td_live", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_parent_domain_live", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_dealloc_parent_domain", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
