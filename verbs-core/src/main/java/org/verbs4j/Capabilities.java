@@ -118,6 +118,13 @@ final class Capabilities {
         return ex;
     }
 
+    /** The device's {@code max_dm_size} (0: no device memory). */
+    static long maxDmSize(Context ctx) {
+        try (Arena a = Arena.ofConfined()) {
+            return ibv_device_attr_ex.max_dm_size(deviceAttributesEx(ctx, a));
+        }
+    }
+
     private static Feature op(Context ctx, String name, long vctxOffset, String opName, String yes) {
         ctx.pin("verbs_get_ctx_op");
         try {

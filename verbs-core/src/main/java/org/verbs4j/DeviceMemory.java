@@ -2,14 +2,12 @@ package org.verbs4j;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 import org.verbs4j.natives.DeviceMemoryVerbs;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
-import org.verbs4j.natives.generated.ibverbs.ibv_device_attr_ex;
 
 /**
  * Memory on the adapter itself ({@code struct ibv_dm}, {@code ibv_alloc_dm}; mlx5's MEMIC): the
@@ -39,10 +37,7 @@ public final class DeviceMemory extends NativeResource {
     static DeviceMemory allocate(Context ctx, long length) {
         String verb = "ibv_alloc_dm";
         ctx.ensureOpen(verb);
-        long max;
-        try (Arena a = Arena.ofConfined()) {
-            max = ibv_device_attr_ex.max_dm_size(Capabilities.deviceAttributesEx(ctx, a));
-        }
+        long max = Capabilities.maxDmSize(ctx);
         if (max == 0) {
             throw VerbsException.create(
                     verb,
