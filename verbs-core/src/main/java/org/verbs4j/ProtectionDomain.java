@@ -31,8 +31,11 @@ import org.verbs4j.natives.generated.ibverbs.ibv_srq_init_attr;
 public final class ProtectionDomain extends NativeResource {
     private final Context context;
     private final ThreadDomain threadDomain;
-    /** The data-path gates of its queue pairs and SRQs (not the objects: a dropped QP stays collectable). */
-    final java.util.Set<Gate> gates = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /**
+     * The data-path gates of its queue pairs and SRQs (not the objects: a dropped QP stays
+     * collectable); a parent domain shares its PD's, so a region of either waits for the posts of both.
+     */
+    final java.util.Set<Gate> gates;
 
     private static final Thread PROBE = Thread.ofPlatform().unstarted(() -> {});
 
@@ -44,6 +47,7 @@ public final class ProtectionDomain extends NativeResource {
         super(context, "protection domain", "ibv_dealloc_pd", pd.reinterpret(16), destroy, null);
         this.context = context;
         this.threadDomain = null;
+        this.gates = java.util.concurrent.ConcurrentHashMap.newKeySet();
     }
 
     /** A parent domain ({@link ThreadDomain#allocateParentDomain}): owned by {@code pd}, using {@code td}. */
@@ -51,6 +55,7 @@ public final class ProtectionDomain extends NativeResource {
         super(pd, new NativeResource[] {td}, "parent domain", "ibv_dealloc_pd", parent.reinterpret(16), destroy, null);
         this.context = pd.context;
         this.threadDomain = td;
+        this.gates = pd.gates;
     }
 
     /** The thread domain of a parent domain; null for a plain protection domain. */

@@ -47,6 +47,9 @@ class ThreadDomainHostTest extends StandInHostTest {
                 parent.handle().address(),
                 qp.handle().reinterpret(ObjectLayout.QP_SIZE).get(ADDRESS, 16).address(),
                 "the queue pair was created on the parent domain");
+        assertTrue(
+                o.pd.gates.containsAll(java.util.List.of(qp.gates())),
+                "a region of the PD waits for the posts of the parent domain's queue pairs");
         qp.close();
         parent.close();
         assertEquals(0, p.parentDomainsLive());
