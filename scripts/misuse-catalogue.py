@@ -21,6 +21,9 @@ SOURCES = [
     ("host, extended QP, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/ExtendedPostMisuseTest.java"),
     ("host, multicast, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/MulticastMisuseTest.java"),
     ("host, on-demand paging", "verbs-core/src/test/java/org/verbs4j/OnDemandPagingHostTest.java", r"Refused|refused"),
+    ("host, thread domains", "verbs-core/src/test/java/org/verbs4j/ThreadDomainHostTest.java", r"Refuse|Refusal|Checked"),
+    ("host, device memory (ibv_alloc_dm)", "verbs-core/src/test/java/org/verbs4j/DeviceMemoryAllocationHostTest.java",
+     r"Refused|Maximum"),
     ("guest (rxe0), waits", "verbs-core/src/test/java/org/verbs4j/BlockingWaitsGuestTest.java"),
     # connection management (org.verbs4j.cm) and device (GPU) memory: only the methods that drive a
     # misuse or a failure (the third element: a regex the method name must match)

@@ -88,6 +88,8 @@ static int fail_post_index = -1, fail_post_errno;
 static int fail_poll_rc;
 static int control_rc;
 static uint64_t odp_general_caps;   /* odp_caps.general_caps query_device_ex reports (0: no ODP) */
+#define STANDIN_MAX_DM_SIZE 0x10000u
+static uint64_t max_dm_size = STANDIN_MAX_DM_SIZE; /* what query_device_ex reports as max_dm_size */
 
 /* last arguments */
 enum {
@@ -342,7 +344,7 @@ EXPORT int standin_query_device_ex(struct ibv_context *context, const struct ibv
     a.orig_attr.phys_port_cnt = 1;
     a.completion_timestamp_mask = 0xABCDEF;
     a.hca_core_clock = STANDIN_HCA_CORE_CLOCK_KHZ;
-    a.max_dm_size = 0x10000;
+    a.max_dm_size = max_dm_size;
     a.odp_caps.general_caps = odp_general_caps;
     if (odp_general_caps) {
         a.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE
@@ -1030,6 +1032,230 @@ EXPORT unsigned long long standin_last_advise_sge(int i, int field)
     return field == 0 ? last_advise_sge[i].addr : field == 1 ? last_advise_sge[i].length : last_advise_sge[i].lkey;
 }
 
+/* ---- thread domains and parent domains: alloc_td, dealloc_td, alloc_parent_domain ---------- */
+
+struct standin_td {
+    struct ibv_td td;
+    int users;                  /* parent domains made with it and not yet deallocated */
+};
+
+struct standin_parent {
+    struct ibv_pd pd;
+    struct ibv_pd *protection_domain;
+    struct standin_td *td;
+};
+
+static int td_live, parent_live;
+static int domain_errno;        /* 0: accept; else alloc_td / alloc_parent_domain refuse with it */
+static void *last_parent_pd, *last_parent_td;
+
+/* alloc_td: EINVAL for a comp_mask it does not know (all, as mlx5 answers). */
+static struct ibv_td *standin_alloc_td(struct ibv_context *context, struct ibv_td_init_attr *attr)
+{
+    if (attr->comp_mask) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (domain_errno) {
+        errno = domain_errno;
+        return NULL;
+    }
+    struct standin_td *t = calloc(1, sizeof(*t));
+    if (!t) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    t->td.context = context;
+    td_live++;
+    return &t->td;
+}
+
+/* dealloc_td: EBUSY while a parent domain uses it, as mlx5 answers. */
+static int standin_dealloc_td(struct ibv_td *td)
+{
+    struct standin_td *t = (struct standin_td *)td;
+    if (t->users)
+        return EBUSY;
+    td_live--;
+    free(t);
+    return 0;
+}
+
+/* alloc_parent_domain: a fake ibv_pd standing for attr->pd with attr->td (NULL allowed); EINVAL
+ * without a pd or with comp_mask bits (allocators, pd_context) it does not implement. */
+static struct ibv_pd *standin_alloc_parent_domain(struct ibv_context *context, struct ibv_parent_domain_init_attr *attr)
+{
+    if (!attr->pd || attr->comp_mask) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (domain_errno) {
+        errno = domain_errno;
+        return NULL;
+    }
+    struct standin_parent *p = calloc(1, sizeof(*p));
+    if (!p) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    p->pd.context = context;
+    p->protection_domain = attr->pd;
+    p->td = (struct standin_td *)attr->td;
+    if (p->td)
+        p->td->users++;
+    last_parent_pd = attr->pd;
+    last_parent_td = attr->td;
+    parent_live++;
+    return &p->pd;
+}
+
+/* What ibv_dealloc_pd does with a parent domain of this provider. */
+EXPORT int standin_dealloc_parent_domain(struct ibv_pd *pd)
+{
+    struct standin_parent *p = (struct standin_parent *)pd;
+    if (p->td)
+        p->td->users--;
+    parent_live--;
+    free(p);
+    return 0;
+}
+
+EXPORT void standin_set_domain_errno(int e) { domain_errno = e; }
+EXPORT int standin_td_live(void) { return td_live; }
+EXPORT int standin_parent_domain_live(void) { return parent_live; }
+EXPORT void *standin_last_parent_pd(void) { return last_parent_pd; }
+EXPORT void *standin_last_parent_td(void) { return last_parent_td; }
+
+/* ---- device memory: alloc_dm, free_dm, reg_dm_mr and the ibv_dm copy ops -------------------- */
+
+struct standin_dm {
+    struct ibv_dm dm;
+    size_t length;
+    int mrs;                    /* reg_dm_mr regions not yet deregistered */
+    unsigned char *bytes;
+};
+
+struct standin_dm_mr {
+    struct ibv_mr mr;
+    struct standin_dm *dm;
+};
+
+static int dm_live, dm_mr_live, dm_copies, dm_mr_serial;
+static uint64_t last_dm_mr_offset, last_dm_mr_length;
+static int last_dm_mr_access;
+
+/* The copies check the range themselves (EINVAL outside), so that an overrun the caller let
+ * through shows as an error, never as a write past the buffer. */
+static int standin_memcpy_to_dm(struct ibv_dm *dm, uint64_t dm_offset, const void *host_addr, size_t length)
+{
+    struct standin_dm *d = (struct standin_dm *)dm;
+    dm_copies++;
+    if (dm_offset > d->length || length > d->length - dm_offset)
+        return EINVAL;
+    memcpy(d->bytes + dm_offset, host_addr, length);
+    return 0;
+}
+
+static int standin_memcpy_from_dm(void *host_addr, struct ibv_dm *dm, uint64_t dm_offset, size_t length)
+{
+    struct standin_dm *d = (struct standin_dm *)dm;
+    dm_copies++;
+    if (dm_offset > d->length || length > d->length - dm_offset)
+        return EINVAL;
+    memcpy(host_addr, d->bytes + dm_offset, length);
+    return 0;
+}
+
+/* alloc_dm: ENOMEM above max_dm_size, EINVAL for a comp_mask or a zero length. */
+static struct ibv_dm *standin_alloc_dm(struct ibv_context *context, struct ibv_alloc_dm_attr *attr)
+{
+    if (attr->comp_mask || attr->length == 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (attr->length > max_dm_size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct standin_dm *d = calloc(1, sizeof(*d));
+    unsigned char *bytes = calloc(1, attr->length);
+    if (!d || !bytes) {
+        free(d);
+        free(bytes);
+        errno = ENOMEM;
+        return NULL;
+    }
+    d->dm.context = context;
+    d->dm.memcpy_to_dm = standin_memcpy_to_dm;
+    d->dm.memcpy_from_dm = standin_memcpy_from_dm;
+    d->length = attr->length;
+    d->bytes = bytes;
+    dm_live++;
+    return &d->dm;
+}
+
+/* free_dm: EBUSY while a region is registered on it. */
+static int standin_free_dm(struct ibv_dm *dm)
+{
+    struct standin_dm *d = (struct standin_dm *)dm;
+    if (d->mrs)
+        return EBUSY;
+    dm_live--;
+    free(d->bytes);
+    free(d);
+    return 0;
+}
+
+/* reg_dm_mr: EINVAL without IBV_ACCESS_ZERO_BASED (as mlx5) or outside the allocation. */
+static struct ibv_mr *standin_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t dm_offset, size_t length,
+                                        unsigned int access)
+{
+    struct standin_dm *d = (struct standin_dm *)dm;
+    if (!(access & IBV_ACCESS_ZERO_BASED) || dm_offset > d->length || length > d->length - dm_offset) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct standin_dm_mr *m = calloc(1, sizeof(*m));
+    if (!m) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    m->mr.context = pd->context;
+    m->mr.pd = pd;
+    m->mr.addr = NULL;
+    m->mr.length = length;
+    m->mr.lkey = 0x0a00u + (uint32_t)dm_mr_serial;
+    m->mr.rkey = 0x0b00u + (uint32_t)dm_mr_serial++;
+    m->dm = d;
+    d->mrs++;
+    last_dm_mr_offset = dm_offset;
+    last_dm_mr_length = length;
+    last_dm_mr_access = (int)access;
+    dm_mr_live++;
+    return &m->mr;
+}
+
+/* What ibv_dereg_mr does with a region of reg_dm_mr. */
+EXPORT int standin_dereg_dm_mr(struct ibv_mr *mr)
+{
+    struct standin_dm_mr *m = (struct standin_dm_mr *)mr;
+    m->dm->mrs--;
+    dm_mr_live--;
+    free(m);
+    return 0;
+}
+
+EXPORT void standin_set_max_dm_size(unsigned long long size) { max_dm_size = size; }
+EXPORT int standin_dm_live(void) { return dm_live; }
+EXPORT int standin_dm_mr_live(void) { return dm_mr_live; }
+/* Calls of memcpy_to_dm and memcpy_from_dm since reset. */
+EXPORT int standin_dm_copies(void) { return dm_copies; }
+/* The offset, length and access flags of the last accepted reg_dm_mr. */
+EXPORT unsigned long long standin_last_dm_mr(int field)
+{
+    return field == 0 ? last_dm_mr_offset : field == 1 ? last_dm_mr_length : (unsigned long long)last_dm_mr_access;
+}
+
 /* ---- controls and getters ---------------------------------------------------------------- */
 
 EXPORT void standin_reset(void)
@@ -1073,6 +1299,12 @@ EXPORT void standin_reset(void)
     odp_general_caps = 0;
     advise_calls = last_advice = last_advise_flags = last_advise_num_sge = 0;
     last_odp_access = 0;
+    domain_errno = 0;
+    max_dm_size = STANDIN_MAX_DM_SIZE;
+    dm_copies = 0;
+    last_dm_mr_offset = last_dm_mr_length = 0;
+    last_dm_mr_access = 0;
+    last_parent_pd = last_parent_td = NULL;
 }
 
 /* post_send / post_recv / post_srq_recv stop at WR #index (0-based), set *bad_wr to it and
@@ -1195,6 +1427,12 @@ EXPORT struct ibv_context *standin_make_context(int extended)
         vctx->query_rt_values = standin_query_rt_values;
         vctx->create_qp_ex = standin_create_qp_ex;
         vctx->advise_mr = standin_advise_mr;
+        vctx->alloc_td = standin_alloc_td;
+        vctx->dealloc_td = standin_dealloc_td;
+        vctx->alloc_parent_domain = standin_alloc_parent_domain;
+        vctx->alloc_dm = standin_alloc_dm;
+        vctx->free_dm = standin_free_dm;
+        vctx->reg_dm_mr = standin_reg_dm_mr;
     } else {
         ctx->abi_compat = NULL;
     }

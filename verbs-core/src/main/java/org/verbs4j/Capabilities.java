@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import org.verbs4j.CapabilityReport.Feature;
+import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
 import org.verbs4j.natives.generated.ibverbs.ibv_device_attr;
 import org.verbs4j.natives.generated.ibverbs.ibv_device_attr_ex;
@@ -69,7 +70,7 @@ final class Capabilities {
             long dm = ibv_device_attr_ex.max_dm_size(ex);
             f.add(
                     dm == 0
-                            ? Feature.no("device memory", "device attribute max_dm_size is 0")
+                            ? Feature.no("device memory", DeviceMemory.NO_DM)
                             : op(
                                     ctx,
                                     "device memory",
@@ -84,7 +85,7 @@ final class Capabilities {
                                     "max_mcast_grp " + mcast + ", max_mcast_qp_attach "
                                             + ibv_device_attr.max_mcast_qp_attach(orig))
                             : Feature.no("multicast", "device attribute max_mcast_grp is 0"));
-            f.add(op(ctx, "thread domains", verbs_context.alloc_td$offset(), "alloc_td", "op present"));
+            f.add(threadDomains(ctx));
             f.add(dmaBuf(ctx));
             f.add(Feature.yes("device_cap_flags_ex", "0x" + Long.toHexString(capsEx)));
         }
@@ -115,6 +116,13 @@ final class Capabilities {
             ctx.unpin();
         }
         return ex;
+    }
+
+    /** The device's {@code max_dm_size} (0: no device memory). */
+    static long maxDmSize(Context ctx) {
+        try (Arena a = Arena.ofConfined()) {
+            return ibv_device_attr_ex.max_dm_size(deviceAttributesEx(ctx, a));
+        }
     }
 
     private static Feature op(Context ctx, String name, long vctxOffset, String opName, String yes) {
@@ -182,6 +190,19 @@ final class Capabilities {
         }
         return Feature.no(
                 "inline data", "no RC QP with 32 or more bytes inline: " + (last == null ? "" : last.getMessage()));
+    }
+
+    /** Probed: a thread domain allocated and released ({@code ibv_alloc_td}), or the errno of the refusal. */
+    private static Feature threadDomains(Context ctx) {
+        try {
+            ctx.allocateThreadDomain().close();
+            return Feature.yes("thread domains", "ibv_alloc_td probed: a thread domain allocated and released");
+        } catch (VerbsException e) {
+            return Feature.no(
+                    "thread domains",
+                    "ibv_alloc_td probe: " + Errno.name(e.errno())
+                            + (e.errno() == Errno.EOPNOTSUPP ? ", " + ThreadDomain.NO_TD : ": " + e.getMessage()));
+        }
     }
 
     private static Feature dmaBuf(Context ctx) {

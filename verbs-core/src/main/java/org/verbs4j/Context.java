@@ -270,6 +270,22 @@ public final class Context extends NativeResource {
         return allocateProtectionDomain(LibIbverbs::allocPd, LibIbverbs::deallocPd);
     }
 
+    /**
+     * {@code ibv_alloc_td}: a {@link ThreadDomain}, for parent domains whose queues one thread
+     * uses at a time; EOPNOTSUPP, naming what is missing, where the provider has none.
+     */
+    public ThreadDomain allocateThreadDomain() {
+        return ThreadDomain.allocate(this);
+    }
+
+    /**
+     * {@code ibv_alloc_dm}: {@code length} bytes of {@link DeviceMemory} on the adapter; EOPNOTSUPP,
+     * naming the device attribute, where it has none.
+     */
+    public DeviceMemory allocateDeviceMemory(long length) {
+        return DeviceMemory.allocate(this, length);
+    }
+
     /** Makes a native object from its parent's handle (the verb; a test's stand-in). */
     @FunctionalInterface
     interface Creator {

@@ -28,7 +28,9 @@ abstract sealed class NativeResource implements AutoCloseable
                 QueuePair,
                 SharedReceiveQueue,
                 AddressHandle,
-                MemoryWindow {
+                MemoryWindow,
+                ThreadDomain,
+                DeviceMemory {
 
     /** Record where each resource was created, for leak reports. */
     public static final String LEAK_SITES_PROPERTY = "verbs4j.leakSites";

@@ -30,8 +30,12 @@ import org.verbs4j.natives.generated.ibverbs.ibv_srq_init_attr;
  */
 public final class ProtectionDomain extends NativeResource {
     private final Context context;
-    /** The data-path gates of its queue pairs and SRQs (not the objects: a dropped QP stays collectable). */
-    final java.util.Set<Gate> gates = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final ThreadDomain threadDomain;
+    /**
+     * The data-path gates of its queue pairs and SRQs (not the objects: a dropped QP stays
+     * collectable); a parent domain shares its PD's, so a region of either waits for the posts of both.
+     */
+    final java.util.Set<Gate> gates;
 
     private static final Thread PROBE = Thread.ofPlatform().unstarted(() -> {});
 
@@ -42,6 +46,21 @@ public final class ProtectionDomain extends NativeResource {
     ProtectionDomain(Context context, MemorySegment pd, Destroyer destroy) {
         super(context, "protection domain", "ibv_dealloc_pd", pd.reinterpret(16), destroy, null);
         this.context = context;
+        this.threadDomain = null;
+        this.gates = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    }
+
+    /** A parent domain ({@link ThreadDomain#allocateParentDomain}): owned by {@code pd}, using {@code td}. */
+    ProtectionDomain(ProtectionDomain pd, ThreadDomain td, MemorySegment parent, Destroyer destroy) {
+        super(pd, new NativeResource[] {td}, "parent domain", "ibv_dealloc_pd", parent.reinterpret(16), destroy, null);
+        this.context = pd.context;
+        this.threadDomain = td;
+        this.gates = pd.gates;
+    }
+
+    /** The thread domain of a parent domain; null for a plain protection domain. */
+    public ThreadDomain threadDomain() {
+        return threadDomain;
     }
 
     /** The context it was allocated on. */

@@ -131,12 +131,29 @@ class FunctionDescriptorConformanceTest {
             new Prototype("rdma_join_multicast", "int (struct rdma_cm_id *, struct sockaddr *, void *)"),
             new Prototype("rdma_leave_multicast", "int (struct rdma_cm_id *, struct sockaddr *)"));
 
-    private static CBoundary.Probe probe, rdmacmProbe;
+    /**
+     * Function-pointer members of a struct the committed jextract output does not hold
+     * ({@code struct ibv_dm}): their reference is the prototype of the verbs.h inline that calls
+     * the member with its own parameters, which gcc confirms against the header.
+     */
+    private static final Map<String, Prototype> MEMBERS_BY_HAND = Map.of(
+            "ibv_dm.memcpy_to_dm",
+            new Prototype("ibv_memcpy_to_dm", "int (struct ibv_dm *, uint64_t, const void *, size_t)"),
+            "ibv_dm.memcpy_from_dm",
+            new Prototype("ibv_memcpy_from_dm", "int (void *, struct ibv_dm *, uint64_t, size_t)"));
+
+    private static CBoundary.Probe probe, rdmacmProbe, memberProbe;
 
     @BeforeAll
     static void link() throws Exception {
-        for (String k :
-                List.of("LibIbverbs", "InlineVerbs", "LibC", "Errno$StrError", "LibRdmacm", "ExtendedPostVerbs")) {
+        for (String k : List.of(
+                "LibIbverbs",
+                "InlineVerbs",
+                "LibC",
+                "Errno$StrError",
+                "LibRdmacm",
+                "ExtendedPostVerbs",
+                "DomainVerbs")) {
             Class.forName("org.verbs4j.natives." + k, true, FunctionDescriptorConformanceTest.class.getClassLoader());
         }
         bindings = List.copyOf(NativeBinding.ALL);
@@ -149,6 +166,8 @@ class FunctionDescriptorConformanceTest {
                 LIBC,
                 consts);
         rdmacmProbe = CBoundary.probe("rdmacm_probe", List.of("rdma/rdma_cma.h"), RDMACM_BY_HAND, Map.of());
+        memberProbe = CBoundary.probe(
+                "member_probe", List.of("infiniband/verbs.h"), List.copyOf(MEMBERS_BY_HAND.values()), Map.of());
     }
 
     /**
@@ -187,6 +206,10 @@ class FunctionDescriptorConformanceTest {
         CBoundary.Derived byHand = rdmacmProbe.functions().get(name);
         if (byHand != null) {
             return byHand;
+        }
+        Prototype member = MEMBERS_BY_HAND.get(name);
+        if (member != null) {
+            return memberProbe.functions().get(member.name());
         }
         if (name.contains(".")) { // a function-pointer member: struct.member -> generated nested class
             Class<?> k = Class.forName(GENERATED + name.replace('.', '$'));

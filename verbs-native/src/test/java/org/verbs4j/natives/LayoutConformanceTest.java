@@ -296,6 +296,23 @@ class LayoutConformanceTest {
         }
         t(c, "MW_TYPE_1", "IBV_MW_TYPE_1");
         t(c, "MW_TYPE_2", "IBV_MW_TYPE_2");
+
+        String pdi = "struct ibv_parent_domain_init_attr";
+        c = DomainVerbs.class;
+        t(c, "TD_CONTEXT", off("struct ibv_td", "context"));
+        t(c, "TD_INIT_ATTR_SIZE", "sizeof(struct ibv_td_init_attr)");
+        t(c, "PARENT_DOMAIN_INIT_ATTR_SIZE", "sizeof(" + pdi + ")");
+        t(c, "PARENT_DOMAIN_PD", off(pdi, "pd"));
+        t(c, "PARENT_DOMAIN_TD", off(pdi, "td"));
+
+        c = DeviceMemoryVerbs.class;
+        t(c, "ALLOC_DM_ATTR_SIZE", "sizeof(struct ibv_alloc_dm_attr)");
+        t(c, "ALLOC_DM_LENGTH", off("struct ibv_alloc_dm_attr", "length"));
+        t(c, "DM_SIZE", "sizeof(struct ibv_dm)");
+        t(c, "DM_CONTEXT", off("struct ibv_dm", "context"));
+        t(c, "DM_MEMCPY_TO_DM", off("struct ibv_dm", "memcpy_to_dm"));
+        t(c, "DM_MEMCPY_FROM_DM", off("struct ibv_dm", "memcpy_from_dm"));
+        t(c, "ACCESS_ZERO_BASED", "IBV_ACCESS_ZERO_BASED");
     }
 
     /** The classes whose every public static final int/long must be in {@link #TABLE}. */
@@ -306,7 +323,9 @@ class LayoutConformanceTest {
             ObjectLayout.class,
             CompletionExLayout.class,
             QueuePairExLayout.class,
-            InlineVerbs.class);
+            InlineVerbs.class,
+            DomainVerbs.class,
+            DeviceMemoryVerbs.class);
 
     // ---- the probe --------------------------------------------------------------------------
 

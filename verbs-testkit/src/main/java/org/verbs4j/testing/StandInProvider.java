@@ -657,6 +657,65 @@ public final class StandInProvider implements AutoCloseable {
         };
     }
 
+    /** What the stand-in's alloc_td and alloc_parent_domain answer: 0 (the default) accepts, else that errno. */
+    public void setDomainErrno(int errno) {
+        lib.voidCall("standin_set_domain_errno", errno);
+    }
+
+    /** Thread domains of the stand-in's alloc_td not yet deallocated. */
+    public int threadDomainsLive() {
+        return (int) lib.call("standin_td_live");
+    }
+
+    /** Parent domains of the stand-in's alloc_parent_domain not yet deallocated. */
+    public int parentDomainsLive() {
+        return (int) lib.call("standin_parent_domain_live");
+    }
+
+    /** The {@code pd} and {@code td} of the last accepted alloc_parent_domain. */
+    public long[] lastParentDomain() {
+        return new long[] {lib.ptrCall("standin_last_parent_pd"), lib.ptrCall("standin_last_parent_td")};
+    }
+
+    /** What {@code ibv_dealloc_pd} does with a parent domain of the stand-in (releases its thread domain). */
+    public void deallocParentDomain(long pd) {
+        lib.call("standin_dealloc_parent_domain", pd);
+    }
+
+    /** What {@code query_device_ex} reports as {@code max_dm_size} (64 KiB after reset; 0: no device memory). */
+    public void setMaxDmSize(long size) {
+        lib.voidCall("standin_set_max_dm_size", size);
+    }
+
+    /** Device memory of the stand-in's alloc_dm not yet freed. */
+    public int deviceMemoryLive() {
+        return (int) lib.call("standin_dm_live");
+    }
+
+    /** Regions of the stand-in's reg_dm_mr not yet deregistered. */
+    public int deviceMemoryRegionsLive() {
+        return (int) lib.call("standin_dm_mr_live");
+    }
+
+    /** Calls of the stand-in's memcpy_to_dm and memcpy_from_dm since reset. */
+    public int deviceMemoryCopies() {
+        return (int) lib.call("standin_dm_copies");
+    }
+
+    /** The dm_offset, length and access flags of the last accepted reg_dm_mr. */
+    public long[] lastDeviceMemoryRegistration() {
+        return new long[] {
+            lib.ptrCall("standin_last_dm_mr", 0),
+            lib.ptrCall("standin_last_dm_mr", 1),
+            lib.ptrCall("standin_last_dm_mr", 2)
+        };
+    }
+
+    /** What {@code ibv_dereg_mr} does with a region of the stand-in's reg_dm_mr. */
+    public void deregDeviceMemoryRegion(long mr) {
+        lib.call("standin_dereg_dm_mr", mr);
+    }
+
     /** Calls of the stand-in's {@code advise_mr} since reset. */
     public int adviseCalls() {
         return (int) lib.call("standin_advise_calls");
@@ -796,6 +855,16 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_last_advise_num_sge", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_last_advise_sge", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_INT)),
                 Map.entry("standin_last_create_qp_ex_mask", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_set_domain_errno", FunctionDescriptor.ofVoid(JAVA_INT)),
+                Map.entry("standin_set_max_dm_size", FunctionDescriptor.ofVoid(JAVA_LONG)),
+                Map.entry("standin_dm_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_dm_mr_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_dm_copies", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_dm_mr", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_dereg_dm_mr", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
+                Map.entry("standin_td_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_parent_domain_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_dealloc_parent_domain", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
                 Map.entry("standin_last_inline", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT)));
 
         private MethodHandle handle(String name) {
