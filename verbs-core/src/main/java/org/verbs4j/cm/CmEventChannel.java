@@ -312,12 +312,27 @@ public final class CmEventChannel implements AutoCloseable {
             return e == null ? null : e.ref().get();
         }
 
+        /** {@code rdma_event_str} of each known event value, read once (not a downcall and a C string per event). */
+        private static final String[] EVENT_NAMES = new String[CmEventType.values().length];
+
+        private static String eventName(int event) {
+            if (event < 0 || event >= EVENT_NAMES.length) {
+                return LibRdmacm.eventStr(event);
+            }
+            String s = EVENT_NAMES[event]; // a race only reads it twice: Strings are safely published
+            if (s == null) {
+                s = LibRdmacm.eventStr(event);
+                EVENT_NAMES[event] = s;
+            }
+            return s;
+        }
+
         /** Hands {@code c} to {@code target}, the endpoint its id had when the event was read (null: none). */
         private void route(CmStructs.Copied c, CmEndpoint target) {
             CmEventType type = CmEventType.of(c.event());
             CmEvent event = new CmEvent(
                     type,
-                    LibRdmacm.eventStr(c.event()),
+                    eventName(c.event()),
                     c.status(),
                     c.privateData(),
                     c.responderResources(),
