@@ -9,7 +9,8 @@
 #   verbs4j -> cmtime     verbs-perf cm-setup as the active side, --api async, then blocking
 #                         (--rounds R in one JVM each, default 2, against R cmtime servers: the
 #                         first round includes the JIT's warm-up, the later ones less of it)
-#   cmtime  -> verbs4j    cmtime's client against verbs-perf cm-setup as the passive side (async, blocking)
+#   cmtime  -> verbs4j    cmtime's client against verbs-perf cm-setup as the passive side (async, blocking;
+#                         R runs of cmtime's client, one after another, against one JVM, each reported)
 # and prints one line per run: who, the side measured, N, the time and connects/s. cmtime's rate is
 # N over the sum of its setup steps' totals (create id, bind, resolve addr, resolve route, create
 # qp, connect: its client runs them one step at a time for all N, as it prints them); verbs-perf's
@@ -197,20 +198,24 @@ for n in $COUNTS; do
             tee -a "$SUMMARY"
         step_summary "$OUT/verbs4j-$api-cmtime-$n.log"
     done
-    # cmtime -> verbs4j
+    # cmtime -> verbs4j: the rounds of cmtime's client, one after another, against one verbs-perf server
     for api in async blocking; do
         PORT=$((PORT + 1))
         timeout "$(left)" "${JAVA[@]}" -b "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" \
-            >"$OUT/cmtime-verbs4j-$api-$n.out" 2>"$OUT/cmtime-verbs4j-$api-$n.log" &
+            --rounds "$ROUNDS" >"$OUT/cmtime-verbs4j-$api-$n.out" 2>"$OUT/cmtime-verbs4j-$api-$n.log" &
         srv=$!
         await_listener "$PORT" || true
-        run_cmtime -s "$ADDR" -p "$PORT" -c "$n" >"$OUT/cmtime-client-$api-$n.out" || true
+        for ((r = 0; r < ROUNDS; r++)); do
+            run_cmtime -s "$ADDR" -p "$PORT" -c "$n" >"$OUT/cmtime-client-$api-$n-$r.out" || true
+        done
         wait "$srv" || rc=1
-        say "cmtime -> verbs4j  $(grep -h 'passive:.*connects/s' "$OUT/cmtime-verbs4j-$api-$n.out" | head -1)"
-        say "                   (cmtime active:  $(cmtime_rate "$OUT/cmtime-client-$api-$n.out" "$n"))"
+        for ((r = 0; r < ROUNDS; r++)); do
+            say "cmtime -> verbs4j  $(grep -h 'passive:.*connects/s' "$OUT/cmtime-verbs4j-$api-$n.out" | sed -n "$((r + 1))p")"
+            say "                   (cmtime active:  $(cmtime_rate "$OUT/cmtime-client-$api-$n-$r.out" "$n"))"
+        done
         step_summary "$OUT/cmtime-verbs4j-$api-$n.log"
         if ((PROFILE)); then
-            grep -E '^[0-9:.]+ (resolving|creating|connecting|disconnecting|destroying)' "$OUT/cmtime-client-$api-$n.out" |
+            grep -hE '^[0-9:.]+ (resolving|creating|connecting|disconnecting|destroying)' "$OUT/cmtime-client-$api-$n"-*.out |
                 sed 's/^/    cmtime client: /' | tee -a "$SUMMARY"
         fi
     done

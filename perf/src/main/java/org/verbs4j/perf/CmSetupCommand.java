@@ -12,6 +12,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.verbs4j.CompletionQueue;
@@ -44,7 +45,9 @@ import picocli.CommandLine.Option;
  * use those ({@code --cqs own}: two of its own per connection). With {@code --rounds R} the
  * active side connects to port {@code -p} + r in round r (a fresh cmtime server for each: a
  * cmtime server whose first connection closed creates its next queue pairs on that connection's
- * destroyed completion queues, and refuses them, "failure creating qp"). Not a timed test: a
+ * destroyed completion queues, and refuses them, "failure creating qp"), and the passive side
+ * accepts R runs of its peer, one after another, reporting each (the first pays the JVM's warm-up,
+ * which cmtime, compiled ahead of time, does not). Not a timed test: a
  * benchmark to run next to {@code cmtime} on the same machine.
  */
 @Command(
@@ -81,8 +84,8 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
 
     @Option(
             names = "--rounds",
-            description = "active side: set up and close the -c connections this many times, "
-                    + "one report each (the first includes the JIT's warm-up; default: 1)",
+            description = "set up and close the -c connections this many times, one report each (the "
+                    + "first includes the JIT's warm-up; passive side: the peer runs once per round; default: 1)",
             defaultValue = "1")
     int rounds;
 
@@ -227,27 +230,42 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
         return failed.get() == 0 ? 0 : 1;
     }
 
+    /** One passive round: the -c connections of one run of the peer, from its first request to the last established. */
+    private static final class Round {
+        final AtomicLong first = new AtomicLong();
+        final AtomicLong last = new AtomicLong();
+        final AtomicInteger ok = new AtomicInteger();
+        final AtomicInteger failed = new AtomicInteger();
+        final CountDownLatch settled;
+        final CountDownLatch closed;
+        final ConcurrentLinkedQueue<RdmaConnection> all = new ConcurrentLinkedQueue<>();
+
+        Round(int n) {
+            settled = new CountDownLatch(n);
+            closed = new CountDownLatch(n);
+        }
+    }
+
     private int passive(CmEventChannel channel) throws Exception {
         InetSocketAddress local = new InetSocketAddress(InetAddress.getByName(bind), port);
-        AtomicLong first = new AtomicLong();
-        AtomicLong last = new AtomicLong();
-        AtomicInteger ok = new AtomicInteger();
-        AtomicInteger failed = new AtomicInteger();
-        CountDownLatch settled = new CountDownLatch(connections);
-        CountDownLatch closed = new CountDownLatch(connections);
-        ConcurrentLinkedQueue<RdmaConnection> all = new ConcurrentLinkedQueue<>();
+        Round[] rs = new Round[rounds];
+        for (int i = 0; i < rounds; i++) {
+            rs[i] = new Round(connections);
+        }
         AtomicInteger requests = new AtomicInteger();
         ExecutorService ex = api.equals("blocking") ? threadsFor() : null;
+        int failedAll = 0;
         try (CmListener listener = CmListener.bind(channel, local, Math.max(connections, 128))) {
             listener.onRequest(r -> {
-                if (requests.getAndIncrement() >= connections) {
+                int i = requests.getAndIncrement() / connections; // the peer's runs come one after another
+                if (i >= rounds) {
                     r.reject(null); // more than asked for: not part of this run
                     return;
                 }
-                first.compareAndSet(0, System.nanoTime());
+                Round round = rs[i];
+                round.first.compareAndSet(0, System.nanoTime());
                 if (ex == null) {
-                    r.acceptAsync(setup(), null, timeout())
-                            .whenComplete((c, x) -> accepted(c, x, ok, failed, last, settled, closed, all));
+                    r.acceptAsync(setup(), null, timeout()).whenComplete((c, x) -> accepted(c, x, round));
                 } else {
                     ex.execute(() -> {
                         RdmaConnection c = null;
@@ -257,57 +275,61 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
                         } catch (RuntimeException e) {
                             x = e;
                         }
-                        accepted(c, x, ok, failed, last, settled, closed, all);
+                        accepted(c, x, round);
                     });
                 }
             });
             out.println(label() + " passive: listening on " + listener.localAddress() + " for " + connections
-                    + " connections");
+                    + " connections" + (rounds > 1 ? " in each of " + rounds + " rounds" : ""));
             out.flush();
-            settled.await();
-            report("passive", ok.get(), failed.get(), last.get() - first.get());
-            if (!closed.await(timeoutSeconds, TimeUnit.SECONDS)) {
-                out.println(label() + " passive: " + closed.getCount() + " connections not disconnected by the peer");
+            for (Round round : rs) {
+                round.settled.await();
+                report("passive", round.ok.get(), round.failed.get(), round.last.get() - round.first.get());
+                out.flush();
+                if (!round.closed.await(timeoutSeconds, TimeUnit.SECONDS)) {
+                    out.println(label() + " passive: " + round.closed.getCount()
+                            + " connections not disconnected by the peer");
+                }
+                closeAll(round.all);
+                failedAll += round.failed.get();
             }
         } finally {
-            for (RdmaConnection c : all) {
-                c.close();
+            for (Round round : rs) {
+                closeAll(round.all);
             }
             if (ex != null) {
                 ex.shutdown();
             }
         }
-        return failed.get() == 0 ? 0 : 1;
+        return failedAll == 0 ? 0 : 1;
     }
 
-    private void accepted(
-            RdmaConnection c,
-            Throwable x,
-            AtomicInteger ok,
-            AtomicInteger failed,
-            AtomicLong last,
-            CountDownLatch settled,
-            CountDownLatch closed,
-            ConcurrentLinkedQueue<RdmaConnection> all) {
+    private static void closeAll(ConcurrentLinkedQueue<RdmaConnection> all) {
+        for (RdmaConnection c; (c = all.poll()) != null; ) {
+            c.close();
+        }
+    }
+
+    private void accepted(RdmaConnection c, Throwable x, Round round) {
         if (x != null) {
-            if (failed.getAndIncrement() == 0) {
+            if (round.failed.getAndIncrement() == 0) {
                 out.println("first failure: " + x);
             }
-            closed.countDown();
+            round.closed.countDown();
         } else {
-            ok.incrementAndGet();
-            last.accumulateAndGet(System.nanoTime(), Math::max);
-            all.add(c);
-            java.util.concurrent.atomic.AtomicBoolean down = new java.util.concurrent.atomic.AtomicBoolean();
+            round.ok.incrementAndGet();
+            round.last.accumulateAndGet(System.nanoTime(), Math::max);
+            round.all.add(c);
+            AtomicBoolean down = new AtomicBoolean();
             c.onEvent((conn, e) -> {
                 if (e.type() == CmEventType.DISCONNECTED && down.compareAndSet(false, true)) {
-                    closed.countDown();
+                    round.closed.countDown();
                 }
             });
             if (c.state().isDown() && down.compareAndSet(false, true)) { // disconnected before the callback was set
-                closed.countDown();
+                round.closed.countDown();
             }
         }
-        settled.countDown();
+        round.settled.countDown();
     }
 }

@@ -25,6 +25,11 @@ abstract class CmEndpoint {
     final MemorySegment id;
     /** The id and whether it was destroyed; shared with the leak cleaner (and a request's connection). */
     final CmEventChannel.IdState idState;
+    /**
+     * The id's lock ({@link CmEventChannel.IdState#lock}): held around each librdmacm call on the
+     * id, which is destroyed under it; the calls on other ids do not wait for it.
+     */
+    final java.util.concurrent.locks.ReentrantLock idLock;
 
     private volatile Runnable leakClosed;
 
@@ -32,6 +37,7 @@ abstract class CmEndpoint {
         this.channel = channel;
         this.idState = idState;
         this.id = idState.id;
+        this.idLock = idState.lock;
     }
 
     /**
@@ -60,7 +66,7 @@ abstract class CmEndpoint {
         channel.core().endpoints.put(id.address(), new CmEventChannel.Entry(new WeakReference<>(this), idState));
     }
 
-    /** Under channel.lock. */
+    /** Under {@link #idLock} (or the channel's lock): whether the id was destroyed. */
     final boolean idDestroyed() {
         return idState.destroyed();
     }

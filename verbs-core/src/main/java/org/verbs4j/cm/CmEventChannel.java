@@ -41,9 +41,9 @@ import org.verbs4j.natives.NativeLibraries;
  * <p>Owns the channel, its thread and a wake-up eventfd. Refuses to close (EBUSY) while a listener,
  * a connection or a pending request created on it is open: close those first (the order is QP,
  * then id, then channel: {@link RdmaConnection#close()} does the first two). A second close does
- * nothing. Thread-safe: every librdmacm call on the ids of one channel is serialised by the
- * channel's lock, and an event is acknowledged before its callbacks run, so a callback may close
- * its own connection. {@link #close()} is bounded: a callback that does not return makes it throw
+ * nothing. Thread-safe: the librdmacm calls on one id are serialised with its destruction (the
+ * calls on different ids, and the reading of events, run side by side, as librdmacm allows), and
+ * an event is acknowledged before its callbacks run, so a callback may close its own connection. {@link #close()} is bounded: a callback that does not return makes it throw
  * {@link ResourceBusyException} after the bound, and a later close finishes once it returned.
  *
  * <p>Leaks are reported: a channel that becomes unreachable without {@link #close()} is reported
@@ -59,7 +59,10 @@ public final class CmEventChannel implements AutoCloseable {
     static final Duration CLOSE_BOUND = Duration.ofSeconds(10);
 
     private final Core core;
-    /** Serialises the librdmacm calls on this channel's ids, and the reading of its events. */
+    /**
+     * Serialises the creation of ids with the channel's close, and the destruction of each id with
+     * a caller that holds it across its calls on that id (each call itself holds the id's lock).
+     */
     final ReentrantLock lock;
 
     final MemorySegment channel;
@@ -73,7 +76,14 @@ public final class CmEventChannel implements AutoCloseable {
     static final class IdState {
         final Core core;
         final MemorySegment id;
-        private boolean destroyed; // under core.lock
+        /**
+         * Serialises the librdmacm calls on this id with its destruction: held for one call at a
+         * time, so that the calls on other ids of the channel (and the reading of its events) run
+         * beside them.
+         */
+        final ReentrantLock lock = new ReentrantLock();
+
+        private volatile boolean destroyed; // written under lock and core.lock
 
         IdState(Core core, MemorySegment id) {
             this.core = core;
@@ -81,31 +91,40 @@ public final class CmEventChannel implements AutoCloseable {
             core.liveIds.incrementAndGet();
         }
 
+        /** Whether the id was destroyed (or is being destroyed); final once true under {@link #lock}. */
         boolean destroyed() {
             return destroyed;
         }
 
         /** {@code rdma_destroy_id} once (rejecting first when {@code reject}); unregisters. Idempotent. */
         void destroy(boolean reject) {
+            // marked under both locks: a call on the id (under its lock) and a caller that holds the
+            // channel's lock across calls both see it alive until they unlock
             core.lock.lock();
             try {
-                if (destroyed) {
-                    return;
-                }
-                destroyed = true; // every other call on the id checks this under the lock first
-                core.destroying.incrementAndGet();
-                if (reject) {
-                    LibRdmacm.reject(id, MemorySegment.NULL, 0);
+                lock.lock();
+                try {
+                    if (destroyed) {
+                        return;
+                    }
+                    destroyed = true; // every other call on the id checks this under the id's lock first
+                    core.destroying.incrementAndGet();
+                    if (reject) {
+                        LibRdmacm.reject(id, MemorySegment.NULL, 0);
+                    }
+                } finally {
+                    lock.unlock();
                 }
             } catch (RuntimeException e) {
                 LOG.debug("rejecting a leaked request: {}", e.getMessage());
             } finally {
                 core.lock.unlock();
             }
-            // outside the lock: rdma_destroy_id waits for the kernel (a REJ or DREQ sent, its references
-            // dropped); ids destroyed at once must not queue behind each other, nor the event reader. Its
-            // events were all read and acknowledged under the lock (librdmacm waits for that): the id's
-            // address cannot be reused while an event of the old id is routed
+            // outside the locks: rdma_destroy_id waits for the kernel (a REJ or DREQ sent, its references
+            // dropped); ids destroyed at once must not queue behind each other, nor the event reader. It
+            // also waits until every event of the id read so far was acknowledged, and the reader looks
+            // an event's endpoint up before it acknowledges it: the id's address cannot be reused while
+            // an event of the old id is routed
             try {
                 LibRdmacm.destroyId(id);
             } catch (RuntimeException e) {
@@ -246,12 +265,14 @@ public final class CmEventChannel implements AutoCloseable {
         }
 
         /**
-         * Reads every queued event; each is copied and acknowledged under the lock, and its endpoint
-         * looked up there too, then routed outside it. The lookup must be under the lock: once the
-         * event is acknowledged, another thread may destroy its id (destroy takes this lock) and
-         * librdmacm may hand the freed id's address to a new id, whose endpoint would then receive
-         * the old id's event (an ADDR_RESOLVED of a closed connection let a new one resolve its
-         * route on an id bound to no device: rdma_resolve_route dereferenced its NULL verbs).
+         * Reads every queued event (under {@link #reader} only: the calls on the channel's ids go on
+         * meanwhile); each is copied and its endpoint looked up BEFORE it is acknowledged, then
+         * routed. The lookup must come first: once the event is acknowledged, another thread may
+         * destroy its id (librdmacm's {@code rdma_destroy_id} waits for the acknowledgement of every
+         * event it reported, not longer) and librdmacm may hand the freed id's address to a new id,
+         * whose endpoint would then receive the old id's event (an ADDR_RESOLVED of a closed
+         * connection let a new one resolve its route on an id bound to no device:
+         * rdma_resolve_route dereferenced its NULL verbs).
          */
         private int dispatchQueued() {
             int n = dispatchAll();
@@ -263,32 +284,27 @@ public final class CmEventChannel implements AutoCloseable {
 
         private int dispatchAll() {
             int n = 0;
-            while (true) {
+            // closing: closed by a callback of this very thread, or meanwhile (the native channel is
+            // released only under reader, which this thread holds)
+            while (!closing) {
                 CmStructs.Copied c;
                 CmEndpoint target;
-                lock.lock();
+                MemorySegment ev = LibRdmacm.tryGetCmEvent(channel, eventSlot);
+                if (ev.address() == 0) {
+                    return n;
+                }
                 try {
-                    if (closing) { // closed by a callback of this very thread, or meanwhile
-                        return n;
-                    }
-                    MemorySegment ev = LibRdmacm.tryGetCmEvent(channel, eventSlot);
-                    if (ev.address() == 0) {
-                        return n;
-                    }
-                    try {
-                        c = CmStructs.copy(ev);
-                    } finally {
-                        LibRdmacm.ackCmEvent(ev);
-                    }
+                    c = CmStructs.copy(ev);
                     target = CmEventType.of(c.event()) == CmEventType.CONNECT_REQUEST
                             ? endpoint(c.listenId())
                             : endpoint(c.id());
                 } finally {
-                    lock.unlock();
+                    LibRdmacm.ackCmEvent(ev);
                 }
                 n++;
                 route(c, target);
             }
+            return n;
         }
 
         private CmEndpoint endpoint(long id) {
@@ -296,12 +312,27 @@ public final class CmEventChannel implements AutoCloseable {
             return e == null ? null : e.ref().get();
         }
 
+        /** {@code rdma_event_str} of each known event value, read once (not a downcall and a C string per event). */
+        private static final String[] EVENT_NAMES = new String[CmEventType.values().length];
+
+        private static String eventName(int event) {
+            if (event < 0 || event >= EVENT_NAMES.length) {
+                return LibRdmacm.eventStr(event);
+            }
+            String s = EVENT_NAMES[event]; // a race only reads it twice: Strings are safely published
+            if (s == null) {
+                s = LibRdmacm.eventStr(event);
+                EVENT_NAMES[event] = s;
+            }
+            return s;
+        }
+
         /** Hands {@code c} to {@code target}, the endpoint its id had when the event was read (null: none). */
         private void route(CmStructs.Copied c, CmEndpoint target) {
             CmEventType type = CmEventType.of(c.event());
             CmEvent event = new CmEvent(
                     type,
-                    LibRdmacm.eventStr(c.event()),
+                    eventName(c.event()),
                     c.status(),
                     c.privateData(),
                     c.responderResources(),

@@ -107,13 +107,13 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
         CmListener l = new CmListener(channel, st, ud, backlog);
         l.register();
         try {
-            channel.lock.lock();
+            l.idLock.lock();
             try (Arena a = Arena.ofConfined()) {
                 LibRdmacm.bindAddr(id, CmStructs.sockaddr(a, address));
                 LibRdmacm.listen(id, backlog);
                 l.local = CmStructs.localAddress(id);
             } finally {
-                channel.lock.unlock();
+                l.idLock.unlock();
             }
             l.reportLeaks("connection-manager " + (ud ? "UD " : "") + "listener on " + l.local, false);
             return l;
@@ -131,7 +131,7 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
     /** The device context the listener is bound to, or null for a wildcard address. */
     public Context context() {
         MemorySegment verbs;
-        channel.lock.lock(); // the id is destroyed under this lock: read it only while it lives
+        idLock.lock(); // the id is destroyed under this lock: read it only while it lives
         try {
             if (idDestroyed()) {
                 throw new ResourceClosedException(
@@ -141,7 +141,7 @@ public final class CmListener extends CmEndpoint implements AutoCloseable {
             }
             verbs = CmStructs.verbs(id);
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
         }
         return verbs.address() == 0 ? null : CmDevices.of(verbs).context();
     }

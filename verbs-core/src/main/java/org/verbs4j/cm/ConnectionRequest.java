@@ -257,7 +257,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
 
     /** Under no lock: {@code rdma_reject} (unless the peer gave up), then the id is destroyed. */
     private void rejectNow(byte[] privateData) {
-        channel.lock.lock();
+        idLock.lock();
         try (Arena a = Arena.ofConfined()) {
             CmEvent gone = abandoned;
             if (gone != null) {
@@ -286,7 +286,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
                         abandoned);
             }
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
             destroyId();
         }
     }

@@ -68,7 +68,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * failed, or with {@link VerbsTimeoutException}) within T plus this margin, its cm id destroyed
      * and its queue pair and queues released, however many threads set up connections on the same
      * channel at once (platform or virtual). The margin is the release after the bound: the wait
-     * for the channel's lock (held only for single librdmacm calls) and {@code rdma_destroy_id},
+     * for the id's lock (held only for single librdmacm calls on it) and {@code rdma_destroy_id},
      * which waits for the kernel's connection manager (milliseconds).
      */
     public static final Duration BOUND_MARGIN = Duration.ofSeconds(1);
@@ -98,7 +98,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private boolean closed; // under lock
     /** The connection reached CONNECTED once (a DISCONNECTED right after is an established connection that ended). */
     private volatile boolean wasEstablished;
-    // set once the queue pair exists (under channel.lock; volatile for the accessors of other threads)
+    // set once the queue pair exists (under idLock; volatile for the accessors of other threads)
     private volatile Context context;
     /** The device's attributes, from {@link CmDevices} (queried once per device, not per connection). */
     private volatile DeviceAttributes deviceAttributes;
@@ -465,7 +465,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /**
      * Passive side ({@link ConnectionRequest#acceptAsync}): the queue pair, the setup's hook and
-     * {@code accept} (the {@code rdma_accept} call, run under the channel's lock) on this thread;
+     * {@code accept} (the {@code rdma_accept} call, run under the id's lock) on this thread;
      * the future completes at ESTABLISHED, or fails (closing this connection) within the deadline.
      */
     SetupFuture startAccept(long deadline, String doing, boolean async, Runnable accept) {
@@ -528,7 +528,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /**
      * PD, CQs and the QP on the id's device, then INIT with this setup's access. Holds the
-     * channel's lock only while it reads the id and while {@code rdma_create_qp} runs (the id is
+     * id's lock only while it reads the id and while {@code rdma_create_qp} runs (the id is
      * destroyed under that lock): the rest (queues, the queue pair's object, its transition) runs
      * beside the steps of other connections. A {@link #close()} meanwhile makes it close what it
      * made and throw.
@@ -669,7 +669,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
     }
 
-    /** Under channel.lock: INIT -> RTR -> RTS with librdmacm's path and this library's limits. */
+    /** Under idLock: INIT -> RTR -> RTS with librdmacm's path and this library's limits. */
     private void toReadyToSend(int peerResponderResources, int peerInitiatorDepth) {
         DeviceAttributes d = deviceAttributes;
         CoreAccess core = CoreAccess.get();
@@ -689,7 +689,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         SetupTimings.done("ibv_modify_qp RTR RTS", t0);
     }
 
-    /** Passive side, under channel.lock: the queue pair to RTS, then {@code rdma_accept}. */
+    /** Passive side, under idLock: the queue pair to RTS, then {@code rdma_accept}. */
     void acceptNow(byte[] privateData, int peerResponderResources, int peerInitiatorDepth) {
         if (ud) { // the QP is RTS already; the SIDR reply carries its QPN and the Q_Key; no ESTABLISHED follows
             try (Arena a = Arena.ofConfined()) {
@@ -824,7 +824,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     private void completeActive(CmEvent e) {
-        channel.lock.lock();
+        idLock.lock();
         try {
             if (!stillConnecting()) {
                 return;
@@ -853,7 +853,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 return;
             }
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
         }
         established(e);
     }
@@ -866,7 +866,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /** Active UD side: the listener's QPN, Q_Key and path; the address handle to reach it. */
     private void udEstablished(CmStructs.UdParams p, CmEvent e) {
-        channel.lock.lock();
+        idLock.lock();
         try {
             if (!stillConnecting()) {
                 return;
@@ -888,7 +888,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             remoteQpn = p.qpNumber();
             remoteQkey = p.qkey();
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
         }
         established(e);
     }
@@ -931,7 +931,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             lock.notifyAll();
         }
         flushQueuePair();
-        channel.lock.lock();
+        idLock.lock();
         try {
             if (!idDestroyed() && wasUp) {
                 LibRdmacm.disconnect(id); // the DREP; librdmacm leaves the QP to us
@@ -939,7 +939,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         } catch (RuntimeException x) {
             LOG.debug("rdma_disconnect after the peer's: {}", x.getMessage());
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
         }
     }
 
@@ -953,20 +953,20 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             lock.notifyAll();
         }
         flushQueuePair();
-        channel.lock.lock(); // a close on another thread destroys the id under this lock
+        idLock.lock(); // a close on another thread destroys the id under this lock
         try {
             MemorySegment verbs = idDestroyed() ? MemorySegment.NULL : CmStructs.verbs(id);
             if (verbs.address() != 0) {
                 CmDevices.removed(verbs);
             }
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
         }
     }
 
     /** Moves the queue pair to ERR (its outstanding work flushes with WR_FLUSH_ERR), if it exists and is open. */
     private void flushQueuePair() {
-        channel.lock.lock();
+        idLock.lock();
         // under verbsLock too: a close on another thread (after awaitDisconnect saw DISCONNECTED, set
         // before this runs) must not destroy the queue pair while it is being moved to ERR (EBUSY: leaked)
         try {
@@ -979,7 +979,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         } catch (RuntimeException x) {
             LOG.debug("moving the queue pair to ERR: {}", x.getMessage());
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
         }
     }
 
@@ -1242,7 +1242,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             lock.notifyAll();
         }
         flushQueuePair();
-        channel.lock.lock();
+        idLock.lock();
         try {
             if (!idDestroyed()) {
                 LibRdmacm.disconnect(id);
@@ -1250,7 +1250,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         } catch (RuntimeException x) {
             LOG.debug("rdma_disconnect: {}", x.getMessage());
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
         }
     }
 
@@ -1289,10 +1289,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /** Disconnects if it was connected, destroys the id, closes the queue pair and the queues (once, from close). */
     private void release(boolean wasConnected) {
-        // under the channel's lock only the disconnect; a setup step of this connection ran before (its
+        // under the id's lock only the disconnect; a setup step of this connection ran before (its
         // queue pair is seen below) or sees it closed
         AddressHandle ah;
-        channel.lock.lock();
+        idLock.lock();
         try {
             if (wasConnected && !ud) {
                 try {
@@ -1306,7 +1306,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             ah = addressHandle;
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
         }
         destroyId(); // takes the lock only to mark the id destroyed; rdma_destroy_id runs outside it
 
@@ -1368,11 +1368,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     /**
-     * Runs {@code action} under the channel's lock, unless the connection was closed; waits for the
+     * Runs {@code action} under the id's lock, unless the connection was closed; waits for the
      * lock no longer than the connect's or accept's deadline.
      */
     void locked(String verb, Runnable action) {
-        lockChannel(verb);
+        lockId(verb);
         try {
             synchronized (lock) {
                 if (closed) {
@@ -1381,22 +1381,22 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             action.run();
         } finally {
-            channel.lock.unlock();
+            idLock.unlock();
         }
     }
 
-    /** Takes the channel's lock, within the deadline of the connect or accept (its {@link SetupFuture}). */
-    private void lockChannel(String verb) {
+    /** Takes the id's lock, within the deadline of the connect or accept (its {@link SetupFuture}). */
+    private void lockId(String verb) {
         SetupFuture f = setupFuture;
         if (f == null) {
-            channel.lock.lock();
+            idLock.lock();
             return;
         }
         long deadline = f.deadline;
         long t0 = SetupTimings.start();
         try {
-            if (channel.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                SetupTimings.done("channel lock wait", t0);
+            if (idLock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                SetupTimings.done("id lock wait", t0);
                 return;
             }
         } catch (InterruptedException e) {
@@ -1407,8 +1407,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         throw new VerbsTimeoutException(
                 setupVerb(),
                 "the timeout ran out before " + verb + " could be called (state " + state
-                        + "; the channel serialises the calls of every connection on it, and others held it)",
-                "allow more time, or spread concurrent setups over several channels");
+                        + "; another call on this connection's cm id held it: its close, or the handling of"
+                        + " its event)",
+                "allow more time; do not close a connection that is still being set up");
     }
 
     static void checkPrivateData(String verb, byte[] data, int max) {
