@@ -31,7 +31,7 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
 
     private volatile int bufferSize = DEFAULT_BUFFER_SIZE;
     private volatile int receiveBuffers = DEFAULT_BUFFERS, sendBuffers = DEFAULT_BUFFERS;
-    private volatile boolean allowHalfClosure, tcpNoDelay = true, keepAlive, reuseAddress;
+    private volatile boolean allowHalfClosure, tcpNoDelay = true, keepAlive, reuseAddress, zeroCopyReads;
     private volatile int soLinger = -1, trafficClass;
 
     RdmaSocketChannelConfig(Channel channel) {
@@ -52,7 +52,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
                 ALLOW_HALF_CLOSURE,
                 RdmaChannelOption.BUFFER_SIZE,
                 RdmaChannelOption.RECEIVE_BUFFERS,
-                RdmaChannelOption.SEND_BUFFERS);
+                RdmaChannelOption.SEND_BUFFERS,
+                RdmaChannelOption.ZERO_COPY_READS);
     }
 
     @SuppressWarnings("unchecked")
@@ -81,6 +82,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
             v = receiveBuffers;
         } else if (option == RdmaChannelOption.SEND_BUFFERS) {
             v = sendBuffers;
+        } else if (option == RdmaChannelOption.ZERO_COPY_READS) {
+            v = zeroCopyReads;
         } else {
             return super.getOption(option);
         }
@@ -114,6 +117,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
         } else if (option == RdmaChannelOption.SEND_BUFFERS) {
             sendBuffers =
                     bounded("RDMA_SEND_BUFFERS", (Integer) value, Credits.MIN_RECEIVE_BUFFERS, Handshake.MAX_BUFFERS);
+        } else if (option == RdmaChannelOption.ZERO_COPY_READS) {
+            zeroCopyReads = (Boolean) value;
         } else {
             return super.setOption(option, value);
         }
@@ -138,6 +143,10 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
 
     int sendBuffers() {
         return sendBuffers;
+    }
+
+    boolean zeroCopyReads() {
+        return zeroCopyReads;
     }
 
     private int buffersFor(String option, int bytes) {
