@@ -47,10 +47,10 @@ import org.verbs4j.cm.RdmaConnection;
  * its bytes completed at the peer, and fails if the connection goes down first. Bytes received
  * are copied out of the registered receive buffers into buffers of the channel's allocator and
  * the receive buffers reposted; with {@link RdmaChannelOption#ZERO_COPY_READS} a frame is handed
- * up in its receive buffer instead, reposted once released. Half-closure as over TCP: {@link #shutdownOutput()} sends an
- * end-of-stream frame after every byte flushed before it, and the peer's input ends there
- * ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE}, else it closes); a peer
- * that closes or disconnects ends the input the same way.
+ * up in its receive buffer instead, reposted once released. Half-closure as over TCP: {@link
+ * #shutdownOutput()} sends an end-of-stream frame after every byte flushed before it, and the
+ * peer's input ends there ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE},
+ * else it closes); a peer that closes or disconnects ends the input the same way.
  *
  * <p>Owns its connection, queue pair, completion queue and registered buffers ({@link RdmaStream});
  * all are released when the channel closes. Like every Netty channel: any thread may call its

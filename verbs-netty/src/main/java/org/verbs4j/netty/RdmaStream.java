@@ -346,11 +346,6 @@ final class RdmaStream implements OutboundFrames.Frames {
         repost(slot);
     }
 
-    /** Buffers handed up in place and not released yet. */
-    int held() {
-        return held;
-    }
-
     /**
      * Reaps every completion now in the queue: receives become ready frames (empty ones only
      * return credits), completed sends free their buffers ({@link #completedBytes}). Then re-arms
