@@ -39,6 +39,7 @@ SOURCES = [
     ("host, GPU (stand-in libcuda)", "verbs-gpudirect/src/test/java/org/verbs4j/gpudirect/GpuMemoryTest.java",
      r"Refused|driverErrors|cannotExport|CannotExport|noDriver"),
     ("host, GPU, checked + unchecked", "verbs-gpudirect/src/test/java/org/verbs4j/gpudirect/GpuMisuseCatalogueTest.java"),
+    ("host, netty reads", "verbs-netty/src/test/java/org/verbs4j/netty/ReceivedByteBufTest.java", r"Refused"),
 ]
 
 def words(name):

@@ -20,6 +20,17 @@ final class Credits {
     /** The fewest receive buffers a side may post (see the class comment). */
     static final int MIN_RECEIVE_BUFFERS = 4;
 
+    /**
+     * The most receive buffers of {@code localBuffers} the application may hold unreleased
+     * (zero-copy reads) without stopping the peer: {@code (localBuffers - 1) / 2}. A peer that can
+     * send nothing holds at most one credit, so with {@code h} buffers held and everything
+     * delivered this side owes at least {@code localBuffers - 1 - h}, which must reach the
+     * credit-frame threshold ({@code localBuffers / 2}) for the credits to go back without data.
+     */
+    static int maxHeld(int localBuffers) {
+        return (localBuffers - 1) / 2;
+    }
+
     private final int peerBuffers;
     private final int threshold;
     private int available;

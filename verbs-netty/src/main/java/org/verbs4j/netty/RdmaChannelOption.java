@@ -30,6 +30,18 @@ public final class RdmaChannelOption<T> extends ChannelOption<T> {
     public static final ChannelOption<Integer> PROBE_INTERVAL_MILLIS =
             valueOf(RdmaChannelOption.class, "RDMA_PROBE_INTERVAL_MILLIS");
 
+    /**
+     * Hands each received frame up the pipeline in the registered receive buffer it arrived in,
+     * uncopied; that receive is reposted (its credit returned to the peer) only when the buffer
+     * is released. At most {@code (RECEIVE_BUFFERS - 1) / 2} such buffers are held by the
+     * application at once: frames beyond that are copied into the allocator's buffers, as without
+     * this option, so that handlers that keep what they read (aggregators, decoders waiting for
+     * more) never stop the peer. A buffer released after the channel closed only drops its memory.
+     * Default false.
+     */
+    public static final ChannelOption<Boolean> ZERO_COPY_READS =
+            valueOf(RdmaChannelOption.class, "RDMA_ZERO_COPY_READS");
+
     @SuppressWarnings("deprecation")
     private RdmaChannelOption() {
         super("unused");

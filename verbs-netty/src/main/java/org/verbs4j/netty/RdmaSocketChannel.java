@@ -47,10 +47,11 @@ import org.verbs4j.cm.RdmaConnection;
  * a credit (a receive buffer it posted); a write's promise completes when the frames carrying
  * its bytes completed at the peer, and fails if the connection goes down first. Bytes received
  * are copied out of the registered receive buffers into buffers of the channel's allocator and
- * the receive buffers reposted. Half-closure as over TCP: {@link #shutdownOutput()} sends an
- * end-of-stream frame after every byte flushed before it, and the peer's input ends there
- * ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE}, else it closes); a peer
- * that closes or disconnects ends the input the same way.
+ * the receive buffers reposted; with {@link RdmaChannelOption#ZERO_COPY_READS} a frame is handed
+ * up in its receive buffer instead, reposted once released. Half-closure as over TCP: {@link
+ * #shutdownOutput()} sends an end-of-stream frame after every byte flushed before it, and the
+ * peer's input ends there ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE},
+ * else it closes); a peer that closes or disconnects ends the input the same way.
  *
  * <p>Owns its connection, queue pair, completion queue and registered buffers ({@link RdmaStream});
  * all are released when the channel closes. Like every Netty channel: any thread may call its
@@ -70,6 +71,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private final RdmaSocketChannelConfig config = new RdmaSocketChannelConfig(this);
     private final OutboundFrames outbound = new OutboundFrames();
     private final Runnable deliverTask = this::deliver, probeTask = this::probe;
+    private final ReceivedByteBuf.Returns readReturns = this::readReleased;
     private volatile State state = State.OPEN;
     private volatile RdmaConnection pending;
     private volatile InetSocketAddress local, remote;
@@ -245,6 +247,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 Context ctx = Connector.deviceOf(Connector.routeTo(to));
                 s = new RdmaStream(
                         ctx, h.completionChannel(ctx), size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx));
+                s.zeroCopyReads(config.zeroCopyReads());
                 c = RdmaConnection.create(Connector.cm(), s.setup());
                 pending = c;
                 if (state == State.CLOSED) {
@@ -282,6 +285,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 Context ctx = Connector.deviceOf(r.localAddress().getAddress());
                 s = new RdmaStream(
                         ctx, h.completionChannel(ctx), size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx));
+                s.zeroCopyReads(config.zeroCopyReads());
                 c = r.accept(s.setup(), s.handshake().encode(), timeout);
                 handOver(c, s, peer);
             } catch (Throwable t) {
@@ -641,16 +645,21 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         ByteBufAllocator alloc = config.getAllocator();
         IOException failed = null;
         do {
-            // as a socket read: a buffer sized as the allocator guesses, filled from as many
-            // frames as it holds (a frame larger than the buffer is handed up over several reads)
-            ByteBuf b = h.allocate(alloc);
-            h.attemptedBytesRead(b.writableBytes());
-            try {
-                do {
-                    s.takeReady(b);
-                } while (b.isWritable() && s.readyFrames() > 0);
-            } catch (IOException e) {
-                failed = e; // what was copied is handed up, then the channel fails
+            ByteBuf b = s.takeInPlace(alloc, readReturns); // zero-copy reads: the frame in its receive buffer
+            if (b != null) {
+                h.attemptedBytesRead(b.readableBytes());
+            } else {
+                // as a socket read: a buffer sized as the allocator guesses, filled from as many
+                // frames as it holds (a frame larger than the buffer is handed up over several reads)
+                b = h.allocate(alloc);
+                h.attemptedBytesRead(b.writableBytes());
+                try {
+                    do {
+                        s.takeReady(b);
+                    } while (b.isWritable() && s.readyFrames() > 0);
+                } catch (IOException e) {
+                    failed = e; // what was copied is handed up, then the channel fails
+                }
             }
             h.lastBytesRead(b.readableBytes());
             if (!b.isReadable()) {
@@ -680,6 +689,36 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 endInput();
             }
         }
+    }
+
+    /** A buffer handed up in place was released (any thread): its receive is reposted on the loop. */
+    private void readReleased(RdmaStream s, int slot) {
+        EventLoop loop = eventLoop();
+        if (loop.inEventLoop()) {
+            repostReleased(s, slot);
+            return;
+        }
+        try {
+            loop.execute(() -> repostReleased(s, slot));
+        } catch (RejectedExecutionException e) {
+            // the loop is gone and with it the connection: the buffer's memory goes with the buffer
+        }
+    }
+
+    /** On the loop: reposts a released receive; the credit it owes may let writes and credits go. */
+    private void repostReleased(RdmaStream s, int slot) {
+        if (stream != s || state != State.ACTIVE) {
+            return; // closed: the stream was released, nothing is reposted
+        }
+        try {
+            s.returned(slot);
+        } catch (IOException e) {
+            failLater(e);
+            return;
+        }
+        ((RdmaUnsafe) unsafe()).resumeFlush();
+        sendEndIfDue();
+        returnCredits();
     }
 
     /** AUTO_READ turned off: no read pending; before registration (the bootstrap's options) at once. */

@@ -31,7 +31,7 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
 
     private volatile int bufferSize = DEFAULT_BUFFER_SIZE;
     private volatile int receiveBuffers = DEFAULT_BUFFERS, sendBuffers = DEFAULT_BUFFERS;
-    private volatile boolean allowHalfClosure, tcpNoDelay = true, keepAlive, reuseAddress;
+    private volatile boolean allowHalfClosure, tcpNoDelay = true, keepAlive, reuseAddress, zeroCopyReads;
     private volatile int soLinger = -1, trafficClass, probeIntervalMillis = DEFAULT_PROBE_INTERVAL_MS;
 
     RdmaSocketChannelConfig(Channel channel) {
@@ -53,7 +53,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
                 RdmaChannelOption.BUFFER_SIZE,
                 RdmaChannelOption.RECEIVE_BUFFERS,
                 RdmaChannelOption.SEND_BUFFERS,
-                RdmaChannelOption.PROBE_INTERVAL_MILLIS);
+                RdmaChannelOption.PROBE_INTERVAL_MILLIS,
+                RdmaChannelOption.ZERO_COPY_READS);
     }
 
     @SuppressWarnings("unchecked")
@@ -84,6 +85,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
             v = sendBuffers;
         } else if (option == RdmaChannelOption.PROBE_INTERVAL_MILLIS) {
             v = probeIntervalMillis;
+        } else if (option == RdmaChannelOption.ZERO_COPY_READS) {
+            v = zeroCopyReads;
         } else {
             return super.getOption(option);
         }
@@ -119,6 +122,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
                     bounded("RDMA_SEND_BUFFERS", (Integer) value, Credits.MIN_RECEIVE_BUFFERS, Handshake.MAX_BUFFERS);
         } else if (option == RdmaChannelOption.PROBE_INTERVAL_MILLIS) {
             probeIntervalMillis = bounded("RDMA_PROBE_INTERVAL_MILLIS", (Integer) value, 0, 3_600_000);
+        } else if (option == RdmaChannelOption.ZERO_COPY_READS) {
+            zeroCopyReads = (Boolean) value;
         } else {
             return super.setOption(option, value);
         }
@@ -147,6 +152,10 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
 
     int probeIntervalMillis() {
         return probeIntervalMillis;
+    }
+
+    boolean zeroCopyReads() {
+        return zeroCopyReads;
     }
 
     private int buffersFor(String option, int bytes) {

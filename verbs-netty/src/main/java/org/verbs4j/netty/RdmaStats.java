@@ -13,6 +13,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * @param connectionsOpened connections ever made
  * @param bytesCopied stream bytes ever copied into registered send buffers (heap and foreign buffers)
  * @param bytesSentInPlace stream bytes ever posted straight from {@link RdmaByteBufAllocator} buffers
+ * @param bytesReadCopied stream bytes ever copied out of receive buffers into the channel allocator's buffers
+ * @param bytesReadInPlace stream bytes ever handed up in the receive buffers they arrived in
+ *     ({@link RdmaChannelOption#ZERO_COPY_READS})
  */
 public record RdmaStats(
         long registeredBytes,
@@ -20,17 +23,28 @@ public record RdmaStats(
         long postedReceives,
         long connectionsOpened,
         long bytesCopied,
-        long bytesSentInPlace) {
+        long bytesSentInPlace,
+        long bytesReadCopied,
+        long bytesReadInPlace) {
     static final AtomicLong REGISTERED = new AtomicLong();
     static final AtomicLong CONNECTIONS = new AtomicLong();
     static final AtomicLong POSTED = new AtomicLong();
     static final AtomicLong OPENED = new AtomicLong();
     static final AtomicLong COPIED = new AtomicLong();
     static final AtomicLong SENT_IN_PLACE = new AtomicLong();
+    static final AtomicLong READ_COPIED = new AtomicLong();
+    static final AtomicLong READ_IN_PLACE = new AtomicLong();
 
     /** The totals now. */
     public static RdmaStats snapshot() {
         return new RdmaStats(
-                REGISTERED.get(), CONNECTIONS.get(), POSTED.get(), OPENED.get(), COPIED.get(), SENT_IN_PLACE.get());
+                REGISTERED.get(),
+                CONNECTIONS.get(),
+                POSTED.get(),
+                OPENED.get(),
+                COPIED.get(),
+                SENT_IN_PLACE.get(),
+                READ_COPIED.get(),
+                READ_IN_PLACE.get());
     }
 }

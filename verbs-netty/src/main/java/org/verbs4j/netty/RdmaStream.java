@@ -1,8 +1,11 @@
 package org.verbs4j.netty;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.ByteBuffer;
 import org.verbs4j.Access;
 import org.verbs4j.CompletionChannel;
 import org.verbs4j.CompletionOpcode;
@@ -24,7 +27,10 @@ import org.verbs4j.cm.ConnectionSetup;
  * when its bytes were handed up), its send buffers (a second region, used as a ring: outgoing
  * bytes are copied in, each SEND_WITH_IMM carries one buffer and the credits returned), and its
  * {@link Credits}. The queue pair grants the peer no remote access: the peer can only fill the
- * receive buffers posted here, never other memory.
+ * receive buffers posted here, never other memory. With zero-copy reads a frame may instead be
+ * handed up in its receive buffer ({@link #takeInPlace}), which is reposted when that buffer is
+ * released ({@link #returned}); the receive memory then lives in an automatic arena, so that a
+ * buffer released (or read) after the connection closed never meets freed memory.
  *
  * <p>Two receive buffers more than the credits granted are posted, for the peer's probes and
  * its answers to this side's probes (empty frames flagged {@link ReceivedFrames#PROBE} and
@@ -52,6 +58,7 @@ final class RdmaStream implements OutboundFrames.Frames {
     final CompletionQueue cq;
     private MemoryRegion recvMr, sendMr;
     private ByteBuf recvView, sendView;
+    private ByteBuffer recvBytes;
     private QueuePair qp;
     private final ProtectionDomain ownPd;
     private ProtectionDomain pd;
@@ -70,6 +77,10 @@ final class RdmaStream implements OutboundFrames.Frames {
     private long posted;
     private boolean released, down, endSent, probing, answering;
     private long probeSentAt;
+    // zero-copy reads: frames handed up in their receive buffers and not released yet, at most maxHeld
+    private boolean zeroCopyReads;
+    private int held;
+    private final int maxHeld;
 
     /** Results of the last {@link #poll}: stream bytes whose sends completed. */
     long completedBytes;
@@ -96,6 +107,12 @@ final class RdmaStream implements OutboundFrames.Frames {
         this.pinned = new RegisteredByteBuf[sendBuffers];
         this.ownPd = pd;
         this.ready = new ReceivedFrames(receiveBuffers + SPARE_RECEIVES);
+        this.maxHeld = Credits.maxHeld(receiveBuffers);
+    }
+
+    /** Hands frames up in their receive buffers ({@link RdmaChannelOption#ZERO_COPY_READS}); before {@link #setup()}. */
+    void zeroCopyReads(boolean on) {
+        this.zeroCopyReads = on;
     }
 
     /** The queue pair shape this stream needs. */
@@ -114,11 +131,15 @@ final class RdmaStream implements OutboundFrames.Frames {
     private void start(ProtectionDomain pd, QueuePair qp) {
         this.qp = qp;
         this.pd = pd;
-        recvMr = pd.allocateMemoryRegion((long) (receiveBuffers + SPARE_RECEIVES) * bufferSize, Access.LOCAL_WRITE);
+        long recvLength = (long) (receiveBuffers + SPARE_RECEIVES) * bufferSize;
+        recvMr = zeroCopyReads // the buffers handed up keep their memory alive after the region is gone
+                ? pd.register(Arena.ofAuto().allocate(recvLength, 4096), Access.LOCAL_WRITE)
+                : pd.allocateMemoryRegion(recvLength, Access.LOCAL_WRITE);
         RdmaStats.REGISTERED.addAndGet(recvMr.length());
         sendMr = pd.allocateMemoryRegion((long) sendBuffers * bufferSize, Access.LOCAL_WRITE);
         RdmaStats.REGISTERED.addAndGet(sendMr.length());
-        recvView = Unpooled.wrappedBuffer(recvMr.segment().asByteBuffer());
+        this.recvBytes = recvMr.segment().asByteBuffer();
+        recvView = Unpooled.wrappedBuffer(recvBytes);
         sendView = Unpooled.wrappedBuffer(sendMr.segment().asByteBuffer());
         for (int i = 0; i < receiveBuffers + SPARE_RECEIVES; i++) {
             postReceive(i);
@@ -348,10 +369,43 @@ final class RdmaStream implements OutboundFrames.Frames {
      * @throws IOException the buffer could not be reposted (the connection is down or broken)
      */
     void takeReady(ByteBuf dst) throws IOException {
+        int from = dst.writerIndex();
         int slot = ready.take(recvView, bufferSize, dst);
+        RdmaStats.READ_COPIED.addAndGet(dst.writerIndex() - from);
         if (slot >= 0) {
             repost(slot);
         }
+    }
+
+    /**
+     * With zero-copy reads, the oldest ready frame as a buffer of {@code alloc} over its receive
+     * buffer, uncopied (its receive is reposted when the buffer is released: {@code returns}
+     * hears of it, then {@link #returned}); null when it must be copied ({@link #takeReady}):
+     * the option is off, the frame was partly taken, or {@link Credits#maxHeld} buffers are held.
+     */
+    ByteBuf takeInPlace(ByteBufAllocator alloc, ReceivedByteBuf.Returns returns) {
+        int length;
+        if (!zeroCopyReads || held >= maxHeld || (length = ready.wholeHeadLength()) < 0) {
+            return null;
+        }
+        int slot = ready.drop();
+        held++;
+        RdmaStats.READ_IN_PLACE.addAndGet(length);
+        return ReceivedByteBuf.of(alloc, recvBytes.slice(slot * bufferSize, length), returns, this, slot);
+    }
+
+    /**
+     * The buffer {@link #takeInPlace} handed up over receive buffer {@code slot} was released:
+     * reposts that receive (a credit owed to the peer); nothing once the stream was released.
+     *
+     * @throws IOException the buffer could not be reposted (the connection is down or broken)
+     */
+    void returned(int slot) throws IOException {
+        if (released) {
+            return;
+        }
+        held--;
+        repost(slot);
     }
 
     /**

@@ -82,7 +82,15 @@ final class ReceivedFrames {
     }
 
     /**
-     * Forgets the oldest frame without taking its bytes (the input was shut down).
+     * The length of the oldest frame if none of its bytes was taken yet (so that it can be handed
+     * up whole, {@link #drop()} then forgets it); else -1 (no frame, or one partly taken).
+     */
+    int wholeHeadLength() {
+        return count == 0 || offset != 0 ? -1 : lengths[head];
+    }
+
+    /**
+     * Forgets the oldest frame without taking its bytes (the input was shut down, or the frame was handed up whole).
      *
      * @return its slot (its buffer may be reposted), or -1 if there is none
      */

@@ -64,47 +64,93 @@ class CreditsTest {
         Random r = new Random(7);
         for (int round = 0; round < 200; round++) {
             int ra = 4 + r.nextInt(13), rb = 4 + r.nextInt(13);
-            Credits a = new Credits(rb, ra), b = new Credits(ra, rb);
-            ArrayDeque<int[]> toB = new ArrayDeque<>(), toA = new ArrayDeque<>(); // {returned, isData}
-            int dataA = r.nextInt(500), dataB = round % 2 == 0 ? 0 : r.nextInt(500);
-            int steps = 0, emptyAfterData = 0;
-            while (dataA > 0 || dataB > 0 || !toA.isEmpty() || !toB.isEmpty()) {
-                assertTrue(++steps < 100_000, "no progress: a deadlock");
-                boolean moved = false;
-                if (dataA > 0 && a.canSendData()) {
-                    toB.add(new int[] {a.spend(), 1});
-                    dataA--;
-                    moved = true;
-                } else if (a.shouldSendCreditFrame()) {
-                    toB.add(new int[] {a.spend(), 0});
-                    moved = true;
-                }
-                if (dataB > 0 && b.canSendData()) {
-                    toA.add(new int[] {b.spend(), 1});
-                    dataB--;
-                    moved = true;
-                } else if (b.shouldSendCreditFrame()) {
-                    toA.add(new int[] {b.spend(), 0});
-                    moved = true;
-                }
-                if (!toB.isEmpty() && (r.nextBoolean() || !moved)) {
-                    int[] f = toB.poll();
-                    b.returned(f[0]);
-                    b.reposted(1);
-                    moved = true;
-                }
-                if (!toA.isEmpty() && (r.nextBoolean() || !moved)) {
-                    int[] f = toA.poll();
-                    a.returned(f[0]);
-                    a.reposted(1);
-                    moved = true;
-                }
-                if (dataA == 0 && dataB == 0) {
-                    emptyAfterData++;
-                    assertTrue(emptyAfterData < 1_000, "empty frames keep echoing");
-                }
-                assertTrue(moved || dataA == 0 && dataB == 0, "stuck with data to send");
+            int dataB = round % 2 == 0 ? 0 : r.nextInt(500);
+            assertTrue(exchange(r, ra, rb, r.nextInt(500), dataB, 0, 0), "stuck with data to send");
+        }
+    }
+
+    /**
+     * Zero-copy reads: each receiver keeps up to {@link Credits#maxHeld} data frames' buffers and
+     * never releases them (a handler that holds what it read); every data frame still gets
+     * through, both ways and one way. One buffer more held and one-way traffic stops: the bound is
+     * what keeps the credit-frame rule live.
+     */
+    @Test
+    void buffersHeldUpToTheBoundNeverStopThePeer() throws Exception {
+        Random r = new Random(11);
+        for (int round = 0; round < 200; round++) {
+            int ra = 4 + r.nextInt(13), rb = 4 + r.nextInt(13);
+            int dataB = round % 2 == 0 ? 0 : r.nextInt(500);
+            assertTrue(
+                    exchange(r, ra, rb, 50 + r.nextInt(500), dataB, Credits.maxHeld(ra), Credits.maxHeld(rb)),
+                    "stuck with data to send (" + ra + " and " + rb + " receive buffers)");
+        }
+        for (int rb = 4; rb <= 16; rb++) {
+            assertFalse(exchange(r, 8, rb, 500, 0, 0, Credits.maxHeld(rb) + 1), "one more held, " + rb + " buffers");
+        }
+    }
+
+    /**
+     * Runs the two ledgers until every data frame arrived: side A sends {@code dataA} frames and
+     * keeps the buffers of the first {@code holdA} data frames it receives for ever (B likewise).
+     *
+     * @return true once everything arrived; false when no step can move while data is left
+     */
+    private static boolean exchange(Random r, int ra, int rb, int dataA, int dataB, int holdA, int holdB)
+            throws ProtocolViolationException {
+        Credits a = new Credits(rb, ra), b = new Credits(ra, rb);
+        ArrayDeque<int[]> toB = new ArrayDeque<>(), toA = new ArrayDeque<>(); // {returned, isData}
+        int steps = 0, emptyAfterData = 0;
+        while (dataA > 0 || dataB > 0 || !toA.isEmpty() || !toB.isEmpty()) {
+            assertTrue(++steps < 100_000, "no end: frames keep moving");
+            boolean moved = false;
+            if (dataA > 0 && a.canSendData()) {
+                toB.add(new int[] {a.spend(), 1});
+                dataA--;
+                moved = true;
+            } else if (a.shouldSendCreditFrame()) {
+                toB.add(new int[] {a.spend(), 0});
+                moved = true;
+            }
+            if (dataB > 0 && b.canSendData()) {
+                toA.add(new int[] {b.spend(), 1});
+                dataB--;
+                moved = true;
+            } else if (b.shouldSendCreditFrame()) {
+                toA.add(new int[] {b.spend(), 0});
+                moved = true;
+            }
+            if (!toB.isEmpty() && (r.nextBoolean() || !moved)) {
+                holdB = arrive(b, toB.poll(), holdB);
+                moved = true;
+            }
+            if (!toA.isEmpty() && (r.nextBoolean() || !moved)) {
+                holdA = arrive(a, toA.poll(), holdA);
+                moved = true;
+            }
+            if (dataA == 0 && dataB == 0) {
+                emptyAfterData++;
+                assertTrue(emptyAfterData < 1_000, "empty frames keep echoing");
+            }
+            if (!moved && (dataA > 0 || dataB > 0)) {
+                return false;
             }
         }
+        return true;
+    }
+
+    /**
+     * Frame {@code f} arrives at {@code c}: its credits come back, and its buffer is reposted
+     * unless it is a data frame the application keeps ({@code hold} more to keep).
+     *
+     * @return the frames still to keep
+     */
+    private static int arrive(Credits c, int[] f, int hold) throws ProtocolViolationException {
+        c.returned(f[0]);
+        if (f[1] == 1 && hold > 0) {
+            return hold - 1; // kept: never reposted
+        }
+        c.reposted(1);
+        return hold;
     }
 }

@@ -27,6 +27,7 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -79,23 +80,45 @@ class RdmaEchoGuestTest {
         }
     }
 
-    /** Collects what comes back until {@code expected} bytes arrived. */
-    private static final class Collector extends ChannelInboundHandlerAdapter {
+    /**
+     * Collects what comes back until {@code expected} bytes arrived (then {@link #expect} again for
+     * the next round); {@code check} sees each read buffer first, and a check that throws fails
+     * {@link #done}. Every read buffer is released.
+     */
+    static final class Collector extends ChannelInboundHandlerAdapter {
         final ByteArrayOutputStream got = new ByteArrayOutputStream();
-        final CompletableFuture<byte[]> done = new CompletableFuture<>();
-        final int expected;
+        private final Consumer<ByteBuf> check;
+        volatile CompletableFuture<byte[]> done = new CompletableFuture<>();
+        volatile int expected;
 
         Collector(int expected) {
+            this(expected, b -> {});
+        }
+
+        Collector(int expected, Consumer<ByteBuf> check) {
             this.expected = expected;
+            this.check = check;
+        }
+
+        void expect(int bytes) {
+            got.reset();
+            expected = bytes;
+            done = new CompletableFuture<>();
         }
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             ByteBuf b = (ByteBuf) msg;
-            byte[] a = new byte[b.readableBytes()];
-            b.readBytes(a);
-            b.release();
-            got.writeBytes(a);
+            try {
+                check.accept(b);
+                byte[] a = new byte[b.readableBytes()];
+                b.readBytes(a);
+                got.writeBytes(a);
+            } catch (Throwable t) {
+                done.completeExceptionally(t);
+            } finally {
+                b.release();
+            }
             if (got.size() >= expected) {
                 done.complete(got.toByteArray());
             }

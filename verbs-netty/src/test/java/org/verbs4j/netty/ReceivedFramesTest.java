@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The read side's byte order on the host: frames arrive in receive buffers taken in any order,
- * readers take them with buffers of any size (one byte, less than a frame, several frames), and
+ * readers take them with buffers of any size (one byte, less than a frame, several frames) or
+ * whole frames in place (zero-copy reads, between copies), and
  * the bytes handed up are the bytes sent, in order, each buffer freed once and only when its
  * frame is all taken.
  */
@@ -52,6 +53,12 @@ class ReceivedFramesTest {
                 sent.writeBytes(frame);
                 frames.add(slot, frame.length);
                 inUse.addLast(slot);
+            } else if (frames.count() > 0 && frames.wholeHeadLength() >= 0 && random.nextInt(4) == 0) {
+                int length = frames.wholeHeadLength(); // handed up in place: the whole frame, uncopied
+                int slot = frames.drop();
+                assertEquals(inUse.removeFirst(), slot, "the frame handed up is the oldest");
+                read.writeBytes(ByteBufUtil.getBytes(memory, slot * bufferSize, length));
+                free.add(slot);
             } else if (frames.count() > 0) {
                 int room = random.nextInt(3) == 0 ? 1 : 1 + random.nextInt(3 * bufferSize);
                 ByteBuf dst = Unpooled.buffer(room, room);
@@ -128,8 +135,11 @@ class ReceivedFramesTest {
         frames.arrived(2, 4, 0);
         frames.arrived(0, 1, 0);
         ByteBuf memory = Unpooled.buffer(4 * 8);
+        assertEquals(4, frames.wholeHeadLength(), "the oldest frame, whole");
         frames.take(memory, 8, Unpooled.buffer(2)); // the oldest in part
+        assertEquals(-1, frames.wholeHeadLength(), "partly taken: not whole any more");
         assertEquals(2, frames.drop());
+        assertEquals(1, frames.wholeHeadLength());
         assertEquals(0, frames.drop());
         assertEquals(-1, frames.drop());
         assertEquals(0, frames.count());

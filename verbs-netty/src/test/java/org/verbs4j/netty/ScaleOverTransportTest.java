@@ -246,7 +246,7 @@ class ScaleOverTransportTest {
         }
     }
 
-    private static String rdmaRes() throws IOException, InterruptedException {
+    static String rdmaRes() throws IOException, InterruptedException {
         Process p = new ProcessBuilder("rdma", "res", "show")
                 .redirectErrorStream(true)
                 .start();

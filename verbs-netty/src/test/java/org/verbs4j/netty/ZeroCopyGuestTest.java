@@ -3,6 +3,7 @@ package org.verbs4j.netty;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.bootstrap.Bootstrap;
@@ -10,6 +11,7 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
@@ -17,11 +19,15 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.util.IllegalReferenceCountException;
 import java.io.ByteArrayOutputStream;
 import java.net.InetSocketAddress;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -29,12 +35,16 @@ import org.verbs4j.testing.RdmaTest;
 import org.verbs4j.testing.RdmaTestSupport;
 
 /**
- * The zero-copy write path on rxe0: client and echo server both set {@link RdmaByteBufAllocator}
- * as their {@code ChannelOption.ALLOCATOR}, so reads arrive in its buffers and the server echoes
- * them back as they are. Writes of its buffers are posted from the pool's registered memory
- * (the transport's {@link RdmaStats} counts no byte copied, every byte sent in place); the
- * client's heap buffers are copied into send buffers as before. Every echoed byte is compared,
- * and once the channels closed every slot is back in the pool.
+ * Zero copy on rxe0. Writes: client and echo server both set {@link RdmaByteBufAllocator} as
+ * their {@code ChannelOption.ALLOCATOR}, so reads arrive in its buffers and the server echoes
+ * them back as they are; writes of its buffers are posted from the pool's registered memory (the
+ * transport's {@link RdmaStats} counts no byte copied, every byte sent in place), the client's
+ * heap buffers are copied into send buffers. Reads ({@link RdmaChannelOption#ZERO_COPY_READS}):
+ * every frame is handed up in the receive buffer it arrived in (no byte copied on the read side),
+ * reposted once released; a handler that keeps every buffer it reads gets the bound's worth in
+ * place and the rest copied, and its peer never stops; buffers released after the channel closed
+ * still hold their bytes and repost nothing. Every byte is compared; afterwards the pool, the
+ * transport's totals and {@code rdma res} are back where they were.
  */
 @RdmaTest
 class ZeroCopyGuestTest {
@@ -42,6 +52,8 @@ class ZeroCopyGuestTest {
     private static final int[] SIZES = {1, 7, 4095, 4096, 4097, 20_000, 65_536};
     private static EventLoopGroup group;
     private static RdmaByteBufAllocator alloc;
+    /** The connections the servers accepted (closed by {@link #closeAll}). */
+    private static final List<Channel> children = new CopyOnWriteArrayList<>();
 
     @BeforeAll
     static void start() throws Exception {
@@ -55,74 +67,21 @@ class ZeroCopyGuestTest {
         alloc.close();
     }
 
-    /** Collects what comes back until {@code expected} bytes arrived; checks each read came in a registered buffer. */
-    private static final class Collector extends ChannelInboundHandlerAdapter {
-        final ByteArrayOutputStream got = new ByteArrayOutputStream();
-        volatile CompletableFuture<byte[]> done = new CompletableFuture<>();
-        volatile int expected;
-
-        void expect(int bytes) {
-            got.reset();
-            expected = bytes;
-            done = new CompletableFuture<>();
-        }
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            ByteBuf b = (ByteBuf) msg;
-            try {
-                if (b.unwrap() == null) {
-                    assertInstanceOf(RegisteredByteBuf.class, b, "a read buffer of the channel's allocator");
-                }
-                byte[] a = new byte[b.readableBytes()];
-                b.readBytes(a);
-                got.writeBytes(a);
-            } catch (Throwable t) {
-                done.completeExceptionally(t);
-            } finally {
-                b.release();
-            }
-            if (got.size() >= expected) {
-                done.complete(got.toByteArray());
-            }
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            done.completeExceptionally(cause);
+    /** A read buffer of the channel's allocator (the copying read path into {@link RdmaByteBufAllocator}). */
+    private static void registered(ByteBuf b) {
+        if (b.unwrap() == null) {
+            assertInstanceOf(RegisteredByteBuf.class, b, "a read buffer of the channel's allocator");
         }
     }
 
     @Test
     void writesOfTheAllocatorsBuffersPostInPlaceAndHeapOnesAreCopied() throws Exception {
-        InetSocketAddress address = new InetSocketAddress(RdmaTestSupport.guestIp(), PORT);
-        Channel server = RdmaEchoGuestTest.within(
-                        new ServerBootstrap()
-                                .group(group)
-                                .channel(RdmaServerSocketChannel.class)
-                                .childOption(ChannelOption.ALLOCATOR, alloc)
-                                .childHandler(new ChannelInitializer<SocketChannel>() {
-                                    @Override
-                                    protected void initChannel(SocketChannel ch) {
-                                        ch.pipeline().addLast(new RdmaEchoGuestTest.Echo());
-                                    }
-                                })
-                                .bind(address),
-                        "bind")
-                .channel();
-        Collector collector = new Collector();
+        Channel server = serve(
+                new ServerBootstrap().childOption(ChannelOption.ALLOCATOR, alloc), PORT, RdmaEchoGuestTest.Echo::new);
+        RdmaEchoGuestTest.Collector collector = new RdmaEchoGuestTest.Collector(0, ZeroCopyGuestTest::registered);
         Channel client = null;
         try {
-            client = RdmaEchoGuestTest.within(
-                            new Bootstrap()
-                                    .group(group)
-                                    .channel(RdmaSocketChannel.class)
-                                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 20_000)
-                                    .option(ChannelOption.ALLOCATOR, alloc)
-                                    .handler(collector)
-                                    .connect(address),
-                            "connect")
-                    .channel();
+            client = connect(new Bootstrap().option(ChannelOption.ALLOCATOR, alloc), PORT, collector);
             Random random = new Random(7);
 
             // the allocator's buffers: written in place both ways (the server echoes its read buffers)
@@ -161,10 +120,7 @@ class ZeroCopyGuestTest {
             assertEquals(total(), after.bytesCopied() - before.bytesCopied(), "the heap buffers' bytes copied");
             assertEquals(total(), after.bytesSentInPlace() - before.bytesSentInPlace(), "the echoes sent in place");
         } finally {
-            if (client != null) {
-                client.close().await(30, TimeUnit.SECONDS);
-            }
-            server.close().await(30, TimeUnit.SECONDS);
+            closeAll(client, server);
         }
         // the server's child closes on its own when the client went away; its slots return once it did
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
@@ -173,6 +129,235 @@ class ZeroCopyGuestTest {
         }
         assertEquals(0, alloc.pool().outstandingLeases().size(), "every slot back in the pool");
         assertEquals(0, alloc.fallbacks(), "every direct buffer came from the pool");
+    }
+
+    /** A server on {@code port} of the guest's address, a fresh {@code child} handler per connection. */
+    private static Channel serve(ServerBootstrap b, int port, Supplier<ChannelHandler> child)
+            throws InterruptedException {
+        return RdmaEchoGuestTest.within(
+                        b.group(group)
+                                .channel(RdmaServerSocketChannel.class)
+                                .childHandler(new ChannelInitializer<SocketChannel>() {
+                                    @Override
+                                    protected void initChannel(SocketChannel ch) {
+                                        children.add(ch);
+                                        ch.pipeline().addLast(child.get());
+                                    }
+                                })
+                                .bind(new InetSocketAddress(RdmaTestSupport.guestIp(), port)),
+                        "bind")
+                .channel();
+    }
+
+    /** Closes the client (if any) and the server, and waits until the server's side of each connection closed. */
+    private static void closeAll(Channel client, Channel server) throws InterruptedException {
+        if (client != null) {
+            assertTrue(client.close().await(30, TimeUnit.SECONDS), "the client closed");
+        }
+        assertTrue(server.close().await(30, TimeUnit.SECONDS), "the server closed");
+        for (Channel ch : children) {
+            assertTrue(ch.closeFuture().await(30, TimeUnit.SECONDS), "the server's side closed: " + ch);
+        }
+        children.clear();
+    }
+
+    /** A client connected to {@code port} of the guest's address. */
+    private static Channel connect(Bootstrap b, int port, ChannelHandler handler) throws InterruptedException {
+        return RdmaEchoGuestTest.within(
+                        b.group(group)
+                                .channel(RdmaSocketChannel.class)
+                                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 20_000)
+                                .handler(handler)
+                                .connect(new InetSocketAddress(RdmaTestSupport.guestIp(), port)),
+                        "connect")
+                .channel();
+    }
+
+    /** A read handed up in the receive buffer it arrived in. */
+    private static boolean inPlace(ByteBuf b) {
+        return (b.unwrap() == null ? b : b.unwrap()) instanceof ReceivedByteBuf;
+    }
+
+    @Test
+    void readsArriveInTheirReceiveBuffersAndNothingIsCopiedOnTheReadSide() throws Exception {
+        // the server holds each read until its echo completed: with 32 receive buffers (15 held at
+        // most) every frame of this exchange can be held at once, so none has to be copied
+        Channel server = serve(
+                new ServerBootstrap()
+                        .childOption(RdmaChannelOption.ZERO_COPY_READS, true)
+                        .childOption(RdmaChannelOption.RECEIVE_BUFFERS, 32),
+                PORT + 1,
+                RdmaEchoGuestTest.Echo::new);
+        RdmaEchoGuestTest.Collector collector = new RdmaEchoGuestTest.Collector(
+                total(), b -> assertTrue(inPlace(b), "a read in its receive buffer: " + b));
+        Channel client = null;
+        try {
+            client = connect(new Bootstrap().option(RdmaChannelOption.ZERO_COPY_READS, true), PORT + 1, collector);
+            assertEquals(true, client.config().getOption(RdmaChannelOption.ZERO_COPY_READS));
+            RdmaStats before = RdmaIoHandler.stats();
+            Random random = new Random(11);
+            ByteArrayOutputStream sent = new ByteArrayOutputStream();
+            for (int size : SIZES) {
+                byte[] w = new byte[size];
+                random.nextBytes(w);
+                sent.writeBytes(w);
+                RdmaEchoGuestTest.within(client.writeAndFlush(Unpooled.wrappedBuffer(w)), "write of " + size);
+            }
+            assertArrayEquals(sent.toByteArray(), collector.done.get(60, TimeUnit.SECONDS), "every byte echoed");
+            RdmaStats after = RdmaIoHandler.stats();
+            assertEquals(0, after.bytesReadCopied() - before.bytesReadCopied(), "bytes copied on the read side");
+            assertEquals(
+                    2L * total(),
+                    after.bytesReadInPlace() - before.bytesReadInPlace(),
+                    "bytes read in place (the server's reads and the client's)");
+        } finally {
+            closeAll(client, server);
+        }
+    }
+
+    /** Keeps every buffer it reads, unreleased; {@link #done} once {@code expected} bytes arrived in all. */
+    private static final class Keeper extends ChannelInboundHandlerAdapter {
+        final List<ByteBuf> kept = new CopyOnWriteArrayList<>();
+        volatile CompletableFuture<Void> done = new CompletableFuture<>();
+        volatile int expected;
+        private int bytes;
+
+        /** Waits for {@code more} bytes more (a new {@link #done}). */
+        void expect(int more) {
+            expected += more;
+            done = new CompletableFuture<>();
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf b = (ByteBuf) msg;
+            kept.add(b);
+            bytes += b.readableBytes();
+            if (bytes >= expected) {
+                done.complete(null);
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            done.completeExceptionally(cause);
+        }
+    }
+
+    /** Writes {@code bytes} in buffers of {@code frame} bytes once active, and again for each read. */
+    private static final class Sender extends ChannelInboundHandlerAdapter {
+        private final byte[] bytes;
+        private final int frame;
+
+        Sender(byte[] bytes, int frame) {
+            this.bytes = bytes;
+            this.frame = frame;
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            for (int at = 0; at < bytes.length; at += frame) {
+                ctx.write(Unpooled.wrappedBuffer(bytes, at, frame));
+            }
+            ctx.flush();
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ((ByteBuf) msg).release();
+            channelActive(ctx);
+        }
+    }
+
+    @Test
+    void aHandlerKeepingEveryReadNeverStopsItsPeerAndBuffersOutliveTheChannel() throws Exception {
+        int frame = 4096, frames = 20, receiveBuffers = 8, held = Credits.maxHeld(receiveBuffers);
+        byte[] sent = new byte[frame * frames];
+        new Random(13).nextBytes(sent);
+        RdmaStats before = RdmaIoHandler.stats();
+        long mrBefore = rdmaResCount("mr"), qpBefore = rdmaResCount("qp");
+        Channel server = serve(
+                new ServerBootstrap().childOption(RdmaChannelOption.BUFFER_SIZE, frame),
+                PORT + 2,
+                () -> new Sender(sent, frame));
+        Keeper keeper = new Keeper();
+        keeper.expect(sent.length);
+        Channel client = null;
+        int firstRound;
+        try {
+            client = connect(
+                    new Bootstrap()
+                            .option(RdmaChannelOption.ZERO_COPY_READS, true)
+                            .option(RdmaChannelOption.BUFFER_SIZE, frame)
+                            .option(RdmaChannelOption.RECEIVE_BUFFERS, receiveBuffers),
+                    PORT + 2,
+                    keeper);
+            // nothing is released while the bytes arrive: the first frames are held in place, the rest copied
+            keeper.done.get(60, TimeUnit.SECONDS);
+            assertRead(before, held * frame, (frames - held) * frame);
+            firstRound = keeper.kept.size();
+            for (int i = 0; i < firstRound; i++) {
+                assertEquals(i < held, inPlace(keeper.kept.get(i)), "read " + i + " in place");
+            }
+            // released here, off the loop, while the channel is open: the receives are reposted, so the
+            // next round arrives in place again
+            assertArrayEquals(sent, takeAndRelease(keeper.kept.subList(0, firstRound)), "every byte of round 1");
+            RdmaStats afterFirst = RdmaIoHandler.stats();
+            keeper.expect(sent.length);
+            RdmaEchoGuestTest.within(client.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {1})), "request");
+            keeper.done.get(60, TimeUnit.SECONDS);
+            assertRead(afterFirst, held * frame, (frames - held) * frame + 1); // + the request the server read
+            assertTrue(inPlace(keeper.kept.get(firstRound)), "round 2 in place again");
+        } finally {
+            closeAll(client, server);
+        }
+        // the channel is closed and its receive region deregistered: the buffers kept still hold their bytes
+        List<ByteBuf> secondRound = keeper.kept.subList(firstRound, keeper.kept.size());
+        ByteBuf inPlaceAtClose = secondRound.getFirst();
+        assertArrayEquals(sent, takeAndRelease(secondRound), "every byte of round 2, read after the close");
+        assertThrows(IllegalReferenceCountException.class, inPlaceAtClose::release, "a second release");
+        RdmaStats after = RdmaIoHandler.stats(); // both sides closed (closeAll)
+        assertEquals(before.connections(), after.connections(), "connections");
+        assertEquals(before.registeredBytes(), after.registeredBytes(), "registered bytes");
+        assertEquals(before.postedReceives(), after.postedReceives(), "posted receives: none after the close");
+        assertEquals(mrBefore, rdmaResCount("mr"), "memory regions (rdma res)");
+        assertEquals(qpBefore, rdmaResCount("qp"), "queue pairs (rdma res)");
+    }
+
+    /** Since {@code from}: {@code inPlace} bytes read in place, {@code copied} read copied. */
+    private static void assertRead(RdmaStats from, long inPlace, long copied) {
+        RdmaStats now = RdmaIoHandler.stats();
+        assertEquals(inPlace, now.bytesReadInPlace() - from.bytesReadInPlace(), "bytes read in place");
+        assertEquals(copied, now.bytesReadCopied() - from.bytesReadCopied(), "bytes read copied");
+    }
+
+    /** The bytes of {@code buffers}, in order, each released once read. */
+    private static byte[] takeAndRelease(List<ByteBuf> buffers) {
+        ByteArrayOutputStream got = new ByteArrayOutputStream();
+        for (ByteBuf b : buffers) {
+            byte[] a = new byte[b.readableBytes()];
+            b.readBytes(a);
+            got.writeBytes(a);
+            assertTrue(b.release(), "released: " + b);
+        }
+        return got.toByteArray();
+    }
+
+    /** The number of {@code kind} resources {@code rdma res show} lists, over all devices (-1 outside the guest). */
+    private static long rdmaResCount(String kind) throws Exception {
+        if (!RdmaTestSupport.inGuest()) {
+            return -1;
+        }
+        long n = 0;
+        for (String line : ScaleOverTransportTest.rdmaRes().split("\n")) {
+            String[] t = line.strip().split("\\s+");
+            for (int i = 2; i + 1 < t.length; i++) {
+                if (t[i].equals(kind)) {
+                    n += Long.parseLong(t[i + 1]);
+                }
+            }
+        }
+        return n;
     }
 
     private static int total() {
