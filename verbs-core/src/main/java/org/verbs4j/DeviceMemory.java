@@ -159,13 +159,8 @@ public final class DeviceMemory extends NativeResource {
             throw new InvalidRequestException(
                     verb, "the protection domain or the access set is null", "pass a PD and a set of Access rights");
         }
-        if (pd.context() != context) {
-            throw new InvalidRequestException(
-                    verb,
-                    "the protection domain is of " + pd.context().deviceName() + ", the device memory of "
-                            + context.deviceName(),
-                    "register device memory in a protection domain of the same context");
-        }
+        pd.requireContext(
+                verb, context, "device memory", "register device memory in a protection domain of the same context");
         if (length <= 0) {
             throw new InvalidRequestException(
                     verb, "an empty range (length " + length + ")", "register 1 byte or more");

@@ -69,6 +69,21 @@ public final class ProtectionDomain extends NativeResource {
     }
 
     /**
+     * Refuses this protection domain for {@code verb} on an object ({@code what}) of another context.
+     *
+     * @throws InvalidRequestException naming both devices and {@code fix}
+     */
+    void requireContext(String verb, Context other, String what, String fix) {
+        if (context != other) {
+            throw new InvalidRequestException(
+                    verb,
+                    "the protection domain is of " + context.deviceName() + ", the " + what + " of "
+                            + other.deviceName(),
+                    fix);
+        }
+    }
+
+    /**
      * The raw {@code struct ibv_pd *}: restricted to modules with native access; the view stops
      * working when the protection domain closes.
      */

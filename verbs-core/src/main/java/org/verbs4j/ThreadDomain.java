@@ -81,13 +81,7 @@ public final class ThreadDomain extends NativeResource {
             throw new InvalidRequestException(
                     verb, "the protection domain is null", "pass the PD the domain stands for");
         }
-        if (pd.context() != context) {
-            throw new InvalidRequestException(
-                    verb,
-                    "the protection domain is of " + pd.context().deviceName() + ", the thread domain of "
-                            + context.deviceName(),
-                    "allocate both on the same context");
-        }
+        pd.requireContext(verb, context, "thread domain", "allocate both on the same context");
         if (pd.threadDomain() != null) {
             throw new InvalidRequestException(
                     verb, pd.describe() + " is itself a parent domain", "pass the protection domain it stands for");
