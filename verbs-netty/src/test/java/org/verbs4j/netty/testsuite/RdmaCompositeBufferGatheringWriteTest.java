@@ -6,10 +6,12 @@ import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.CompositeBufferGatheringWriteTest;
 import java.net.SocketAddress;
 import java.util.List;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.verbs4j.netty.OverTransport;
 
 /** Netty's {@link CompositeBufferGatheringWriteTest} over the transport under test. */
 @OverTransport(inTier = false)
+@ExtendWith(SuiteWarmUp.class)
 class RdmaCompositeBufferGatheringWriteTest extends CompositeBufferGatheringWriteTest {
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {

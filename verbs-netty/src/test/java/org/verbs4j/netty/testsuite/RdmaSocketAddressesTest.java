@@ -8,10 +8,12 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.List;
 import org.junit.jupiter.api.Assertions;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.verbs4j.netty.OverTransport;
 
 /** Netty's {@link SocketAddressesTest} over the transport under test. */
 @OverTransport(inTier = false)
+@ExtendWith(SuiteWarmUp.class)
 class RdmaSocketAddressesTest extends SocketAddressesTest {
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {

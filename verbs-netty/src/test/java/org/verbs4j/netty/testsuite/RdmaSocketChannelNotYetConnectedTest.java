@@ -5,10 +5,12 @@ import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketChannelNotYetConnectedTest;
 import java.net.SocketAddress;
 import java.util.List;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.verbs4j.netty.OverTransport;
 
 /** Netty's {@link SocketChannelNotYetConnectedTest} over the transport under test. */
 @OverTransport(inTier = false)
+@ExtendWith(SuiteWarmUp.class)
 class RdmaSocketChannelNotYetConnectedTest extends SocketChannelNotYetConnectedTest {
     @Override
     protected List<BootstrapFactory<Bootstrap>> newFactories() {

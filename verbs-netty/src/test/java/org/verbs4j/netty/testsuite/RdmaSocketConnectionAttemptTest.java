@@ -5,10 +5,12 @@ import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketConnectionAttemptTest;
 import java.net.SocketAddress;
 import java.util.List;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.verbs4j.netty.OverTransport;
 
 /** Netty's {@link SocketConnectionAttemptTest} over the transport under test. */
 @OverTransport(inTier = false)
+@ExtendWith(SuiteWarmUp.class)
 class RdmaSocketConnectionAttemptTest extends SocketConnectionAttemptTest {
     @Override
     protected List<BootstrapFactory<Bootstrap>> newFactories() {

@@ -6,10 +6,12 @@ import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketSslClientRenegotiateTest;
 import java.net.SocketAddress;
 import java.util.List;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.verbs4j.netty.OverTransport;
 
 /** Netty's {@link SocketSslClientRenegotiateTest} over the transport under test. */
 @OverTransport(inTier = false)
+@ExtendWith(SuiteWarmUp.class)
 class RdmaSocketSslClientRenegotiateTest extends SocketSslClientRenegotiateTest {
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {

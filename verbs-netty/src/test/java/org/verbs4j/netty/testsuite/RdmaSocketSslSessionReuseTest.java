@@ -8,6 +8,7 @@ import io.netty.testsuite.transport.socket.SocketSslSessionReuseTest;
 import java.net.SocketAddress;
 import java.util.List;
 import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.verbs4j.netty.OverTransport;
@@ -17,6 +18,7 @@ import org.verbs4j.netty.OverTransport;
  * trust-manager case also runs OpenSSL, which needs netty-tcnative (not a dependency here).
  */
 @OverTransport(inTier = false)
+@ExtendWith(SuiteWarmUp.class)
 class RdmaSocketSslSessionReuseTest extends SocketSslSessionReuseTest {
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {

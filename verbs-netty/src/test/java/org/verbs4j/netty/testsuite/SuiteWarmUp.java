@@ -1,0 +1,144 @@
+package org.verbs4j.netty.testsuite;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.verbs4j.netty.TestTransport;
+
+/**
+ * Runs the transport once per JVM before the first of Netty's timed cases: one connection through
+ * the suite's shared groups ({@link TransportTestPermutation}), {@value #ROUND_TRIPS} echoed
+ * messages of 1 KiB and {@value #LARGE} of 64 KiB, each byte checked, then closed; the time of
+ * each phase is printed. Netty's bounds (3 to 30 s a case) assume compiled code: in the Soft-RoCE
+ * guest, whose CPUs are emulated, the first connection of a JVM waits for the class loading,
+ * linking and compiling of the whole path, so the first cases of a boot ran into their bounds
+ * whatever they tested. A case that fails after this does so on its own account.
+ */
+final class SuiteWarmUp implements BeforeAllCallback {
+    static final int ROUND_TRIPS = 300, LARGE = 20;
+    private static final long BOUND_SECONDS = 300;
+    private static boolean done;
+
+    /** For JUnit's extension registry. */
+    SuiteWarmUp() {}
+
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
+        synchronized (SuiteWarmUp.class) {
+            if (!done) {
+                run();
+                done = true;
+            }
+        }
+    }
+
+    private static void run() throws Exception {
+        long t0 = System.nanoTime();
+        ServerBootstrap sb = TransportTestPermutation.socket().getFirst().newServerInstance();
+        Bootstrap cb = TransportTestPermutation.socket().getFirst().newClientInstance();
+        sb.childHandler(new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                ctx.writeAndFlush(msg);
+            }
+        });
+        Checker checker = new Checker();
+        cb.handler(new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(Channel ch) {
+                ch.pipeline().addLast(checker);
+            }
+        });
+        Channel server = sb.bind(TransportTestPermutation.address()).sync().channel();
+        long bound = System.nanoTime();
+        Channel client = null;
+        try {
+            client = cb.connect(server.localAddress()).sync().channel();
+            long connected = System.nanoTime();
+            for (int i = 0; i < ROUND_TRIPS + LARGE; i++) {
+                int size = i < ROUND_TRIPS ? 1024 : 64 * 1024;
+                CompletableFuture<Void> echoed = checker.expect(size);
+                ByteBuf out = client.alloc().buffer(size);
+                for (int k = 0; k < size; k++) {
+                    out.writeByte(Checker.pattern(checker.sent + k));
+                }
+                checker.sent += size;
+                client.writeAndFlush(out);
+                echoed.get(BOUND_SECONDS, TimeUnit.SECONDS);
+            }
+            long echoedAll = System.nanoTime();
+            System.out.printf(
+                    "suite warm-up (%s): bind %d ms, connect %d ms, %d round trips of 1 KiB and %d of 64 KiB %d ms%n",
+                    TestTransport.current().name(),
+                    ms(bound - t0),
+                    ms(connected - bound),
+                    ROUND_TRIPS,
+                    LARGE,
+                    ms(echoedAll - connected));
+        } finally {
+            if (client != null) {
+                client.close().sync();
+            }
+            server.close().sync();
+        }
+    }
+
+    private static long ms(long nanos) {
+        return TimeUnit.NANOSECONDS.toMillis(nanos);
+    }
+
+    /** The client's side: every echoed byte compared with what was sent at its offset of the stream. */
+    private static final class Checker extends ChannelInboundHandlerAdapter {
+        long sent;
+        private long received, until;
+        private CompletableFuture<Void> waiting;
+
+        static byte pattern(long offset) {
+            return (byte) (offset * 31 + (offset >>> 8));
+        }
+
+        synchronized CompletableFuture<Void> expect(int size) {
+            until = sent + size;
+            waiting = new CompletableFuture<>();
+            return waiting;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf in = (ByteBuf) msg;
+            try {
+                synchronized (this) {
+                    while (in.isReadable()) {
+                        byte b = in.readByte();
+                        if (b != pattern(received)) {
+                            waiting.completeExceptionally(new AssertionError(
+                                    "warm-up echo: byte " + received + " is " + b + ", sent " + pattern(received)));
+                            return;
+                        }
+                        received++;
+                    }
+                    if (received == until) {
+                        waiting.complete(null);
+                    }
+                }
+            } finally {
+                in.release();
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            synchronized (this) {
+                waiting.completeExceptionally(cause);
+            }
+        }
+    }
+}
