@@ -336,6 +336,7 @@ class CConstantsConformanceTest {
         notC("verbs4j's longest wait (Long.MAX_VALUE / 2 ns)", "Timeouts.FOREVER_NANOS", "Timeouts.MAX_SECONDS");
         notC("verbs4j's own reading of the dma-buf probe's errno", "Verdict");
         notC("how an event loop's wait ended (LoopWaiter), verbs4j's own", "Outcome");
+        notC("the closed mark of LoopWaiter's count of wake-ups in flight, verbs4j's own", "LoopWaiter.CLOSED");
     }
 
     private static Map<String, Long> libcValues;

@@ -2,6 +2,7 @@ package org.verbs4j.internal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.verbs4j.CompletionChannel;
 import org.verbs4j.CompletionQueue;
 import org.verbs4j.natives.LibC;
@@ -20,7 +21,11 @@ public final class LoopWaiter implements AutoCloseable {
     private final MemorySegment cqOut = arena.allocate(8, 8), ctxOut = arena.allocate(8, 8);
     private final MemorySegment epollEvent = arena.allocate(FdReadiness.SCRATCH_SIZE, 8);
     private final CoreAccess core = CoreAccess.get();
-    private volatile boolean closed;
+    // the wake-ups writing the event fd now, with the sign bit (CLOSED) once close() began: it
+    // waits for none in flight, so no write ever meets the fd closed, or its number reused by
+    // another owner's file
+    private final AtomicInteger wakers = new AtomicInteger();
+    private static final int CLOSED = Integer.MIN_VALUE;
 
     /** A waiter with a new event fd ({@code verb} names the caller in errors). */
     public LoopWaiter(String verb) {
@@ -64,20 +69,36 @@ public final class LoopWaiter implements AutoCloseable {
         return core.nextEvent(channel, cqOut, ctxOut, epollEvent);
     }
 
-    /** Makes the current or next {@link #await} return; any thread. */
+    /** Makes the current or next {@link #await} return; any thread; nothing once closed. */
     public void wake() {
-        if (!closed) {
+        int n;
+        do {
+            n = wakers.get();
+            if (n < 0) {
+                return;
+            }
+        } while (!wakers.compareAndSet(n, n + 1));
+        try {
             LibC.signalEventFd("eventfd write", wakeFd);
+        } finally {
+            wakers.decrementAndGet();
         }
     }
 
-    /** Closes the event fd; by the loop thread, once it no longer waits. */
+    /**
+     * Closes the event fd, once the wake-ups writing it now have written (a few microseconds; new
+     * ones are refused first, so a stream of them cannot hold it off); by the loop thread, once it
+     * no longer waits.
+     */
     @Override
     public void close() {
-        if (!closed) {
-            closed = true;
-            LibC.close(wakeFd);
-            arena.close();
+        if (wakers.getAndUpdate(n -> n | CLOSED) < 0) {
+            return;
         }
+        while (wakers.get() != CLOSED) {
+            Thread.onSpinWait();
+        }
+        LibC.close(wakeFd);
+        arena.close();
     }
 }
