@@ -174,7 +174,9 @@ public final class RdmaIoHandler implements IoHandler {
             throw new ReceiveLimitException("a connection on this event loop is refused: its " + bytes
                     + " bytes of receive buffers would bring the loop's " + reservedBytes + " bytes reserved for "
                     + reservations + " connections past RdmaTransportConfig.maxReceiveBytes " + cap
-                    + (depthLeft ? "" : ", or past the device's shared receive queue depth")
+                    + (depthLeft
+                            ? ""
+                            : ", or past the depth of the loop's shared receive queue (" + sharedDepth() + " buffers)")
                     + "; raise the cap (withMaxReceiveBytes), spread connections over more loops, or grant fewer"
                     + " credits per connection");
         }
@@ -198,6 +200,11 @@ public final class RdmaIoHandler implements IoHandler {
             reserve(bytes, credits, true); // refused: past the cap
         }
         return p;
+    }
+
+    private long sharedDepth() {
+        SharedReceives p = shared;
+        return p == null ? 0 : p.maxBuffers;
     }
 
     /** The stream gives its reservation back (any thread). */

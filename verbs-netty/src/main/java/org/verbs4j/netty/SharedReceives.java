@@ -33,9 +33,11 @@ import org.verbs4j.WorkCompletions;
 final class SharedReceives {
     /** Buffers per registered chunk. */
     static final int CHUNK = 64;
+    /** The most buffers one loop's queue holds (its depth, and its completion queue's: a few MiB of the kernel's memory). */
+    static final int MAX_DEPTH = 8192;
 
     final int bufferSize;
-    /** The most buffers it may slice: the cap over the buffer size, at most the device's SRQ depth. */
+    /** The most buffers it may slice: the cap over the buffer size, at most {@link #MAX_DEPTH} and the device's depths. */
     final int maxBuffers;
 
     final ProtectionDomain pd;
@@ -54,8 +56,9 @@ final class SharedReceives {
 
     SharedReceives(Context ctx, CompletionChannel channel, ProtectionDomain pd, int bufferSize, long maxBytes) {
         this.bufferSize = bufferSize;
+        org.verbs4j.DeviceAttributes dev = ctx.queryDevice();
         this.maxBuffers =
-                (int) Math.min(maxBytes / bufferSize, ctx.queryDevice().maxSrqWr());
+                (int) Math.min(Math.min(maxBytes / bufferSize, MAX_DEPTH), Math.min(dev.maxSrqWr(), dev.maxCqe()));
         this.ownsPd = pd == null;
         this.pd = pd != null ? pd : ctx.allocateProtectionDomain();
         try {

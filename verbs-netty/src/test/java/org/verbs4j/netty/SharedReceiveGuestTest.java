@@ -34,7 +34,8 @@ import org.verbs4j.testing.RdmaTestSupport;
  * checked, once with the shared queue and once with per-connection receive buffers; the registered
  * memory at the peak is printed for both and must be lower with the shared queue, the loops'
  * reservations within their cap and covered by the buffers posted, and the device's objects
- * ({@code rdma res}) back to where they were once the connections closed. And the cap: a
+ * ({@code rdma res}) back to where they were once the connections closed; the same after
+ * connections opened, used and closed in batches. And the cap: a
  * connection past it is refused, in either mode and on either side, the loop's other connections
  * unaffected; and zero-copy reads, refused on a loop with the shared queue.
  */
@@ -42,6 +43,9 @@ import org.verbs4j.testing.RdmaTestSupport;
 class SharedReceiveGuestTest {
     private static final int DEFAULT_CONNECTIONS = 100;
     private static final int CONNECTIONS = Integer.getInteger("verbs4j.netty.sharedConnections", DEFAULT_CONNECTIONS);
+    /** Connections opened, used and closed in batches of 20 (system property {@code verbs4j.netty.sharedChurn}). */
+    private static final int CHURN = Integer.getInteger("verbs4j.netty.sharedChurn", 200);
+
     private static final int BYTES = 8 << 10, CHUNK = 1 << 10;
     private static final long WAIT_S = 120;
     private static final int BUFFER = 16 << 10;
@@ -62,19 +66,39 @@ class SharedReceiveGuestTest {
         assertTrue(shared < own, "the shared receive queue registers less: " + shared + " < " + own);
     }
 
+    /**
+     * {@link #CHURN} connections opened, used and closed in batches through one loop per side with
+     * the shared queue: the queue is made and released again as batches come and go, frames of
+     * connections closing meet their buffers reposted, and every echo is checked.
+     */
+    @Test
+    void connectionsOpenedUsedAndClosedInBatchesLeaveNothingBehind() throws Exception {
+        try (Loops loops = new Loops(RdmaTransportConfig.defaults().withSharedReceiveQueue())) {
+            for (int start = 0; start < CHURN; start += 20) {
+                List<Conn> batch = new ArrayList<>();
+                for (int i = start; i < Math.min(CHURN, start + 20); i++) {
+                    batch.add(connect(loops.clientGroup, loops.server, i));
+                }
+                for (Conn c : batch) {
+                    c.sendAll(CHUNK);
+                }
+                for (Conn c : batch) {
+                    c.echoed.get(WAIT_S, TimeUnit.SECONDS);
+                    c.channel.close().syncUninterruptibly();
+                }
+            }
+            loops.assertBackAfter(CHURN + " connections in batches of 20");
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), loops.client());
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), loops.serverLoop());
+        }
+    }
+
     /** Runs the echo on {@link #CONNECTIONS} connections with {@code config}; returns the registered bytes at the peak. */
     private static long peakRegistered(String mode, RdmaTransportConfig config) throws Exception {
-        EventLoopGroup serverGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
-        EventLoopGroup clientGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
-        BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
-        Channel server = null;
-        try {
-            Map<String, Long> resBefore = rdmaRes();
-            long registeredBefore = RdmaIoHandler.stats().registeredBytes();
-            server = echoServer(serverGroup, children);
+        try (Loops loops = new Loops(config)) {
             List<Conn> echoes = new ArrayList<>();
             for (int i = 0; i < CONNECTIONS; i++) {
-                echoes.add(connect(clientGroup, server, i));
+                echoes.add(connect(loops.clientGroup, loops.server, i));
             }
             for (Conn e : echoes) {
                 e.sendAll(CHUNK);
@@ -82,14 +106,12 @@ class SharedReceiveGuestTest {
             for (Conn e : echoes) {
                 e.echoed.get(WAIT_S, TimeUnit.SECONDS);
             }
-            long peak = RdmaIoHandler.stats().registeredBytes() - registeredBefore;
-            RdmaLoopStats client = RdmaIoHandler.stats(clientGroup.next());
-            RdmaLoopStats serverLoop = RdmaIoHandler.stats(serverGroup.next());
-            Map<String, Long> resPeak = rdmaRes();
-            System.out.println("[shared-receive] " + mode + ", before: registered " + registeredBefore + " B, rdma res "
-                    + resBefore);
+            long peak = RdmaIoHandler.stats().registeredBytes() - loops.registeredBefore;
+            RdmaLoopStats client = loops.client(), serverLoop = loops.serverLoop();
+            System.out.println("[shared-receive] " + mode + ", before: registered " + loops.registeredBefore
+                    + " B, rdma res " + loops.resBefore);
             System.out.println("[shared-receive] " + mode + ", peak: registered +" + peak + " B, client loop " + client
-                    + ", server loop " + serverLoop + ", rdma res " + resPeak);
+                    + ", server loop " + serverLoop + ", rdma res " + rdmaRes());
             for (RdmaLoopStats loop : List.of(client, serverLoop)) {
                 assertEquals(CONNECTIONS, loop.connections(), "connections reserved on the loop: " + loop);
                 assertTrue(loop.receiveBytesReserved() <= loop.maxReceiveBytes(), "within the cap: " + loop);
@@ -105,22 +127,57 @@ class SharedReceiveGuestTest {
             for (Conn e : echoes) {
                 e.channel.close().syncUninterruptibly();
             }
-            for (int i = 0; i < CONNECTIONS; i++) {
-                Channel ch = children.poll(WAIT_S, TimeUnit.SECONDS);
-                assertTrue(
-                        ch != null && ch.closeFuture().await(WAIT_S, TimeUnit.SECONDS), "server side " + i + " closed");
+            loops.assertBackAfter(mode);
+            assertEquals(0, loops.client().sharedRegisteredBytes(), "the idle loop's queue is gone");
+            return peak;
+        }
+    }
+
+    /**
+     * A client loop and a server loop made with one configuration, an echo server on the second, and
+     * the totals before anything connected.
+     */
+    private static final class Loops implements AutoCloseable {
+        final EventLoopGroup serverGroup, clientGroup;
+        final BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
+        final Map<String, Long> resBefore;
+        final long registeredBefore;
+        Channel server;
+
+        Loops(RdmaTransportConfig config) throws Exception {
+            serverGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
+            clientGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
+            resBefore = rdmaRes();
+            registeredBefore = RdmaIoHandler.stats().registeredBytes();
+            server = echoServer(serverGroup, children);
+        }
+
+        RdmaLoopStats client() {
+            return RdmaIoHandler.stats(clientGroup.next());
+        }
+
+        RdmaLoopStats serverLoop() {
+            return RdmaIoHandler.stats(serverGroup.next());
+        }
+
+        /** Once the server side of every connection closed: registered bytes and {@code rdma res} as before. */
+        void assertBackAfter(String what) throws Exception {
+            for (int i = 0; children.peek() != null; i++) {
+                Channel ch = children.poll();
+                assertTrue(ch.closeFuture().await(WAIT_S, TimeUnit.SECONDS), "server side " + i + " closed");
             }
             Map<String, Long> resAfter = rdmaRes();
             long registeredAfter = RdmaIoHandler.stats().registeredBytes();
-            System.out.println("[shared-receive] " + mode + ", after close: registered " + registeredAfter
-                    + " B, client loop " + RdmaIoHandler.stats(clientGroup.next()) + ", rdma res " + resAfter);
+            System.out.println("[shared-receive] " + what + ", after close: registered " + registeredAfter
+                    + " B, client loop " + client() + ", server loop " + serverLoop() + ", rdma res " + resAfter);
             assertEquals(registeredBefore, registeredAfter, "registered bytes once every connection closed");
-            assertEquals(0, RdmaIoHandler.stats(clientGroup.next()).sharedRegisteredBytes(), "the idle loop's queue");
             for (String k : List.of("qp", "cq", "mr", "srq")) {
                 assertEquals(resBefore.get(k), resAfter.get(k), "rdma res " + k + " once every connection closed");
             }
-            return peak;
-        } finally {
+        }
+
+        @Override
+        public void close() {
             TestTransport.close(server, serverGroup);
             TestTransport.close(null, clientGroup);
         }
@@ -144,6 +201,7 @@ class SharedReceiveGuestTest {
         try {
             server = echoServer(serverGroup, children);
             Conn a = connect(clientGroup, server, 0), b = connect(clientGroup, server, 1);
+            long t0 = System.nanoTime();
             ChannelFuture third = new Bootstrap()
                     .group(clientGroup)
                     .channel(RdmaSocketChannel.class)
@@ -152,6 +210,7 @@ class SharedReceiveGuestTest {
             assertTrue(third.await(WAIT_S, TimeUnit.SECONDS), "the refusal reaches the connect promise");
             assertFalse(third.isSuccess(), "a third connection past the client loop's cap");
             ReceiveLimitException e = assertInstanceOf(ReceiveLimitException.class, third.cause());
+            System.out.printf("[shared-receive] %s: the client's refusal in %d ms%n", config, ms(t0));
             assertTrue(
                     e.getMessage().contains("maxReceiveBytes " + 2 * reservation)
                             && e.getMessage().contains((2 * reservation) + " bytes reserved for 2 connections"),
@@ -176,6 +235,7 @@ class SharedReceiveGuestTest {
             cappedServer = echoServer(cappedServerGroup, new LinkedBlockingQueue<>());
             EventLoopGroup plain = serverGroup; // any loop without a cap for these clients
             Conn first = connect(plain, cappedServer, 2);
+            t0 = System.nanoTime();
             ChannelFuture second = new Bootstrap()
                     .group(plain)
                     .channel(RdmaSocketChannel.class)
@@ -183,6 +243,13 @@ class SharedReceiveGuestTest {
                     .connect(cappedServer.localAddress());
             assertTrue(second.await(WAIT_S, TimeUnit.SECONDS), "the server's refusal reaches the client");
             assertInstanceOf(ConnectException.class, second.cause(), "refused by the server past its loop's cap");
+            System.out.printf("[shared-receive] %s: the server's refusal in %d ms%n", config, ms(t0));
+            assertFalse(
+                    second.cause() instanceof io.netty.channel.ConnectTimeoutException,
+                    "the server rejects the request, it does not leave it to time out: " + second.cause());
+            assertTrue(
+                    second.cause().getMessage().contains("connection refused by"),
+                    second.cause().toString());
             first.sendAll(CHUNK);
             first.echoed.get(WAIT_S, TimeUnit.SECONDS);
             first.channel.close().syncUninterruptibly();
@@ -193,6 +260,10 @@ class SharedReceiveGuestTest {
             TestTransport.close(server, serverGroup);
             TestTransport.close(null, clientGroup);
         }
+    }
+
+    private static long ms(long since) {
+        return (System.nanoTime() - since) / 1_000_000;
     }
 
     private static Channel echoServer(EventLoopGroup group, BlockingQueue<Channel> children) {
