@@ -133,56 +133,6 @@ class SharedReceiveGuestTest {
         }
     }
 
-    /**
-     * A client loop and a server loop made with one configuration, an echo server on the second, and
-     * the totals before anything connected.
-     */
-    private static final class Loops implements AutoCloseable {
-        final EventLoopGroup serverGroup, clientGroup;
-        final BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
-        final Map<String, Long> resBefore;
-        final long registeredBefore;
-        Channel server;
-
-        Loops(RdmaTransportConfig config) throws Exception {
-            serverGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
-            clientGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
-            resBefore = rdmaRes();
-            registeredBefore = RdmaIoHandler.stats().registeredBytes();
-            server = echoServer(serverGroup, children);
-        }
-
-        RdmaLoopStats client() {
-            return RdmaIoHandler.stats(clientGroup.next());
-        }
-
-        RdmaLoopStats serverLoop() {
-            return RdmaIoHandler.stats(serverGroup.next());
-        }
-
-        /** Once the server side of every connection closed: registered bytes and {@code rdma res} as before. */
-        void assertBackAfter(String what) throws Exception {
-            for (int i = 0; children.peek() != null; i++) {
-                Channel ch = children.poll();
-                assertTrue(ch.closeFuture().await(WAIT_S, TimeUnit.SECONDS), "server side " + i + " closed");
-            }
-            Map<String, Long> resAfter = rdmaRes();
-            long registeredAfter = RdmaIoHandler.stats().registeredBytes();
-            System.out.println("[shared-receive] " + what + ", after close: registered " + registeredAfter
-                    + " B, client loop " + client() + ", server loop " + serverLoop() + ", rdma res " + resAfter);
-            assertEquals(registeredBefore, registeredAfter, "registered bytes once every connection closed");
-            for (String k : List.of("qp", "cq", "mr", "srq")) {
-                assertEquals(resBefore.get(k), resAfter.get(k), "rdma res " + k + " once every connection closed");
-            }
-        }
-
-        @Override
-        public void close() {
-            TestTransport.close(server, serverGroup);
-            TestTransport.close(null, clientGroup);
-        }
-    }
-
     @Test
     void aConnectionPastTheLoopsCapIsRefusedAndTheOthersGoOn() throws Exception {
         refusedPastTheCap(RdmaTransportConfig.defaults().withSharedReceiveQueue(), SHARED_RESERVATION);
@@ -310,5 +260,55 @@ class SharedReceiveGuestTest {
             }
         }
         return m;
+    }
+
+    /**
+     * A client loop and a server loop made with one configuration, an echo server on the second, and
+     * the totals before anything connected.
+     */
+    private static final class Loops implements AutoCloseable {
+        final EventLoopGroup serverGroup, clientGroup;
+        final BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
+        final Map<String, Long> resBefore;
+        final long registeredBefore;
+        Channel server;
+
+        Loops(RdmaTransportConfig config) throws Exception {
+            serverGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
+            clientGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
+            resBefore = rdmaRes();
+            registeredBefore = RdmaIoHandler.stats().registeredBytes();
+            server = echoServer(serverGroup, children);
+        }
+
+        RdmaLoopStats client() {
+            return RdmaIoHandler.stats(clientGroup.next());
+        }
+
+        RdmaLoopStats serverLoop() {
+            return RdmaIoHandler.stats(serverGroup.next());
+        }
+
+        /** Once the server side of every connection closed: registered bytes and {@code rdma res} as before. */
+        void assertBackAfter(String what) throws Exception {
+            for (int i = 0; children.peek() != null; i++) {
+                Channel ch = children.poll();
+                assertTrue(ch.closeFuture().await(WAIT_S, TimeUnit.SECONDS), "server side " + i + " closed");
+            }
+            Map<String, Long> resAfter = rdmaRes();
+            long registeredAfter = RdmaIoHandler.stats().registeredBytes();
+            System.out.println("[shared-receive] " + what + ", after close: registered " + registeredAfter
+                    + " B, client loop " + client() + ", server loop " + serverLoop() + ", rdma res " + resAfter);
+            assertEquals(registeredBefore, registeredAfter, "registered bytes once every connection closed");
+            for (String k : List.of("qp", "cq", "mr", "srq")) {
+                assertEquals(resBefore.get(k), resAfter.get(k), "rdma res " + k + " once every connection closed");
+            }
+        }
+
+        @Override
+        public void close() {
+            TestTransport.close(server, serverGroup);
+            TestTransport.close(null, clientGroup);
+        }
     }
 }
