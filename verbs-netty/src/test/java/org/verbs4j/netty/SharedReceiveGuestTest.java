@@ -41,10 +41,10 @@ import org.verbs4j.testing.RdmaTestSupport;
  */
 @RdmaTest
 class SharedReceiveGuestTest {
-    private static final int DEFAULT_CONNECTIONS = 100;
+    private static final int DEFAULT_CONNECTIONS = 20;
     private static final int CONNECTIONS = Integer.getInteger("verbs4j.netty.sharedConnections", DEFAULT_CONNECTIONS);
     /** Connections opened, used and closed in batches of 20 (system property {@code verbs4j.netty.sharedChurn}). */
-    private static final int CHURN = Integer.getInteger("verbs4j.netty.sharedChurn", 200);
+    private static final int CHURN = Integer.getInteger("verbs4j.netty.sharedChurn", 40);
 
     private static final int BYTES = 8 << 10, CHUNK = 1 << 10;
     private static final long WAIT_S = 120;
