@@ -40,6 +40,9 @@ SOURCES = [
      r"Refused|driverErrors|cannotExport|CannotExport|noDriver"),
     ("host, GPU, checked + unchecked", "verbs-gpudirect/src/test/java/org/verbs4j/gpudirect/GpuMisuseCatalogueTest.java"),
     ("host, netty reads", "verbs-netty/src/test/java/org/verbs4j/netty/ReceivedByteBufTest.java", r"Refused"),
+    ("host, netty loop configuration", "verbs-netty/src/test/java/org/verbs4j/netty/RdmaTransportConfigTest.java",
+     r"Refused|refused"),
+    ("guest (rxe0), netty receive cap", "verbs-netty/src/test/java/org/verbs4j/netty/SharedReceiveGuestTest.java", r"Refused"),
 ]
 
 def words(name):

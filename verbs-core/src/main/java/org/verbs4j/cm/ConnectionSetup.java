@@ -10,6 +10,7 @@ import org.verbs4j.CompletionQueue;
 import org.verbs4j.ConnectOptions;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.ProtectionDomain;
+import org.verbs4j.SharedReceiveQueue;
 import org.verbs4j.internal.Timeouts;
 
 /**
@@ -23,6 +24,7 @@ import org.verbs4j.internal.Timeouts;
 public final class ConnectionSetup {
     ProtectionDomain pd;
     CompletionQueue sendCq, recvCq;
+    SharedReceiveQueue srq;
     int maxSendWr = 128, maxRecvWr = 128, maxSendSge = 1, maxRecvSge = 1, maxInlineData = 0;
     boolean signalAll;
     Set<Access> remoteAccess = EnumSet.noneOf(Access.class);
@@ -47,6 +49,15 @@ public final class ConnectionSetup {
     public ConnectionSetup completionQueues(CompletionQueue send, CompletionQueue recv) {
         this.sendCq = Objects.requireNonNull(send, "send");
         this.recvCq = Objects.requireNonNull(recv, "recv");
+        return this;
+    }
+
+    /**
+     * Receives come from {@code srq} (of the connection's protection domain, which must then be
+     * given); {@link #maxRecvWr} no longer applies. Default: the queue pair's own receive queue.
+     */
+    public ConnectionSetup sharedReceiveQueue(SharedReceiveQueue srq) {
+        this.srq = Objects.requireNonNull(srq, "srq");
         return this;
     }
 

@@ -577,7 +577,8 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 .maxSendSge(s.maxSendSge)
                 .maxRecvSge(s.maxRecvSge)
                 .maxInlineData(s.maxInlineData)
-                .signalAll(s.signalAll);
+                .signalAll(s.signalAll)
+                .sharedReceiveQueue(s.srq);
         MemorySegment cmId = id;
         t0 = SetupTimings.start();
         QueuePair made;

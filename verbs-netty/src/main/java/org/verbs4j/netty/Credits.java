@@ -35,6 +35,8 @@ final class Credits {
     private final int threshold;
     private int available;
     private int owed;
+    // frames the peer sent that spend a credit, and the credits it was ever granted
+    private long framesReceived, granted;
 
     /**
      * @param peerBuffers the receive buffers the peer posted at the start (its handshake)
@@ -48,6 +50,7 @@ final class Credits {
         this.peerBuffers = peerBuffers;
         this.available = peerBuffers;
         this.threshold = localBuffers / 2;
+        this.granted = localBuffers;
     }
 
     /** Whether a data frame may go now (it would return {@link #owed()} credits with it). */
@@ -68,6 +71,7 @@ final class Credits {
         available--;
         int r = owed;
         owed = 0;
+        granted += r;
         return r;
     }
 
@@ -83,6 +87,19 @@ final class Credits {
                     + " credits, but only " + spent + " of its " + peerBuffers + " receive buffers were in use");
         }
         available += returned;
+    }
+
+    /**
+     * The peer's frame that spends a credit arrived (a data, credit or end-of-stream frame).
+     *
+     * @throws ProtocolViolationException when the peer has now sent more such frames than it was
+     *     granted credits (the receive buffers it was given, plus every credit returned to it)
+     */
+    void frameArrived() throws ProtocolViolationException {
+        if (++framesReceived > granted) {
+            throw new ProtocolViolationException("the peer sent frame " + framesReceived + " but was granted only "
+                    + granted + " credits (a frame beyond its credits takes a receive buffer it was not given)");
+        }
     }
 
     /** This side reposted {@code n} receive buffers: it owes the peer {@code n} more credits. */

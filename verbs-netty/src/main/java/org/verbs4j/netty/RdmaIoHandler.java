@@ -1,5 +1,6 @@
 package org.verbs4j.netty;
 
+import io.netty.channel.EventLoop;
 import io.netty.channel.IoHandle;
 import io.netty.channel.IoHandler;
 import io.netty.channel.IoHandlerContext;
@@ -20,6 +21,7 @@ import org.slf4j.LoggerFactory;
 import org.verbs4j.CompletionChannel;
 import org.verbs4j.CompletionQueue;
 import org.verbs4j.Context;
+import org.verbs4j.ProtectionDomain;
 import org.verbs4j.internal.LoopWaiter;
 
 /**
@@ -58,10 +60,19 @@ public final class RdmaIoHandler implements IoHandler {
     private volatile Context context;
     private volatile CompletionChannel channel;
     private volatile int channelFd = -1;
+    private final ThreadAwareExecutor executor;
+    /** The handlers of the live loops, for {@link #stats(EventLoop)}. */
+    private static final Map<Object, RdmaIoHandler> LOOPS = new java.util.concurrent.ConcurrentHashMap<>();
+    // the loop's receive reservations (under this handler's lock): bytes, connections, credits
+    private long reservedBytes;
+    private int reservations, creditsReserved;
+    private volatile SharedReceives shared;
 
-    private RdmaIoHandler(RdmaTransportConfig config, boolean unboundedWait) {
+    private RdmaIoHandler(RdmaTransportConfig config, boolean unboundedWait, ThreadAwareExecutor executor) {
         this.config = config;
         this.unboundedWait = unboundedWait;
+        this.executor = executor;
+        LOOPS.put(executor, this);
     }
 
     /** A factory of handlers with the {@link RdmaTransportConfig#defaults()}. */
@@ -83,7 +94,7 @@ public final class RdmaIoHandler implements IoHandler {
         return new IoHandlerFactory() {
             @Override
             public IoHandler newHandler(ThreadAwareExecutor executor) {
-                return new RdmaIoHandler(config, unboundedWait);
+                return new RdmaIoHandler(config, unboundedWait, executor);
             }
         };
     }
@@ -91,6 +102,152 @@ public final class RdmaIoHandler implements IoHandler {
     /** The transport's totals in this JVM (registered memory, connections, posted receives). */
     public static RdmaStats stats() {
         return RdmaStats.snapshot();
+    }
+
+    /**
+     * The receive memory of event loop {@code loop} (one of a group made with this handler's
+     * factory) now.
+     *
+     * @throws IllegalArgumentException the loop is not an RDMA event loop, or was shut down
+     */
+    public static RdmaLoopStats stats(EventLoop loop) {
+        RdmaIoHandler h = LOOPS.get(loop);
+        if (h == null) {
+            throw new IllegalArgumentException("RdmaIoHandler.stats: " + loop
+                    + " is not a live event loop of RdmaIoHandler.newFactory() (pass a loop of the group, e.g."
+                    + " channel.eventLoop())");
+        }
+        return h.loopStats();
+    }
+
+    private synchronized RdmaLoopStats loopStats() {
+        SharedReceives p = shared;
+        return new RdmaLoopStats(
+                reservations,
+                creditsReserved,
+                reservedBytes,
+                config.maxReceiveBytes(),
+                p == null ? 0 : p.registeredBytes(),
+                p == null ? 0 : p.posted());
+    }
+
+    /**
+     * A connection's stream on this loop, its receive memory reserved (any thread): the loop's
+     * shared receive queue's buffers, or its own; refused when the loop's reservations would pass
+     * {@link RdmaTransportConfig#maxReceiveBytes()}.
+     *
+     * @throws ReceiveLimitException the cap would be passed
+     */
+    RdmaStream newStream(
+            Context ctx,
+            int bufferSize,
+            int receiveBuffers,
+            int sendBuffers,
+            ProtectionDomain pd,
+            boolean zeroCopyReads)
+            throws ReceiveLimitException {
+        CompletionChannel ch = completionChannel(ctx);
+        boolean share = config.shared();
+        if (share && zeroCopyReads) {
+            throw new IllegalStateException("RDMA_ZERO_COPY_READS is refused on a loop with a shared receive queue"
+                    + " (RdmaTransportConfig.withSharedReceiveQueue): the loop's buffers cannot be held by one"
+                    + " connection's reader; turn the option off, or use a group without the shared receive queue");
+        }
+        int credits = share ? config.sharedReceiveCredits() : receiveBuffers;
+        SharedReceives pool = share ? reserveShared(ctx, ch, pd, credits) : null;
+        if (!share) {
+            reserve((long) (credits + RdmaStream.SPARE_RECEIVES) * bufferSize, credits, true);
+        }
+        try {
+            RdmaStream s = new RdmaStream(ctx, ch, bufferSize, credits, sendBuffers, pd, pool, this);
+            s.zeroCopyReads(zeroCopyReads);
+            return s;
+        } catch (RuntimeException e) {
+            unreserve(credits, pool == null ? bufferSize : pool.bufferSize, pool);
+            throw e;
+        }
+    }
+
+    private synchronized void reserve(long bytes, int credits, boolean depthLeft) throws ReceiveLimitException {
+        long cap = config.maxReceiveBytes();
+        if (reservedBytes + bytes > cap || !depthLeft) {
+            throw new ReceiveLimitException("a connection on this event loop is refused: its " + bytes
+                    + " bytes of receive buffers would bring the loop's " + reservedBytes + " bytes reserved for "
+                    + reservations + " connections past RdmaTransportConfig.maxReceiveBytes " + cap
+                    + (depthLeft
+                            ? ""
+                            : ", or past the depth of the loop's shared receive queue (" + sharedDepth() + " buffers)")
+                    + "; raise the cap (withMaxReceiveBytes), spread connections over more loops, or grant fewer"
+                    + " credits per connection");
+        }
+        reservedBytes += bytes;
+        reservations++;
+        creditsReserved += credits;
+    }
+
+    private synchronized SharedReceives reserveShared(
+            Context ctx, CompletionChannel ch, ProtectionDomain pd, int credits) throws ReceiveLimitException {
+        SharedReceives p = shared;
+        if (p == null) {
+            p = new SharedReceives(ctx, ch, pd, config.sharedBufferSize(), config.maxReceiveBytes());
+            shared = p;
+        }
+        int n = credits + RdmaStream.SPARE_RECEIVES;
+        long bytes = (long) n * p.bufferSize;
+        if (reservedBytes + bytes <= config.maxReceiveBytes()) {
+            reserve(bytes, credits, p.reserve(n));
+        } else {
+            reserve(bytes, credits, true); // refused: past the cap
+        }
+        return p;
+    }
+
+    private long sharedDepth() {
+        SharedReceives p = shared;
+        return p == null ? 0 : p.maxBuffers;
+    }
+
+    /** The stream gives its reservation back (any thread). */
+    void unreserve(RdmaStream s) {
+        unreserve(s.receiveBuffers, s.recvSize, s.shared);
+    }
+
+    private synchronized void unreserve(int credits, int bufferSize, SharedReceives pool) {
+        reservedBytes -= (long) (credits + RdmaStream.SPARE_RECEIVES) * bufferSize;
+        reservations--;
+        creditsReserved -= credits;
+        if (pool != null) {
+            pool.unreserve(credits + RdmaStream.SPARE_RECEIVES);
+        }
+    }
+
+    /**
+     * Loop thread, after a connection on the shared receive queue was disconnected (its queue
+     * pair takes no more buffers): reaps what it received, so that nothing of it is left in the
+     * loop's queue once its queue pair is gone.
+     */
+    void drainShared() {
+        SharedReceives p = shared;
+        if (p != null) {
+            try {
+                p.poll(false, true); // the other channels it reaped frames for are told (unless a poll tells them)
+            } catch (RuntimeException e) {
+                LOG.warn("verbs4j-netty: reaping the shared receive queue failed: {}", e.toString());
+            }
+        }
+    }
+
+    /** Loop thread, after a connection closed: the shared receive queue goes once no connection holds it. */
+    void closeSharedIfIdle() {
+        SharedReceives p;
+        synchronized (this) {
+            p = shared;
+            if (p == null || p.reserved() > 0) {
+                return;
+            }
+            shared = null;
+        }
+        p.close();
     }
 
     @Override
@@ -118,7 +275,12 @@ public final class RdmaIoHandler implements IoHandler {
         CompletionQueue cq;
         while ((cq = waiter.nextEvent(ch)) != null) {
             RdmaIoHandle h = byQueue.get(cq);
-            if (h != null) {
+            SharedReceives p = shared;
+            if (p != null && cq == p.cq) {
+                pollShared(p, true);
+                n++;
+                EVENTS.incrementAndGet();
+            } else if (h != null) {
                 h.completionsReady(true);
                 n++;
                 EVENTS.incrementAndGet();
@@ -129,12 +291,24 @@ public final class RdmaIoHandler implements IoHandler {
 
     private int pollAll() {
         reapEvents(); // acknowledge events so the channel does not fill
+        SharedReceives p = shared;
+        if (p != null) {
+            pollShared(p, false);
+        }
         scratch.clear();
         scratch.addAll(byQueue.values());
         for (RdmaIoHandle h : scratch) {
             h.completionsReady(false);
         }
         return scratch.size();
+    }
+
+    private static void pollShared(SharedReceives p, boolean arm) {
+        try {
+            p.poll(arm, true);
+        } catch (RuntimeException e) {
+            LOG.warn("verbs4j-netty: reaping the shared receive queue failed: {}", e.toString());
+        }
     }
 
     @Override
@@ -217,8 +391,14 @@ public final class RdmaIoHandler implements IoHandler {
 
     @Override
     public void destroy() {
+        LOOPS.remove(executor);
+        SharedReceives p = shared;
+        if (p != null && p.reserved() == 0) {
+            shared = null;
+            p.close();
+        }
         CompletionChannel ch = channel;
-        if (ch != null && byQueue.isEmpty()) {
+        if (ch != null && byQueue.isEmpty() && shared == null) {
             try {
                 ch.close();
             } catch (RuntimeException e) {

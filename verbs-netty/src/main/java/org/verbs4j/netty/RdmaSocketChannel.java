@@ -216,12 +216,20 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         if (stream != null && handler != null) {
             handler.detach(stream.cq);
         }
+        boolean shared = stream != null && stream.shared != null && handler != null;
+        if (c != null && shared) {
+            c.disconnect(); // its queue pair takes no more of the loop's buffers: reap what it took
+            handler.drainShared();
+        }
         if (c != null) {
             c.close(); // disconnects; the queue pair is gone after this
         }
         if (stream != null) {
             stream.release();
             stream = null;
+        }
+        if (shared) {
+            handler.closeSharedIfIdle();
         }
         outbound.reset();
         if (was == State.ACTIVE) {
@@ -245,9 +253,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             RdmaConnection c = null;
             try {
                 Context ctx = Connector.deviceOf(Connector.routeTo(to));
-                s = new RdmaStream(
-                        ctx, h.completionChannel(ctx), size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx));
-                s.zeroCopyReads(config.zeroCopyReads());
+                s = h.newStream(
+                        ctx, size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx), config.zeroCopyReads());
                 c = RdmaConnection.create(Connector.cm(), s.setup());
                 pending = c;
                 if (state == State.CLOSED) {
@@ -283,9 +290,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                     throw e;
                 }
                 Context ctx = Connector.deviceOf(r.localAddress().getAddress());
-                s = new RdmaStream(
-                        ctx, h.completionChannel(ctx), size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx));
-                s.zeroCopyReads(config.zeroCopyReads());
+                s = h.newStream(
+                        ctx, size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx), config.zeroCopyReads());
                 c = r.accept(s.setup(), s.handshake().encode(), timeout);
                 handOver(c, s, peer);
             } catch (Throwable t) {
@@ -363,6 +369,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         RdmaStats.CONNECTIONS.incrementAndGet();
         RdmaStats.OPENED.incrementAndGet();
         c.onEvent(this::connectionEvent);
+        s.handle((RdmaUnsafe) unsafe());
         handler.attach(s.cq, (RdmaUnsafe) unsafe());
         ChannelPromise p = connectPromise;
         connectPromise = null;

@@ -16,6 +16,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * @param bytesReadCopied stream bytes ever copied out of receive buffers into the channel allocator's buffers
  * @param bytesReadInPlace stream bytes ever handed up in the receive buffers they arrived in
  *     ({@link RdmaChannelOption#ZERO_COPY_READS})
+ * @param sharedPostedReceives receive buffers posted now to the loops' shared receive queues (of
+ *     {@code postedReceives}; {@link RdmaTransportConfig#withSharedReceiveQueue}); one loop's:
+ *     {@link RdmaIoHandler#stats(io.netty.channel.EventLoop)}
  */
 public record RdmaStats(
         long registeredBytes,
@@ -25,7 +28,8 @@ public record RdmaStats(
         long bytesCopied,
         long bytesSentInPlace,
         long bytesReadCopied,
-        long bytesReadInPlace) {
+        long bytesReadInPlace,
+        long sharedPostedReceives) {
     static final AtomicLong REGISTERED = new AtomicLong();
     static final AtomicLong CONNECTIONS = new AtomicLong();
     static final AtomicLong POSTED = new AtomicLong();
@@ -34,6 +38,7 @@ public record RdmaStats(
     static final AtomicLong SENT_IN_PLACE = new AtomicLong();
     static final AtomicLong READ_COPIED = new AtomicLong();
     static final AtomicLong READ_IN_PLACE = new AtomicLong();
+    static final AtomicLong SHARED_POSTED = new AtomicLong();
 
     /** The totals now. */
     public static RdmaStats snapshot() {
@@ -45,6 +50,7 @@ public record RdmaStats(
                 COPIED.get(),
                 SENT_IN_PLACE.get(),
                 READ_COPIED.get(),
-                READ_IN_PLACE.get());
+                READ_IN_PLACE.get(),
+                SHARED_POSTED.get());
     }
 }

@@ -41,6 +41,13 @@ import org.verbs4j.cm.ConnectionSetup;
  * receive buffer taken. A peer that died while holding every credit is found out (the probe ends
  * in a transport retry error) instead of being waited for forever.
  *
+ * <p>With a shared receive queue ({@link SharedReceives}) the stream posts no receive of its own:
+ * its queue pair takes the loop's buffers, its {@code receiveBuffers} credits (and the two probe
+ * buffers) are reserved from that pool, and its receive completions reach it through the pool
+ * ({@link #arrivedShared}); a peer that sends more frames than it was granted credits would take
+ * buffers reserved for other connections, so it is found out ({@link Credits#frameArrived}) and
+ * the connection closed. Only the send completions come to {@link #cq}.
+ *
  * <p>Made on a connecting thread (the memory is registered and the receives posted before the
  * connection request or the accept goes out); from then on used by the channel's event loop
  * thread only. {@link #release()} after the queue pair is gone.
@@ -55,7 +62,22 @@ final class RdmaStream implements OutboundFrames.Frames {
     static final int ACK_WAIT_PROBES = 30;
 
     final int bufferSize, receiveBuffers, sendBuffers;
+    /** Bytes of each receive buffer: the largest frame the peer may send (its handshake's buffer size). */
+    final int recvSize;
+
     final CompletionQueue cq;
+    /** The loop's shared receive queue, or null: the stream posts receives of its own. */
+    final SharedReceives shared;
+    /** The loop's reservation this stream holds (given back by {@link #release}). */
+    private final RdmaIoHandler loop;
+
+    private int qpn;
+    // shared receives: frames that arrived before the connection was handed to the loop
+    private final int[] early;
+    private int earlyCount;
+    private IOException sharedFailure;
+    private RdmaIoHandle handle;
+    private boolean notified;
     private MemoryRegion recvMr, sendMr;
     private ByteBuf recvView, sendView;
     private ByteBuffer recvBytes;
@@ -95,11 +117,18 @@ final class RdmaStream implements OutboundFrames.Frames {
             int bufferSize,
             int receiveBuffers,
             int sendBuffers,
-            ProtectionDomain pd) {
+            ProtectionDomain pd,
+            SharedReceives shared,
+            RdmaIoHandler loop) {
         this.bufferSize = bufferSize;
         this.receiveBuffers = receiveBuffers;
         this.sendBuffers = sendBuffers;
-        this.cq = ctx.createCompletionQueue(receiveBuffers + sendBuffers + 2 * SPARE_RECEIVES, channel, 0);
+        this.shared = shared;
+        this.loop = loop;
+        this.recvSize = shared != null ? shared.bufferSize : bufferSize;
+        this.early = shared != null ? new int[3 * (receiveBuffers + SPARE_RECEIVES)] : null;
+        this.cq = ctx.createCompletionQueue(
+                (shared != null ? 0 : receiveBuffers) + sendBuffers + 2 * SPARE_RECEIVES, channel, 0);
         this.recvs = new ReceiveWorkRequests(1, 1);
         this.sends = new SendWorkRequests(1, 1);
         this.wcs = new WorkCompletions(32);
@@ -118,6 +147,13 @@ final class RdmaStream implements OutboundFrames.Frames {
     /** The queue pair shape this stream needs. */
     ConnectionSetup setup() {
         ConnectionSetup setup = new ConnectionSetup();
+        if (shared != null) {
+            return setup.protectionDomain(shared.pd)
+                    .completionQueues(cq, shared.cq)
+                    .sharedReceiveQueue(shared.srq)
+                    .maxSendWr(sendBuffers + SPARE_RECEIVES)
+                    .beforeConnect(c -> start(c.protectionDomain(), c.queuePair()));
+        }
         if (ownPd != null) {
             setup.protectionDomain(ownPd);
         }
@@ -131,6 +167,14 @@ final class RdmaStream implements OutboundFrames.Frames {
     private void start(ProtectionDomain pd, QueuePair qp) {
         this.qp = qp;
         this.pd = pd;
+        if (shared != null) {
+            sendMr = pd.allocateMemoryRegion((long) sendBuffers * bufferSize, Access.LOCAL_WRITE);
+            RdmaStats.REGISTERED.addAndGet(sendMr.length());
+            sendView = Unpooled.wrappedBuffer(sendMr.segment().asByteBuffer());
+            qpn = qp.qpNumber();
+            shared.register(qpn, this);
+            return;
+        }
         long recvLength = (long) (receiveBuffers + SPARE_RECEIVES) * bufferSize;
         recvMr = zeroCopyReads // the buffers handed up keep their memory alive after the region is gone
                 ? pd.register(Arena.ofAuto().allocate(recvLength, 4096), Access.LOCAL_WRITE)
@@ -150,10 +194,88 @@ final class RdmaStream implements OutboundFrames.Frames {
     void connected(Handshake peer) {
         this.credits = new Credits(peer.receiveBuffers(), receiveBuffers);
         this.peerBufferSize = peer.bufferSize();
+        if (shared != null) {
+            synchronized (shared) { // frames that came before the loop had the connection
+                for (int i = 0; i < earlyCount && sharedFailure == null; i += 3) {
+                    receivedShared(early[i], early[i + 1], early[i + 2]);
+                }
+                earlyCount = 0;
+            }
+        }
     }
 
     Handshake handshake() {
-        return new Handshake(receiveBuffers, bufferSize);
+        return new Handshake(receiveBuffers, recvSize);
+    }
+
+    /** The channel's handle, told when the loop's shared receive queue brought this stream frames. */
+    void handle(RdmaIoHandle h) {
+        this.handle = h;
+    }
+
+    /**
+     * A receive completion of this stream's queue pair, reaped from the loop's shared queue (loop
+     * thread, the pool's lock held): handled as {@link #complete} handles its own; a failure is
+     * kept for the next {@link #poll}.
+     *
+     * @return whether the channel should be told (the first frame since it was last told)
+     */
+    boolean arrivedShared(int slot, WorkCompletions wcs, int i) {
+        if (sharedFailure != null || released) {
+            repostSharedQuietly(slot);
+            return false;
+        }
+        if (!wcs.isSuccess(i)) {
+            sharedFailure = new CompletionFailedException(
+                    "a receive failed: " + wcs.statusText(i) + " (status " + wcs.status(i) + ")", false);
+            repostSharedQuietly(slot);
+        } else if (wcs.opcode(i) != CompletionOpcode.RECV || !wcs.hasImmediate(i)) {
+            sharedFailure =
+                    new ProtocolViolationException("a frame without its credit count (opcode " + wcs.opcode(i) + ")");
+            repostSharedQuietly(slot);
+        } else if (credits == null) {
+            if (earlyCount == early.length) {
+                sharedFailure = new ProtocolViolationException("the peer sent more than " + early.length / 3
+                        + " frames before the connection was established (it was granted " + receiveBuffers
+                        + " credits)");
+                repostSharedQuietly(slot);
+            } else {
+                early[earlyCount++] = slot;
+                early[earlyCount++] = wcs.byteLength(i);
+                early[earlyCount++] = wcs.immediate(i);
+            }
+            return false;
+        } else {
+            receivedShared(slot, wcs.byteLength(i), wcs.immediate(i));
+        }
+        boolean tell = !notified && handle != null;
+        notified |= tell;
+        return tell;
+    }
+
+    private void receivedShared(int slot, int length, int imm) {
+        try {
+            received(slot, length, imm);
+        } catch (IOException e) {
+            sharedFailure = e;
+            repostSharedQuietly(slot);
+        }
+    }
+
+    private void repostSharedQuietly(int slot) {
+        try {
+            shared.repost(slot);
+        } catch (IOException e) {
+            RdmaIoHandler.LOG.warn("verbs4j-netty: {}", e.getMessage());
+        }
+    }
+
+    /** The loop's shared receive queue brought this stream frames: the channel reaps and delivers them. */
+    void sharedReceived() {
+        notified = false;
+        if (handle != null) {
+            handle.completionsReady(false);
+        }
     }
 
     private void postReceive(int slot) {
@@ -171,6 +293,10 @@ final class RdmaStream implements OutboundFrames.Frames {
 
     /** Reposts a receive buffer without owing the peer a credit for it (a probe's); false once down. */
     private boolean repostQuietly(int slot) throws IOException {
+        if (shared != null) {
+            shared.repost(slot); // the loop's buffer goes back whatever this connection's state
+            return !down;
+        }
         if (down) {
             return false;
         }
@@ -370,7 +496,9 @@ final class RdmaStream implements OutboundFrames.Frames {
      */
     void takeReady(ByteBuf dst) throws IOException {
         int from = dst.writerIndex();
-        int slot = ready.take(recvView, bufferSize, dst);
+        int slot = shared != null
+                ? ready.take(shared.view(ready.headSlot()), recvSize, SharedReceives.CHUNK, dst)
+                : ready.take(recvView, bufferSize, Integer.MAX_VALUE, dst);
         RdmaStats.READ_COPIED.addAndGet(dst.writerIndex() - from);
         if (slot >= 0) {
             repost(slot);
@@ -423,6 +551,9 @@ final class RdmaStream implements OutboundFrames.Frames {
             if (arm) {
                 cq.requestNotify(false);
                 drain();
+            }
+            if (sharedFailure != null) {
+                throw sharedFailure;
             }
         } catch (VerbsException e) {
             down = true;
@@ -485,13 +616,18 @@ final class RdmaStream implements OutboundFrames.Frames {
         if (wcs.opcode(i) != CompletionOpcode.RECV || !wcs.hasImmediate(i)) {
             throw new ProtocolViolationException("a frame without its credit count (opcode " + wcs.opcode(i) + ")");
         }
-        int imm = wcs.immediate(i);
+        received(slot, wcs.byteLength(i), wcs.immediate(i));
+    }
+
+    /** A frame arrived in receive buffer {@code slot}: a probe, or a frame that spent one of the peer's credits. */
+    private void received(int slot, int length, int imm) throws IOException {
         if ((imm & ReceivedFrames.PROBE) != 0) {
-            probed(slot, imm, wcs.byteLength(i));
+            probed(slot, imm, length);
             return;
         }
+        credits.frameArrived();
         credits.returned(ReceivedFrames.credits(imm));
-        if (ready.arrived(slot, wcs.byteLength(i), imm)) {
+        if (ready.arrived(slot, length, imm)) {
             repost(slot);
         }
     }
@@ -551,6 +687,19 @@ final class RdmaStream implements OutboundFrames.Frames {
         down = true;
         RdmaStats.POSTED.addAndGet(-posted);
         posted = 0;
+        if (shared != null) {
+            synchronized (shared) { // once unregistered under the pool's lock, no completion reaches this stream
+                shared.unregister(qpn);
+                for (int slot; (slot = ready.drop()) >= 0; ) {
+                    repostSharedQuietly(slot); // the frames not handed up give their buffers back to the loop
+                }
+                for (int i = 0; i < earlyCount; i += 3) {
+                    repostSharedQuietly(early[i]);
+                }
+                earlyCount = 0;
+            }
+        }
+        loop.unreserve(this);
         for (int slot = 0; slot < sendBuffers; slot++) {
             unpin(slot); // the queue pair is gone: no send reads them any more
         }

@@ -1,20 +1,86 @@
 package org.verbs4j.netty;
 
 /**
- * How an {@link RdmaIoHandler} runs its loop: blocking on the completion channel (the default)
- * or busy-polling the completion queues (lower latency, one core spent per loop). Immutable; any
+ * How an {@link RdmaIoHandler} runs its loop and its connections' receive memory. Immutable; any
  * thread.
  *
+ * <p>The loop blocks on the completion channel (the default) or busy-polls the completion queues
+ * (lower latency, one core spent per loop). Each connection posts receive buffers of its own (the
+ * default), or, with {@link #withSharedReceiveQueue}, every connection of the loop is made on one
+ * shared receive queue whose buffers are sliced from registered memory of the loop: each
+ * connection reserves its credits (and two probe buffers) from that pool while it lives, so the
+ * buffers posted always cover every credit granted, and the memory grows with the credits
+ * reserved, not with a full receive ring per connection. {@link #withMaxReceiveBytes} caps the
+ * receive memory a loop reserves, in either mode: a connection beyond it is refused.
+ *
  * @param busyPoll poll without ever blocking in the kernel
+ * @param sharedReceiveCredits credits (receive buffers) each connection grants its peer from the
+ *     loop's shared receive queue; 0: no shared receive queue, each connection posts its own
+ *     {@link RdmaChannelOption#RECEIVE_BUFFERS}
+ * @param sharedBufferSize bytes of each buffer of the shared receive queue (the largest frame a peer may send)
+ * @param maxReceiveBytes the most receive-buffer bytes the loop's connections reserve together
  */
-public record RdmaTransportConfig(boolean busyPoll) {
-    /** The defaults: the loop blocks until a completion, a task or a wake-up. */
+public record RdmaTransportConfig(
+        boolean busyPoll, int sharedReceiveCredits, int sharedBufferSize, long maxReceiveBytes) {
+    /** The credits per connection {@link #withSharedReceiveQueue()} grants. */
+    public static final int DEFAULT_SHARED_CREDITS = 6;
+
+    /** Validates the values (see the methods that set them). */
+    public RdmaTransportConfig {
+        if (sharedReceiveCredits != 0 && sharedReceiveCredits < Credits.MIN_RECEIVE_BUFFERS) {
+            throw new IllegalArgumentException("sharedReceiveCredits " + sharedReceiveCredits + ": 0 (off) or at least "
+                    + Credits.MIN_RECEIVE_BUFFERS + " (the credit rules need four)");
+        }
+        if (sharedBufferSize < 64) {
+            throw new IllegalArgumentException("sharedBufferSize " + sharedBufferSize + ": at least 64 bytes");
+        }
+        if (maxReceiveBytes <= 0) {
+            throw new IllegalArgumentException(
+                    "maxReceiveBytes " + maxReceiveBytes + ": a positive byte count (Long.MAX_VALUE: no cap)");
+        }
+    }
+
+    /** Only {@code busyPoll} set; the rest as in {@link #defaults()}. */
+    public RdmaTransportConfig(boolean busyPoll) {
+        this(busyPoll, 0, 16 << 10, Long.MAX_VALUE);
+    }
+
+    /**
+     * The defaults: the loop blocks until a completion, a task or a wake-up; each connection posts
+     * its own receive buffers; no cap on the loop's receive memory.
+     */
     public static RdmaTransportConfig defaults() {
         return new RdmaTransportConfig(false);
     }
 
     /** This configuration with busy-polling on or off. */
     public RdmaTransportConfig withBusyPoll(boolean on) {
-        return new RdmaTransportConfig(on);
+        return new RdmaTransportConfig(on, sharedReceiveCredits, sharedBufferSize, maxReceiveBytes);
+    }
+
+    /** This configuration with a shared receive queue per loop, {@link #DEFAULT_SHARED_CREDITS} credits per connection. */
+    public RdmaTransportConfig withSharedReceiveQueue() {
+        return withSharedReceiveQueue(DEFAULT_SHARED_CREDITS, sharedBufferSize);
+    }
+
+    /**
+     * This configuration with a shared receive queue per loop: each connection grants its peer
+     * {@code credits} buffers of {@code bufferSize} bytes (the channel's
+     * {@link RdmaChannelOption#RECEIVE_BUFFERS} and {@link RdmaChannelOption#ZERO_COPY_READS}
+     * then do not apply; a channel asking for zero-copy reads is refused). {@code credits} 0 turns
+     * it off.
+     */
+    public RdmaTransportConfig withSharedReceiveQueue(int credits, int bufferSize) {
+        return new RdmaTransportConfig(busyPoll, credits, bufferSize, maxReceiveBytes);
+    }
+
+    /** This configuration with the loop's receive memory capped at {@code bytes}. */
+    public RdmaTransportConfig withMaxReceiveBytes(long bytes) {
+        return new RdmaTransportConfig(busyPoll, sharedReceiveCredits, sharedBufferSize, bytes);
+    }
+
+    /** Whether the loop's connections share one receive queue. */
+    boolean shared() {
+        return sharedReceiveCredits > 0;
     }
 }

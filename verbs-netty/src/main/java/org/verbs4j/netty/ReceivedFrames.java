@@ -116,19 +116,24 @@ final class ReceivedFrames {
         count++;
     }
 
+    /** The slot of the oldest frame, or -1 if there is none. */
+    int headSlot() {
+        return count == 0 ? -1 : slots[head];
+    }
+
     /**
      * Copies the next bytes of the oldest frame, as many as {@code dst} has room for, from
-     * {@code buffers} (slot {@code s} at {@code s × bufferSize}) into {@code dst}.
+     * {@code buffers} (slot {@code s} at {@code (s % slotsPerView) × bufferSize}) into {@code dst}.
      *
      * @return the slot of the frame if this took its last byte (its buffer may be reposted), else -1
      */
-    int take(ByteBuf buffers, int bufferSize, ByteBuf dst) {
+    int take(ByteBuf buffers, int bufferSize, int slotsPerView, ByteBuf dst) {
         if (count == 0) {
             return -1;
         }
         int slot = slots[head];
         int n = Math.min(dst.writableBytes(), lengths[head] - offset);
-        dst.writeBytes(buffers, slot * bufferSize + offset, n);
+        dst.writeBytes(buffers, slot % slotsPerView * bufferSize + offset, n);
         offset += n;
         if (offset < lengths[head]) {
             return -1;

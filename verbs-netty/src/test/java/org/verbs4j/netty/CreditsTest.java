@@ -49,6 +49,20 @@ class CreditsTest {
     }
 
     @Test
+    void aFrameBeyondTheCreditsGrantedIsRefused() throws Exception {
+        Credits c = new Credits(4, 6);
+        for (int i = 0; i < 6; i++) {
+            c.frameArrived(); // the six buffers granted at the start
+        }
+        c.reposted(2);
+        assertEquals(2, c.spend(), "two credits go back to the peer");
+        c.frameArrived();
+        c.frameArrived();
+        ProtocolViolationException e = assertThrows(ProtocolViolationException.class, c::frameArrived);
+        assertTrue(e.getMessage().contains("frame 9 but was granted only 8 credits"), e.getMessage());
+    }
+
+    @Test
     void fewerThanFourBuffersAreRefused() {
         assertThrows(IllegalArgumentException.class, () -> new Credits(3, 4));
         assertThrows(IllegalArgumentException.class, () -> new Credits(4, 2));
@@ -146,6 +160,7 @@ class CreditsTest {
      * @return the frames still to keep
      */
     private static int arrive(Credits c, int[] f, int hold) throws ProtocolViolationException {
+        c.frameArrived(); // an honest peer never passes its grant
         c.returned(f[0]);
         if (f[1] == 1 && hold > 0) {
             return hold - 1; // kept: never reposted

@@ -147,6 +147,42 @@ class HostilePeerTest {
         assertGoodClientServed();
     }
 
+    /**
+     * With the loop's shared receive queue a frame beyond the peer's credits lands in a buffer
+     * reserved for another connection (no receiver-not-ready stops it): the server counts the
+     * frames against the credits it granted and closes the connection at the first one beyond.
+     * The server's channel reads nothing (AUTO_READ off), so it returns no credit.
+     */
+    @Test
+    void framesBeyondTheCreditsGrantedCloseASharedQueueConnection() throws Exception {
+        TestTransport.close(server, group);
+        group = new io.netty.channel.MultiThreadIoEventLoopGroup(
+                1, RdmaIoHandler.newFactory(RdmaTransportConfig.defaults().withSharedReceiveQueue()));
+        java.util.concurrent.atomic.AtomicBoolean holdFirst = new java.util.concurrent.atomic.AtomicBoolean(true);
+        server = transport
+                .serverBootstrap(group)
+                .childHandler(new ChannelInitializer<>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        if (holdFirst.getAndSet(false)) {
+                            ch.config().setAutoRead(false); // the hostile connection: nothing handed up
+                        }
+                        ch.pipeline().addLast(new ServerSide());
+                    }
+                })
+                .bind(transport.address(0))
+                .syncUninterruptibly()
+                .channel();
+        try (Hostile h = new Hostile(handshake(BUFFERS, BUFFER_SIZE))) {
+            int credits = RdmaTransportConfig.DEFAULT_SHARED_CREDITS;
+            for (int i = 0; i <= credits; i++) {
+                h.send(true, 0, 1);
+            }
+            assertClosedWithError("frame " + (credits + 1) + " but was granted only " + credits + " credits");
+        }
+        assertGoodClientServed();
+    }
+
     /** Turns ALLOW_HALF_CLOSURE on for the server's channel of the hostile connection. */
     private void halfClosing() throws InterruptedException {
         Channel child = serverOpened.poll(WAIT.toSeconds(), TimeUnit.SECONDS);

@@ -63,7 +63,7 @@ class ReceivedFramesTest {
                 int room = random.nextInt(3) == 0 ? 1 : 1 + random.nextInt(3 * bufferSize);
                 ByteBuf dst = Unpooled.buffer(room, room);
                 while (dst.isWritable() && frames.count() > 0) {
-                    int done = frames.take(memory, bufferSize, dst);
+                    int done = frames.take(memory, bufferSize, Integer.MAX_VALUE, dst);
                     if (done >= 0) {
                         assertEquals(inUse.removeFirst(), done, "the buffer freed is the oldest frame's");
                         free.add(done);
@@ -74,7 +74,7 @@ class ReceivedFramesTest {
         }
         ByteBuf rest = Unpooled.buffer(bufferSize * buffers);
         while (frames.count() > 0) {
-            int done = frames.take(memory, bufferSize, rest);
+            int done = frames.take(memory, bufferSize, Integer.MAX_VALUE, rest);
             if (done >= 0) {
                 assertEquals(inUse.removeFirst(), done);
             }
@@ -102,7 +102,7 @@ class ReceivedFramesTest {
         assertEquals(7, ReceivedFrames.credits(ReceivedFrames.END_OF_STREAM | 7), "its credits");
         assertFalse(frames.ended(), "bytes before the end are still to be taken");
         ByteBuf dst = Unpooled.buffer(8);
-        assertEquals(1, frames.take(memory, 8, dst));
+        assertEquals(1, frames.take(memory, 8, Integer.MAX_VALUE, dst));
         assertTrue(frames.ended(), "the input ends once they are taken");
         assertTrue(frames.arrived(3, 0, 9), "credit frames may still follow");
         assertArrayEquals(new byte[] {1, 2, 3}, ByteBufUtil.getBytes(dst));
@@ -136,7 +136,7 @@ class ReceivedFramesTest {
         frames.arrived(0, 1, 0);
         ByteBuf memory = Unpooled.buffer(4 * 8);
         assertEquals(4, frames.wholeHeadLength(), "the oldest frame, whole");
-        frames.take(memory, 8, Unpooled.buffer(2)); // the oldest in part
+        frames.take(memory, 8, Integer.MAX_VALUE, Unpooled.buffer(2)); // the oldest in part
         assertEquals(-1, frames.wholeHeadLength(), "partly taken: not whole any more");
         assertEquals(2, frames.drop());
         assertEquals(1, frames.wholeHeadLength());

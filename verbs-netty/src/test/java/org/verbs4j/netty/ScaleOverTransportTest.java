@@ -118,7 +118,7 @@ class ScaleOverTransportTest {
     }
 
     /** A client connection that sends {@code expected} pattern bytes of its own and checks their echo. */
-    private final class Conn extends ChannelInboundHandlerAdapter {
+    static final class Conn extends ChannelInboundHandlerAdapter {
         final int id;
         final int expected;
         final CompletableFuture<Void> echoed = new CompletableFuture<>();

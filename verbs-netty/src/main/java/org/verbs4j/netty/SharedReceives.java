@@ -1,0 +1,271 @@
+package org.verbs4j.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.verbs4j.Access;
+import org.verbs4j.CompletionChannel;
+import org.verbs4j.CompletionQueue;
+import org.verbs4j.CompletionStatus;
+import org.verbs4j.Context;
+import org.verbs4j.MemoryRegion;
+import org.verbs4j.ProtectionDomain;
+import org.verbs4j.ReceiveWorkRequests;
+import org.verbs4j.SharedReceiveQueue;
+import org.verbs4j.VerbsException;
+import org.verbs4j.WorkCompletions;
+
+/**
+ * The shared receive queue of one event loop ({@link RdmaTransportConfig#withSharedReceiveQueue}):
+ * its buffers are sliced from registered chunks of {@link #CHUNK} buffers, registered as the
+ * credits reserved by the loop's connections grow (never more than the cap), so that the buffers
+ * posted always cover every credit granted. One completion queue of the loop takes every
+ * receive; a completion is matched to its connection by its queue pair number. One receive
+ * completion queue per loop, not per connection: a queue fed by a shared receive queue must have
+ * room for all of that queue's receives, which per connection would cost the whole pool's size
+ * in completion entries each.
+ *
+ * <p>Reservations and posts come from connecting threads and the loop thread (under this
+ * object's lock); polling and {@link #close} run on the loop thread only.
+ */
+final class SharedReceives {
+    /** Buffers per registered chunk. */
+    static final int CHUNK = 64;
+    /** The most buffers one loop's queue holds (its depth, and its completion queue's: a few MiB of the kernel's memory). */
+    static final int MAX_DEPTH = 8192;
+
+    final int bufferSize;
+    /** The most buffers it may slice: the cap over the buffer size, at most {@link #MAX_DEPTH} and the device's depths. */
+    final int maxBuffers;
+
+    final ProtectionDomain pd;
+    final SharedReceiveQueue srq;
+    final CompletionQueue cq;
+    private final boolean ownsPd;
+    private final List<MemoryRegion> chunks = new ArrayList<>();
+    private final List<ByteBuf> views = new ArrayList<>();
+    private final ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
+    private final WorkCompletions wcs = new WorkCompletions(32);
+    private final QpTable<RdmaStream> streams = new QpTable<>();
+    private final List<RdmaStream> touched = new ArrayList<>();
+    private int sliced, reserved;
+    private long posted;
+    private boolean closed, polling;
+
+    SharedReceives(Context ctx, CompletionChannel channel, ProtectionDomain pd, int bufferSize, long maxBytes) {
+        this.bufferSize = bufferSize;
+        org.verbs4j.DeviceAttributes dev = ctx.queryDevice();
+        this.maxBuffers =
+                (int) Math.min(Math.min(maxBytes / bufferSize, MAX_DEPTH), Math.min(dev.maxSrqWr(), dev.maxCqe()));
+        this.ownsPd = pd == null;
+        this.pd = pd != null ? pd : ctx.allocateProtectionDomain();
+        try {
+            this.srq = this.pd.createSharedReceiveQueue(Math.max(maxBuffers, 1), 1);
+            try {
+                this.cq = ctx.createCompletionQueue(Math.max(maxBuffers, 1), channel, 0);
+            } catch (RuntimeException e) {
+                srq.close();
+                throw e;
+            }
+            cq.requestNotify(false);
+        } catch (RuntimeException e) {
+            if (ownsPd) {
+                this.pd.close();
+            }
+            throw e;
+        }
+    }
+
+    /** Buffers reserved by connections now. */
+    synchronized int reserved() {
+        return reserved;
+    }
+
+    /** Buffers registered (sliced) now. */
+    synchronized int sliced() {
+        return sliced;
+    }
+
+    /** Buffers posted and not yet completed. */
+    synchronized long posted() {
+        return posted;
+    }
+
+    /**
+     * Reserves {@code n} buffers for one connection, slicing and posting more if the posted
+     * buffers would no longer cover every reservation; false when that would pass {@link #maxBuffers}.
+     */
+    synchronized boolean reserve(int n) {
+        if (closed || reserved + n > maxBuffers) {
+            return false;
+        }
+        while (sliced < reserved + n) {
+            addChunk(Math.min(CHUNK, maxBuffers - sliced));
+        }
+        reserved += n;
+        return true;
+    }
+
+    synchronized void unreserve(int n) {
+        reserved -= n;
+    }
+
+    private void addChunk(int buffers) {
+        int first = chunks.size() * CHUNK; // slot s lies in chunk s / CHUNK; only the last chunk may be short
+        MemoryRegion mr = pd.allocateMemoryRegion((long) buffers * bufferSize, Access.LOCAL_WRITE);
+        RdmaStats.REGISTERED.addAndGet(mr.length());
+        chunks.add(mr);
+        views.add(Unpooled.wrappedBuffer(mr.segment().asByteBuffer()));
+        sliced += buffers;
+        for (int i = 0; i < buffers; i++) {
+            postLocked(first + i);
+        }
+    }
+
+    /** The bytes of buffer {@code slot}'s chunk (slot {@code s} at {@code (s % CHUNK) × bufferSize}). */
+    synchronized ByteBuf view(int slot) {
+        return views.get(slot / CHUNK);
+    }
+
+    /** Posts buffer {@code slot} again (its bytes were handed up); nothing once closed. */
+    synchronized void repost(int slot) throws IOException {
+        if (closed) {
+            return;
+        }
+        try {
+            postLocked(slot);
+        } catch (VerbsException e) {
+            throw new IOException("reposting a buffer of the shared receive queue failed: " + e.getMessage(), e);
+        }
+    }
+
+    private void postLocked(int slot) {
+        srq.postRecv(
+                recvs.clear().add(slot).sge(chunks.get(slot / CHUNK), (long) (slot % CHUNK) * bufferSize, bufferSize));
+        posted++;
+        RdmaStats.POSTED.incrementAndGet();
+        RdmaStats.SHARED_POSTED.incrementAndGet();
+    }
+
+    /** From now on completions of queue pair {@code qpn} go to {@code s} (any thread). */
+    synchronized void register(int qpn, RdmaStream s) {
+        streams.put(qpn, s);
+    }
+
+    synchronized void unregister(int qpn) {
+        streams.remove(qpn);
+    }
+
+    /**
+     * Loop thread: reaps every receive completion and hands each to its connection (one of a
+     * connection already gone is reposted), then, unless {@code notify} is false or a poll is
+     * already handing them over, tells each connection that received something.
+     */
+    void poll(boolean arm, boolean notify) throws VerbsException {
+        drain();
+        if (arm) {
+            cq.requestNotify(false);
+            drain();
+        }
+        if (!notify || polling) {
+            return;
+        }
+        polling = true;
+        try {
+            for (int i = 0; i < touched.size(); i++) { // a channel told may close and reap more: the list grows
+                try {
+                    touched.get(i).sharedReceived();
+                } catch (RuntimeException e) {
+                    RdmaIoHandler.LOG.warn("verbs4j-netty: a channel failed on frames it received: {}", e.toString());
+                }
+            }
+        } finally {
+            touched.clear();
+            polling = false;
+        }
+    }
+
+    private void drain() {
+        int n;
+        while ((n = cq.poll(wcs)) > 0) {
+            synchronized (this) {
+                for (int i = 0; i < n; i++) {
+                    complete(i);
+                }
+            }
+        }
+    }
+
+    private void complete(int i) {
+        int slot = (int) wcs.wrId(i);
+        posted--;
+        RdmaStats.POSTED.decrementAndGet();
+        RdmaStats.SHARED_POSTED.decrementAndGet();
+        RdmaStream s = streams.get(wcs.qpNumber(i));
+        if (!wcs.isSuccess(i) && wcs.status(i) == CompletionStatus.WR_FLUSH_ERR) {
+            repostQuietly(slot); // flushed, not filled: the buffer is fine
+            return;
+        }
+        if (s == null) {
+            repostQuietly(slot); // a connection already gone: its frame is dropped, the buffer kept
+            return;
+        }
+        if (s.arrivedShared(slot, wcs, i)) {
+            touched.add(s);
+        }
+    }
+
+    private void repostQuietly(int slot) {
+        try {
+            repost(slot);
+        } catch (IOException e) {
+            RdmaIoHandler.LOG.warn("verbs4j-netty: {}", e.getMessage());
+        }
+    }
+
+    /** Loop thread, no connection left on it: destroys the queues and deregisters the chunks. */
+    synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        RdmaStats.POSTED.addAndGet(-posted);
+        RdmaStats.SHARED_POSTED.addAndGet(-posted);
+        posted = 0;
+        try {
+            srq.close();
+            cq.close();
+        } catch (RuntimeException e) {
+            RdmaIoHandler.LOG.warn("verbs4j-netty: closing the loop's shared receive queue failed: {}", e.toString());
+        }
+        for (MemoryRegion mr : chunks) {
+            RdmaStats.REGISTERED.addAndGet(-mr.length());
+            try {
+                mr.close();
+            } catch (RuntimeException e) {
+                RdmaIoHandler.LOG.warn("verbs4j-netty: deregistering a shared receive chunk failed: {}", e.toString());
+            }
+        }
+        chunks.clear();
+        if (ownsPd) {
+            try {
+                pd.close();
+            } catch (RuntimeException e) {
+                RdmaIoHandler.LOG.warn("verbs4j-netty: closing the shared receive domain failed: {}", e.toString());
+            }
+        }
+        recvs.close();
+        wcs.close();
+    }
+
+    /** Bytes registered for it now. */
+    synchronized long registeredBytes() {
+        long b = 0;
+        for (MemoryRegion mr : chunks) {
+            b += mr.length();
+        }
+        return b;
+    }
+}

@@ -1,0 +1,57 @@
+package org.verbs4j.netty;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.channel.DefaultEventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** The loop configuration's values and refusals, and one loop's receive totals before any connection. */
+class RdmaTransportConfigTest {
+    @Test
+    void theDefaultsShareNothingAndCapNothing() {
+        RdmaTransportConfig c = RdmaTransportConfig.defaults();
+        assertFalse(c.shared());
+        assertEquals(Long.MAX_VALUE, c.maxReceiveBytes());
+        RdmaTransportConfig s =
+                c.withSharedReceiveQueue().withMaxReceiveBytes(1 << 20).withBusyPoll(true);
+        assertTrue(s.shared() && s.busyPoll());
+        assertEquals(RdmaTransportConfig.DEFAULT_SHARED_CREDITS, s.sharedReceiveCredits());
+        assertEquals(1 << 20, s.maxReceiveBytes());
+        assertFalse(s.withSharedReceiveQueue(0, 4096).shared(), "0 credits: off");
+    }
+
+    @Test
+    void valuesTheTransportCannotHonourAreRefused() {
+        RdmaTransportConfig c = RdmaTransportConfig.defaults();
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> c.withSharedReceiveQueue(3, 16 << 10));
+        assertTrue(e.getMessage().contains("sharedReceiveCredits 3"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> c.withSharedReceiveQueue(8, 63));
+        e = assertThrows(IllegalArgumentException.class, () -> c.withMaxReceiveBytes(0));
+        assertTrue(e.getMessage().contains("maxReceiveBytes 0"), e.getMessage());
+    }
+
+    @Test
+    void aLoopReportsItsReceiveTotalsAndAForeignLoopIsRefused() throws Exception {
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(
+                1, RdmaIoHandler.newFactory(RdmaTransportConfig.defaults().withMaxReceiveBytes(12345)));
+        DefaultEventLoop other = new DefaultEventLoop();
+        try {
+            group.next().submit(() -> {}).syncUninterruptibly(); // the loop runs (and waits) before it is shut down
+            RdmaLoopStats s = RdmaIoHandler.stats(group.next());
+            assertEquals(new RdmaLoopStats(0, 0, 0, 12345, 0, 0), s);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> RdmaIoHandler.stats(other));
+            assertTrue(e.getMessage().contains("not a live event loop of RdmaIoHandler"), e.getMessage());
+        } finally {
+            other.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        }
+        assertThrows(IllegalArgumentException.class, () -> RdmaIoHandler.stats(group.next()), "a loop shut down");
+    }
+}

@@ -1,0 +1,314 @@
+package org.verbs4j.netty;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.verbs4j.netty.ScaleOverTransportTest.Conn;
+import org.verbs4j.testing.RdmaTest;
+import org.verbs4j.testing.RdmaTestSupport;
+
+/**
+ * The shared receive queue per event loop ({@link RdmaTransportConfig#withSharedReceiveQueue}) on
+ * rxe: {@value #DEFAULT_CONNECTIONS} connections (system property {@code verbs4j.netty.sharedConnections})
+ * held open at once through one client loop and one server loop, an echo on each with every byte
+ * checked, once with the shared queue and once with per-connection receive buffers; the registered
+ * memory at the peak is printed for both and must be lower with the shared queue, the loops'
+ * reservations within their cap and covered by the buffers posted, and the device's objects
+ * ({@code rdma res}) back to where they were once the connections closed; the same after
+ * connections opened, used and closed in batches. And the cap: a
+ * connection past it is refused, in either mode and on either side, the loop's other connections
+ * unaffected; and zero-copy reads, refused on a loop with the shared queue.
+ */
+@RdmaTest
+class SharedReceiveGuestTest {
+    private static final int DEFAULT_CONNECTIONS = 20;
+    private static final int CONNECTIONS = Integer.getInteger("verbs4j.netty.sharedConnections", DEFAULT_CONNECTIONS);
+    /** Connections opened, used and closed in batches of 20 (system property {@code verbs4j.netty.sharedChurn}). */
+    private static final int CHURN = Integer.getInteger("verbs4j.netty.sharedChurn", 40);
+
+    private static final int BYTES = 8 << 10, CHUNK = 1 << 10;
+    private static final long WAIT_S = 120;
+    private static final int BUFFER = 16 << 10;
+    /** The receive bytes one shared-queue connection reserves by default: its credits and two probe buffers. */
+    private static final long SHARED_RESERVATION = (RdmaTransportConfig.DEFAULT_SHARED_CREDITS + 2L) * BUFFER;
+
+    @Test
+    void connectionsHeldOpenOnOneLoopRegisterLessWithASharedReceiveQueue() throws Exception {
+        long cap = 64L << 20;
+        long shared = peakRegistered(
+                "shared receive queue",
+                RdmaTransportConfig.defaults().withSharedReceiveQueue().withMaxReceiveBytes(cap));
+        long own = peakRegistered("per-connection receive buffers", RdmaTransportConfig.defaults());
+        System.out.printf(
+                "[shared-receive] %d connections on one loop per side: %d bytes registered with the shared receive"
+                        + " queue, %d with per-connection buffers (%.2fx)%n",
+                CONNECTIONS, shared, own, (double) shared / own);
+        assertTrue(shared < own, "the shared receive queue registers less: " + shared + " < " + own);
+    }
+
+    /**
+     * {@link #CHURN} connections opened, used and closed in batches through one loop per side with
+     * the shared queue: the queue is made and released again as batches come and go, frames of
+     * connections closing meet their buffers reposted, and every echo is checked.
+     */
+    @Test
+    void connectionsOpenedUsedAndClosedInBatchesLeaveNothingBehind() throws Exception {
+        try (Loops loops = new Loops(RdmaTransportConfig.defaults().withSharedReceiveQueue())) {
+            for (int start = 0; start < CHURN; start += 20) {
+                List<Conn> batch = new ArrayList<>();
+                for (int i = start; i < Math.min(CHURN, start + 20); i++) {
+                    batch.add(connect(loops.clientGroup, loops.server, i));
+                }
+                for (Conn c : batch) {
+                    c.sendAll(CHUNK);
+                }
+                for (Conn c : batch) {
+                    c.echoed.get(WAIT_S, TimeUnit.SECONDS);
+                    c.channel.close().syncUninterruptibly();
+                }
+            }
+            loops.assertBackAfter(CHURN + " connections in batches of 20");
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), loops.client());
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), loops.serverLoop());
+        }
+    }
+
+    /** Runs the echo on {@link #CONNECTIONS} connections with {@code config}; returns the registered bytes at the peak. */
+    private static long peakRegistered(String mode, RdmaTransportConfig config) throws Exception {
+        try (Loops loops = new Loops(config)) {
+            List<Conn> echoes = new ArrayList<>();
+            for (int i = 0; i < CONNECTIONS; i++) {
+                echoes.add(connect(loops.clientGroup, loops.server, i));
+            }
+            for (Conn e : echoes) {
+                e.sendAll(CHUNK);
+            }
+            for (Conn e : echoes) {
+                e.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            }
+            long peak = RdmaIoHandler.stats().registeredBytes() - loops.registeredBefore;
+            RdmaLoopStats client = loops.client(), serverLoop = loops.serverLoop();
+            System.out.println("[shared-receive] " + mode + ", before: registered " + loops.registeredBefore
+                    + " B, rdma res " + loops.resBefore);
+            System.out.println("[shared-receive] " + mode + ", peak: registered +" + peak + " B, client loop " + client
+                    + ", server loop " + serverLoop + ", rdma res " + rdmaRes());
+            for (RdmaLoopStats loop : List.of(client, serverLoop)) {
+                assertEquals(CONNECTIONS, loop.connections(), "connections reserved on the loop: " + loop);
+                assertTrue(loop.receiveBytesReserved() <= loop.maxReceiveBytes(), "within the cap: " + loop);
+                if (config.shared()) {
+                    assertEquals(CONNECTIONS * SHARED_RESERVATION, loop.receiveBytesReserved(), "reserved: " + loop);
+                    assertTrue(
+                            loop.sharedPostedReceives() * BUFFER >= loop.receiveBytesReserved(),
+                            "the buffers posted cover every credit granted and the probe buffers: " + loop);
+                } else {
+                    assertEquals(0, loop.sharedPostedReceives(), "no shared queue: " + loop);
+                }
+            }
+            for (Conn e : echoes) {
+                e.channel.close().syncUninterruptibly();
+            }
+            loops.assertBackAfter(mode);
+            assertEquals(0, loops.client().sharedRegisteredBytes(), "the idle loop's queue is gone");
+            return peak;
+        }
+    }
+
+    @Test
+    void aConnectionPastTheLoopsCapIsRefusedAndTheOthersGoOn() throws Exception {
+        refusedPastTheCap(RdmaTransportConfig.defaults().withSharedReceiveQueue(), SHARED_RESERVATION);
+        refusedPastTheCap(RdmaTransportConfig.defaults(), (RdmaSocketChannelConfig.DEFAULT_BUFFERS + 2L) * BUFFER);
+    }
+
+    /** Caps the client's loop at two connections of {@code reservation} bytes, then the server's at one. */
+    private static void refusedPastTheCap(RdmaTransportConfig config, long reservation) throws Exception {
+        EventLoopGroup serverGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
+        EventLoopGroup clientGroup = new MultiThreadIoEventLoopGroup(
+                1, RdmaIoHandler.newFactory(config.withMaxReceiveBytes(2 * reservation)));
+        EventLoopGroup cappedServerGroup =
+                new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config.withMaxReceiveBytes(reservation)));
+        BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
+        Channel server = null, cappedServer = null;
+        try {
+            server = echoServer(serverGroup, children);
+            Conn a = connect(clientGroup, server, 0), b = connect(clientGroup, server, 1);
+            long t0 = System.nanoTime();
+            ChannelFuture third = new Bootstrap()
+                    .group(clientGroup)
+                    .channel(RdmaSocketChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter())
+                    .connect(server.localAddress());
+            assertTrue(third.await(WAIT_S, TimeUnit.SECONDS), "the refusal reaches the connect promise");
+            assertFalse(third.isSuccess(), "a third connection past the client loop's cap");
+            ReceiveLimitException e = assertInstanceOf(ReceiveLimitException.class, third.cause());
+            System.out.printf("[shared-receive] %s: the client's refusal in %d ms%n", config, ms(t0));
+            assertTrue(
+                    e.getMessage().contains("maxReceiveBytes " + 2 * reservation)
+                            && e.getMessage().contains((2 * reservation) + " bytes reserved for 2 connections"),
+                    e.getMessage());
+            for (Conn c : List.of(a, b)) {
+                c.sendAll(CHUNK);
+                c.echoed.get(WAIT_S, TimeUnit.SECONDS); // the loop's other connections go on
+            }
+            assertEquals(2, RdmaIoHandler.stats(clientGroup.next()).connections());
+            if (config.shared()) {
+                ChannelFuture zeroCopy = new Bootstrap()
+                        .group(serverGroup)
+                        .channel(RdmaSocketChannel.class)
+                        .option(RdmaChannelOption.ZERO_COPY_READS, true)
+                        .handler(new ChannelInboundHandlerAdapter())
+                        .connect(server.localAddress());
+                assertTrue(zeroCopy.await(WAIT_S, TimeUnit.SECONDS), "the refusal reaches the connect promise");
+                IllegalStateException z = assertInstanceOf(IllegalStateException.class, zeroCopy.cause());
+                assertTrue(z.getMessage().contains("RDMA_ZERO_COPY_READS is refused"), z.getMessage());
+            }
+
+            cappedServer = echoServer(cappedServerGroup, new LinkedBlockingQueue<>());
+            EventLoopGroup plain = serverGroup; // any loop without a cap for these clients
+            Conn first = connect(plain, cappedServer, 2);
+            t0 = System.nanoTime();
+            ChannelFuture second = new Bootstrap()
+                    .group(plain)
+                    .channel(RdmaSocketChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter())
+                    .connect(cappedServer.localAddress());
+            assertTrue(second.await(WAIT_S, TimeUnit.SECONDS), "the server's refusal reaches the client");
+            assertInstanceOf(ConnectException.class, second.cause(), "refused by the server past its loop's cap");
+            System.out.printf("[shared-receive] %s: the server's refusal in %d ms%n", config, ms(t0));
+            assertFalse(
+                    second.cause() instanceof io.netty.channel.ConnectTimeoutException,
+                    "the server rejects the request, it does not leave it to time out: " + second.cause());
+            assertTrue(
+                    second.cause().getMessage().contains("connection refused by"),
+                    second.cause().toString());
+            first.sendAll(CHUNK);
+            first.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            first.channel.close().syncUninterruptibly();
+            a.channel.close().syncUninterruptibly();
+            b.channel.close().syncUninterruptibly();
+        } finally {
+            TestTransport.close(cappedServer, cappedServerGroup);
+            TestTransport.close(server, serverGroup);
+            TestTransport.close(null, clientGroup);
+        }
+    }
+
+    private static long ms(long since) {
+        return (System.nanoTime() - since) / 1_000_000;
+    }
+
+    private static Channel echoServer(EventLoopGroup group, BlockingQueue<Channel> children) {
+        return new ServerBootstrap()
+                .group(group)
+                .channel(RdmaServerSocketChannel.class)
+                .childHandler(new ChannelInitializer<>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        children.add(ch);
+                        ch.pipeline().addLast(new RdmaEchoGuestTest.Echo());
+                    }
+                })
+                .bind(new InetSocketAddress(RdmaTestSupport.guestIp(), 0))
+                .syncUninterruptibly()
+                .channel();
+    }
+
+    /** A client on {@code group} that sends {@link #BYTES} pattern bytes of its own and checks every byte of the echo. */
+    private static Conn connect(EventLoopGroup group, Channel server, int id) throws InterruptedException {
+        Conn e = new Conn(id, BYTES);
+        ChannelFuture f = new Bootstrap()
+                .group(group)
+                .channel(RdmaSocketChannel.class)
+                .handler(e)
+                .connect(server.localAddress());
+        assertTrue(f.await(WAIT_S, TimeUnit.SECONDS), "connection " + id + " within " + WAIT_S + " s");
+        if (!f.isSuccess()) {
+            throw new AssertionError("connection " + id + " failed: " + f.cause(), f.cause());
+        }
+        e.channel = f.channel();
+        return e;
+    }
+
+    /** The device's object counts ({@code rdma res show}: pd, cq, qp, mr, srq, ...), summed over devices. */
+    private static Map<String, Long> rdmaRes() throws Exception {
+        Map<String, Long> m = new LinkedHashMap<>();
+        for (String line : ScaleOverTransportTest.rdmaRes().split("\n")) {
+            String[] t = line.strip().split("\\s+");
+            for (int i = 2; i + 1 < t.length; i += 2) {
+                if (t[i + 1].matches("\\d+")) {
+                    m.merge(t[i], Long.parseLong(t[i + 1]), Long::sum);
+                }
+            }
+        }
+        return m;
+    }
+
+    /**
+     * A client loop and a server loop made with one configuration, an echo server on the second, and
+     * the totals before anything connected.
+     */
+    private static final class Loops implements AutoCloseable {
+        final EventLoopGroup serverGroup, clientGroup;
+        final BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
+        final Map<String, Long> resBefore;
+        final long registeredBefore;
+        Channel server;
+
+        Loops(RdmaTransportConfig config) throws Exception {
+            serverGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
+            clientGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
+            resBefore = rdmaRes();
+            registeredBefore = RdmaIoHandler.stats().registeredBytes();
+            server = echoServer(serverGroup, children);
+        }
+
+        RdmaLoopStats client() {
+            return RdmaIoHandler.stats(clientGroup.next());
+        }
+
+        RdmaLoopStats serverLoop() {
+            return RdmaIoHandler.stats(serverGroup.next());
+        }
+
+        /** Once the server side of every connection closed: registered bytes and {@code rdma res} as before. */
+        void assertBackAfter(String what) throws Exception {
+            for (int i = 0; children.peek() != null; i++) {
+                Channel ch = children.poll();
+                assertTrue(ch.closeFuture().await(WAIT_S, TimeUnit.SECONDS), "server side " + i + " closed");
+            }
+            Map<String, Long> resAfter = rdmaRes();
+            long registeredAfter = RdmaIoHandler.stats().registeredBytes();
+            System.out.println("[shared-receive] " + what + ", after close: registered " + registeredAfter
+                    + " B, client loop " + client() + ", server loop " + serverLoop() + ", rdma res " + resAfter);
+            assertEquals(registeredBefore, registeredAfter, "registered bytes once every connection closed");
+            for (String k : List.of("qp", "cq", "mr", "srq")) {
+                assertEquals(resBefore.get(k), resAfter.get(k), "rdma res " + k + " once every connection closed");
+            }
+        }
+
+        @Override
+        public void close() {
+            TestTransport.close(server, serverGroup);
+            TestTransport.close(null, clientGroup);
+        }
+    }
+}
