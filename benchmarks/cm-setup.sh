@@ -20,12 +20,16 @@
 # written to target/cm-setup/summary.txt, the raw outputs beside it.
 #
 # --profile: verbs4j also logs the wall time of each setup step (org.verbs4j.cm.SetupTimings at
-# debug) and a summary per run (step, count, total ms, mean us) follows its line; cmtime's client
-# output gets a time stamp per line (where its steps stall).
+# debug) and a summary per run (step, count, total ms, mean us; over all rounds, and over the last,
+# the warmest, alone) follows its line; cmtime's client output gets a time stamp per line (where
+# its steps stall).
+# --jfr: each verbs4j JVM records a flight recording (settings=profile) to target/cm-setup/*.jfr.
+# --before DIR: each verbs4j run is made twice, first with the library classes of DIR ahead of the
+# jar's (an earlier build: before/after on one boot), its lines marked "before:".
 #
 # Usage (on a host with an RDMA device, or in the Soft-RoCE guest; --guest boots one):
 #   benchmarks/cm-setup.sh [--guest] [--counts "1 10 100"] [--addr IP] [--threads virtual|platform]
-#                          [--rounds R] [--budget SECONDS] [--profile]
+#                          [--rounds R] [--budget SECONDS] [--profile] [--jfr] [--before DIR]
 # --budget bounds the whole run (default 1200 s): each command gets at most what is left, and a
 # count that would start with less than a minute left is skipped (said so). --guest boots a fresh
 # guest (softroce/run-in-guest.sh, bounded by the budget plus the boot) and runs this script there;
@@ -43,6 +47,8 @@ THREADS=virtual
 GUEST=0
 BUDGET=1200
 PROFILE=0
+JFR=0
+BEFORE=
 ROUNDS=2
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -52,6 +58,8 @@ while [[ $# -gt 0 ]]; do
     --threads) THREADS="${2:?--threads needs a value}"; shift 2 ;;
     --budget) BUDGET="${2:?--budget needs a value}"; shift 2 ;;
     --profile) PROFILE=1; shift ;;
+    --jfr) JFR=1; shift ;;
+    --before) BEFORE="${2:?--before needs a folder}"; shift 2 ;;
     --rounds) ROUNDS="${2:?--rounds needs a value}"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "cm-setup.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -70,6 +78,8 @@ fi
 if [[ $GUEST == 1 ]]; then
     args=(--counts "$COUNTS" --threads "$THREADS" --budget "$BUDGET" --rounds "$ROUNDS")
     ((PROFILE)) && args+=(--profile)
+    ((JFR)) && args+=(--jfr)
+    [[ -n "$BEFORE" ]] && args+=(--before "$BEFORE")
     exec "$ROOT/softroce/run-in-guest.sh" --timeout $((BUDGET + 300)) --share "$ROOT" -- \
         "cd $(printf '%q' "$ROOT") && benchmarks/cm-setup.sh $(printf '%q ' "${args[@]}")"
 fi
@@ -82,11 +92,25 @@ SUMMARY="$OUT/summary.txt"
 END=$((SECONDS + BUDGET))
 PORT=7471
 rc=0
-JAVA=(java --enable-native-access=ALL-UNNAMED)
+JVM=(java --enable-native-access=ALL-UNNAMED)
 if ((PROFILE)); then
-    JAVA+=(-Dorg.slf4j.simpleLogger.log.org.verbs4j.cm.SetupTimings=debug)
+    JVM+=(-Dorg.slf4j.simpleLogger.log.org.verbs4j.cm.SetupTimings=debug)
 fi
-JAVA+=(-cp "$JAR" org.verbs4j.perf.VerbsPerf cm-setup)
+VARIANTS=(current)
+[[ -n "$BEFORE" ]] && VARIANTS=(before current)
+
+# VERBS4J := the verbs-perf cm-setup command of variant $1 (before: the classes of --before
+# first), recording target/cm-setup/$2.jfr with --jfr
+verbs4j() {
+    local cp=$JAR
+    [[ $1 == before ]] && cp="$BEFORE:$JAR"
+    VERBS4J=("${JVM[@]}")
+    ((JFR)) && VERBS4J+=("-XX:StartFlightRecording:filename=$OUT/$2.jfr,settings=profile")
+    VERBS4J+=(-cp "$cp" org.verbs4j.perf.VerbsPerf cm-setup)
+}
+
+# the label of variant $1 in the table
+mark() { if [[ $1 == before ]]; then echo "before: "; fi; }
 
 # the seconds left of the budget
 left() { echo $((END - SECONDS > 1 ? END - SECONDS : 1)); }
@@ -118,15 +142,18 @@ cmtime_rate() {
     ' "$1"
 }
 
-# verbs4j's step timings in $1 (--profile) -> one line per step: count, total ms, mean us
+# verbs4j's step timings in $1 (--profile) -> one line per step: count, total ms, mean us, over
+# all rounds and over the last round alone (after its "ROUND r" line)
 step_summary() {
     ((PROFILE)) || return 0
-    awk '/ step .* us on / {
+    awk '/^ROUND / { delete lc; delete lt; next }
+        / step .* us on / {
             sub(/^.* step /, ""); i = index($0, " us on "); head = substr($0, 1, i - 1)
             n = split(head, w, " "); us = w[n]; name = substr(head, 1, length(head) - length(us) - 1)
-            c[name]++; t[name] += us
+            c[name]++; t[name] += us; lc[name]++; lt[name] += us
         }
-        END { for (k in c) printf "    %-28s %6d x %10.1f ms  mean %8.0f us\n", k, c[k], t[k] / 1000, t[k] / c[k] }' "$1" |
+        END { for (k in c) printf "    %-28s %6d x %10.1f ms  mean %8.0f us | last round %5d x %9.1f ms  mean %8.0f us\n",
+                k, c[k], t[k] / 1000, t[k] / c[k], lc[k], lt[k] / 1000, lc[k] ? lt[k] / lc[k] : 0 }' "$1" |
         sort | tee -a "$SUMMARY"
 }
 
@@ -185,39 +212,47 @@ for n in $COUNTS; do
     stop_servers
     say "cmtime -> cmtime   cmtime active:   $(cmtime_rate "$OUT/cmtime-cmtime-$n.out" "$n")"
     # verbs4j -> cmtime, the rounds of each against fresh cmtime servers
-    for api in async blocking; do
-        PORT=$((PORT + 1))
-        for ((r = 0; r < ROUNDS; r++)); do
-            cmtime_server $((PORT + r))
+    for v in "${VARIANTS[@]}"; do
+        for api in async blocking; do
+            PORT=$((PORT + 1))
+            for ((r = 0; r < ROUNDS; r++)); do
+                cmtime_server $((PORT + r))
+            done
+            f="$v-verbs4j-$api-cmtime-$n"
+            verbs4j "$v" "$f"
+            timeout "$(left)" "${VERBS4J[@]}" -s "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" \
+                --rounds "$ROUNDS" >"$OUT/$f.out" 2>"$OUT/$f.log" || rc=1
+            stop_servers
+            PORT=$((PORT + ROUNDS - 1))
+            grep -h 'active:.*connects/s\|^first failure' "$OUT/$f.out" | sed "s/^/$(mark "$v")verbs4j -> cmtime  /" |
+                tee -a "$SUMMARY"
+            step_summary "$OUT/$f.log"
         done
-        timeout "$(left)" "${JAVA[@]}" -s "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" --rounds "$ROUNDS" \
-            >"$OUT/verbs4j-$api-cmtime-$n.out" 2>"$OUT/verbs4j-$api-cmtime-$n.log" || rc=1
-        stop_servers
-        PORT=$((PORT + ROUNDS - 1))
-        grep -h 'active:.*connects/s\|^first failure' "$OUT/verbs4j-$api-cmtime-$n.out" | sed 's/^/verbs4j -> cmtime  /' |
-            tee -a "$SUMMARY"
-        step_summary "$OUT/verbs4j-$api-cmtime-$n.log"
     done
     # cmtime -> verbs4j: the rounds of cmtime's client, one after another, against one verbs-perf server
-    for api in async blocking; do
-        PORT=$((PORT + 1))
-        timeout "$(left)" "${JAVA[@]}" -b "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" \
-            --rounds "$ROUNDS" >"$OUT/cmtime-verbs4j-$api-$n.out" 2>"$OUT/cmtime-verbs4j-$api-$n.log" &
-        srv=$!
-        await_listener "$PORT" || true
-        for ((r = 0; r < ROUNDS; r++)); do
-            run_cmtime -s "$ADDR" -p "$PORT" -c "$n" >"$OUT/cmtime-client-$api-$n-$r.out" || true
+    for v in "${VARIANTS[@]}"; do
+        for api in async blocking; do
+            PORT=$((PORT + 1))
+            f="$v-cmtime-verbs4j-$api-$n"
+            verbs4j "$v" "$f"
+            timeout "$(left)" "${VERBS4J[@]}" -b "$ADDR" -p "$PORT" -c "$n" --api "$api" --threads "$THREADS" \
+                --rounds "$ROUNDS" >"$OUT/$f.out" 2>"$OUT/$f.log" &
+            srv=$!
+            await_listener "$PORT" || true
+            for ((r = 0; r < ROUNDS; r++)); do
+                run_cmtime -s "$ADDR" -p "$PORT" -c "$n" >"$OUT/$v-cmtime-client-$api-$n-$r.out" || true
+            done
+            wait "$srv" || rc=1
+            for ((r = 0; r < ROUNDS; r++)); do
+                say "$(mark "$v")cmtime -> verbs4j  $(grep -h 'passive:.*connects/s' "$OUT/$f.out" | sed -n "$((r + 1))p")"
+                say "                   (cmtime active:  $(cmtime_rate "$OUT/$v-cmtime-client-$api-$n-$r.out" "$n"))"
+            done
+            step_summary "$OUT/$f.log"
+            if ((PROFILE)); then
+                grep -hE '^[0-9:.]+ (resolving|creating|connecting|disconnecting|destroying)' \
+                    "$OUT/$v-cmtime-client-$api-$n"-*.out | sed 's/^/    cmtime client: /' | tee -a "$SUMMARY"
+            fi
         done
-        wait "$srv" || rc=1
-        for ((r = 0; r < ROUNDS; r++)); do
-            say "cmtime -> verbs4j  $(grep -h 'passive:.*connects/s' "$OUT/cmtime-verbs4j-$api-$n.out" | sed -n "$((r + 1))p")"
-            say "                   (cmtime active:  $(cmtime_rate "$OUT/cmtime-client-$api-$n-$r.out" "$n"))"
-        done
-        step_summary "$OUT/cmtime-verbs4j-$api-$n.log"
-        if ((PROFILE)); then
-            grep -hE '^[0-9:.]+ (resolving|creating|connecting|disconnecting|destroying)' "$OUT/cmtime-client-$api-$n"-*.out |
-                sed 's/^/    cmtime client: /' | tee -a "$SUMMARY"
-        fi
     done
 done
 exit $rc

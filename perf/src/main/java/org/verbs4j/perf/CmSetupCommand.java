@@ -159,6 +159,7 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
                 }
                 int rc = 0;
                 for (int r = 0; r < rounds; r++) {
+                    roundBegins(r);
                     rc = Math.max(rc, active(channel, port + r));
                 }
                 return rc;
@@ -168,6 +169,16 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
                 }
             }
         }
+    }
+
+    /**
+     * Marks the start of round {@code r} on standard error, where the setup timings are logged
+     * ({@code SetupTimings}): "ROUND r", so that a profile can sum the steps of one round (the
+     * last, the warmest) apart from the others.
+     */
+    private static void roundBegins(int r) {
+        System.err.println("ROUND " + r);
+        System.err.flush();
     }
 
     private String label() {
@@ -263,7 +274,9 @@ final class CmSetupCommand implements java.util.concurrent.Callable<Integer> {
                     return;
                 }
                 Round round = rs[i];
-                round.first.compareAndSet(0, System.nanoTime());
+                if (round.first.compareAndSet(0, System.nanoTime())) {
+                    roundBegins(i);
+                }
                 if (ex == null) {
                     r.acceptAsync(setup(), null, timeout()).whenComplete((c, x) -> accepted(c, x, round));
                 } else {

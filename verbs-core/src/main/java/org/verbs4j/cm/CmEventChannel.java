@@ -158,6 +158,11 @@ public final class CmEventChannel implements AutoCloseable {
         final AtomicInteger liveIds = new AtomicInteger();
         /** Ids marked destroyed whose {@code rdma_destroy_id} (outside the lock) has not returned yet. */
         final AtomicInteger destroying = new AtomicInteger();
+        /**
+         * Connections whose setup failed or timed out, closed already (the caller has its exception)
+         * and still being released off the caller's path (QP, CQs, cm id); {@link #close} waits for them.
+         */
+        final AtomicInteger releasing = new AtomicInteger();
 
         private final MemorySegment eventSlot = Arena.ofAuto().allocate(ValueLayout.ADDRESS);
         /**
@@ -616,7 +621,9 @@ public final class CmEventChannel implements AutoCloseable {
 
     /**
      * Closes the channel: refused (EBUSY) while listeners, connections or pending requests created
-     * on it are open; stops the event thread (or waits for a thread polling it to leave), then
+     * on it are open; first waits (within {@code bound}) for the release of connections whose
+     * connect or accept failed or timed out, which runs after their caller got its exception;
+     * stops the event thread (or waits for a thread polling it to leave), then
      * destroys the channel. Waits at most {@code bound} for a callback of this channel that is
      * running to return: after that it throws {@link ResourceBusyException} and the channel stays
      * closing (no more events are dispatched, nothing new can be created on it); a later close
@@ -624,8 +631,9 @@ public final class CmEventChannel implements AutoCloseable {
      */
     public void close(Duration bound) {
         long deadline = Timeouts.deadline("rdma_destroy_event_channel", bound);
-        while (core.destroying.get() > 0 && System.nanoTime() < deadline) {
-            java.util.concurrent.locks.LockSupport.parkNanos(100_000); // ids closed whose rdma_destroy_id is under way
+        // ids closed whose rdma_destroy_id is under way, and failed setups being released
+        while ((core.destroying.get() > 0 || core.releasing.get() > 0) && System.nanoTime() < deadline) {
+            java.util.concurrent.locks.LockSupport.parkNanos(100_000);
         }
         lock.lock();
         try {
@@ -635,6 +643,15 @@ public final class CmEventChannel implements AutoCloseable {
             if (!core.closing) {
                 core.destroyOrphans();
                 int live = core.liveIds.get();
+                int releasing = core.releasing.get();
+                if (releasing != 0) {
+                    throw new ResourceBusyException(
+                            "rdma_destroy_event_channel",
+                            releasing + " connection(s) whose connect or accept failed or timed out are still being"
+                                    + " released (queue pair, queues, cm id) after " + bound,
+                            "close again: the release finishes on its own (the kernel's connection manager is slow"
+                                    + " to answer), or close with a longer bound");
+                }
                 if (live != 0) {
                     throw new ResourceBusyException(
                             "rdma_destroy_event_channel",

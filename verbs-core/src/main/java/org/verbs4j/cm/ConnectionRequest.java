@@ -105,7 +105,7 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
         String as = "rejected: unanswered " + Duration.ofNanos(nanos) + " after it came (the listener's "
                 + "requestTimeout)";
         Future<?> f = timers.schedule(
-                () -> RdmaConnection.RELEASERS.execute(() -> {
+                () -> RdmaConnection.releaseLater(() -> {
                     ConnectionRequest r = ref.get();
                     if (r != null) {
                         LOG.debug("{}: {}", r, as);

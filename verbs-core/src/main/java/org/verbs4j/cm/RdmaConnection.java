@@ -65,11 +65,12 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /**
      * What a connect or accept may take beyond its bound: with a bound of T it returns (connected,
-     * failed, or with {@link VerbsTimeoutException}) within T plus this margin, its cm id destroyed
-     * and its queue pair and queues released, however many threads set up connections on the same
-     * channel at once (platform or virtual). The margin is the release after the bound: the wait
-     * for the id's lock (held only for single librdmacm calls on it) and {@code rdma_destroy_id},
-     * which waits for the kernel's connection manager (milliseconds).
+     * failed, or with {@link VerbsTimeoutException}) within T plus this margin, however many threads
+     * set up connections on the same channel at once (platform or virtual). The margin is the
+     * waking of the waiting thread and the making of its exception: the connection is CLOSED by
+     * then, and its cm id, queue pair and queues are released right after on a thread of the
+     * library (the kernel's connection manager answers each {@code rdma_destroy_id}, seconds under
+     * load); {@link CmEventChannel#close} waits for that release.
      */
     public static final Duration BOUND_MARGIN = Duration.ofSeconds(1);
 
@@ -82,6 +83,37 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      */
     static final java.util.concurrent.ExecutorService RELEASERS = java.util.concurrent.Executors.newCachedThreadPool(
             Thread.ofPlatform().daemon().name("verbs4j-cm-release-", 0).factory());
+
+    /**
+     * Hands tasks to {@link #RELEASERS} from one thread of its own: the thread that queues one (a
+     * setup whose deadline passed, the deadline timer) never waits for a releaser thread to be
+     * started (a thread that starts one waits until it was scheduled: a hundred setups timing out
+     * together, each starting one beside the releases already running, would wait seconds past
+     * their bound on a loaded machine).
+     */
+    private static final class ReleaseQueue {
+        private static final java.util.concurrent.LinkedBlockingQueue<Runnable> QUEUE =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+
+        static {
+            Thread.ofPlatform().daemon().name("verbs4j-cm-release-queue").start(() -> {
+                while (true) {
+                    try {
+                        RELEASERS.execute(QUEUE.take());
+                    } catch (InterruptedException e) {
+                        // nobody interrupts this thread; the queue is served for the JVM's life
+                    } catch (RuntimeException e) {
+                        LOG.warn("verbs4j: starting a connection's release failed: {}", e.toString(), e);
+                    }
+                }
+            });
+        }
+    }
+
+    /** Runs {@code task} on a {@link #RELEASERS} thread; queues it and returns at once. */
+    static void releaseLater(Runnable task) {
+        ReleaseQueue.QUEUE.add(task);
+    }
 
     private final boolean active;
     private final ConnectOptions options;
@@ -181,8 +213,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * setups proceed at once), the rest on the event thread; on a polled channel, all on the
      * thread that calls {@link CmEventChannel#processEvents} (which must be called for the future
      * to complete, except by its timeout). One thread can so drive hundreds of connects. On
-     * failure, timeout or {@link CompletableFuture#cancel cancel}, the connection is closed (its
-     * queue pair, queues and cm id released) before the future completes. Dependent actions that
+     * failure, timeout or {@link CompletableFuture#cancel cancel}, the connection is closed before the
+     * future completes (its queue pair, queues and cm id released then or, after a failure or
+     * timeout, right after: see {@link #BOUND_MARGIN}). Dependent actions that
      * are not {@code *Async} run on the thread that completes the future (the event thread, or a
      * setup thread): keep them short, or use the {@code *Async} forms. Argument errors and a closed
      * channel are thrown at once.
@@ -1262,15 +1295,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      */
     @Override
     public void close() {
-        boolean wasConnected;
-        synchronized (lock) {
-            if (closed) {
-                return;
-            }
-            closed = true;
-            wasConnected = state == ConnectionState.CONNECTED;
-            state = ConnectionState.CLOSED;
-            lock.notifyAll();
+        Boolean wasConnected = markClosed();
+        if (wasConnected == null) {
+            return;
         }
         try {
             if (Thread.currentThread().isVirtual()) {
@@ -1286,6 +1313,46 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         } finally {
             advanceSetup(); // a connect or accept in progress fails (its resources are released by now)
         }
+    }
+
+    /** CLOSED from now on; whether it was CONNECTED, or null when it was closed already. */
+    private Boolean markClosed() {
+        synchronized (lock) {
+            if (closed) {
+                return null;
+            }
+            closed = true;
+            boolean wasConnected = state == ConnectionState.CONNECTED;
+            state = ConnectionState.CLOSED;
+            lock.notifyAll();
+            return wasConnected;
+        }
+    }
+
+    /**
+     * {@link #close()} for a connect or accept that failed or timed out: CLOSED at once, the native
+     * release (disconnect, cm id, queue pair, queues: the kernel's connection manager may take
+     * seconds to answer for each under load) on a releaser thread, so that the caller gets its
+     * exception at its deadline; counted by the channel until done ({@link CmEventChannel#close}
+     * waits for it). {@code deadline}: the setup's, for {@link SetupTimings}.
+     */
+    void closeInBackground(long deadline) {
+        Boolean wasConnected = markClosed();
+        if (wasConnected == null) {
+            return;
+        }
+        java.util.concurrent.atomic.AtomicInteger releasing = channel.core().releasing;
+        releasing.incrementAndGet();
+        releaseLater(() -> {
+            try {
+                release(wasConnected);
+                SetupTimings.late("connection released", deadline);
+            } catch (RuntimeException | Error e) {
+                LOG.warn("verbs4j: releasing a connection whose setup failed: {}", e.toString(), e);
+            } finally {
+                releasing.decrementAndGet();
+            }
+        });
     }
 
     /** Disconnects if it was connected, destroys the id, closes the queue pair and the queues (once, from close). */

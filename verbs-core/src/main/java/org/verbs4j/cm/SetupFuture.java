@@ -20,9 +20,11 @@ import org.verbs4j.ResourceClosedException;
  * and the one outcome it gets. The setup steps themselves run where the connection's events are
  * read (the channel's event thread, or the thread polling a polled channel).
  *
- * <p>Settled once: the first of success, failure, timeout and {@link #cancel} wins. On failure,
- * timeout or cancellation, a future that owns its connection closes it (queue pair, queues, cm id)
- * before it completes, so that nothing stays behind once the outcome is visible.
+ * <p>Settled once: the first of success, failure, timeout and {@link #cancel} wins. On failure or
+ * timeout, a future that owns its connection marks it CLOSED before it completes and releases its
+ * queue pair, queues and cm id on a releaser thread (counted by the channel, whose close waits for
+ * them), so that the outcome comes at the deadline, not after the kernel answered the release; a
+ * cancellation closes it on the cancelling thread.
  */
 final class SetupFuture extends CompletableFuture<RdmaConnection> {
     /** One daemon thread for the deadlines of every setup in the JVM (each task only completes a future). */
@@ -81,7 +83,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         timer = TIMERS.schedule(
                 () -> {
                     SetupTimings.late("deadline timer fired", deadline);
-                    RdmaConnection.RELEASERS.execute(this::timeOut);
+                    RdmaConnection.releaseLater(this::timeOut);
                 },
                 Math.max(0, left),
                 TimeUnit.NANOSECONDS);
@@ -113,8 +115,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         }
         try {
             if (ownsConnection) {
-                connection.close();
-                SetupTimings.late("connection released", deadline);
+                connection.closeInBackground(deadline); // CLOSED now; its native objects released off this path
             }
         } finally {
             completeExceptionally(x);

@@ -1,5 +1,6 @@
 package org.verbs4j.cm;
 
+import java.util.concurrent.LinkedBlockingQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -9,12 +10,31 @@ import org.slf4j.LoggerFactory;
  * {@code org.verbs4j.cm.SetupTimings}: "step NAME US us on THREAD"; and how long after a
  * setup's deadline each step of its timeout ran ("after the deadline: NAME US us on THREAD"). Off
  * (one check per step) unless that logger is at debug: a profile of where setup time goes, as
- * cmtime prints its own.
+ * cmtime prints its own. The lines are written by a thread of their own, never by the thread
+ * measured: a hundred threads timing out together would otherwise queue on the log's stream
+ * (a slow pipe) and be measured late because they were measured.
  */
 final class SetupTimings {
     private static final Logger LOG = LoggerFactory.getLogger(SetupTimings.class);
 
     private SetupTimings() {}
+
+    /** The lines to log, when the timings are on (made on first use). */
+    private static final class Lines {
+        static final LinkedBlockingQueue<String> QUEUE = new LinkedBlockingQueue<>();
+
+        static {
+            Thread.ofPlatform().daemon().name("verbs4j-cm-setup-timings").start(() -> {
+                while (true) {
+                    try {
+                        LOG.debug(QUEUE.take());
+                    } catch (InterruptedException e) {
+                        // nobody interrupts this thread: it logs for the JVM's life
+                    }
+                }
+            });
+        }
+    }
 
     /** A start time for {@link #done}, or 0 when the timings are off. */
     static long start() {
@@ -24,11 +44,8 @@ final class SetupTimings {
     /** Logs the time since {@code t0} (from {@link #start}) as step {@code step}; nothing when 0. */
     static void done(String step, long t0) {
         if (t0 != 0) {
-            LOG.debug(
-                    "step {} {} us on {}",
-                    step,
-                    (System.nanoTime() - t0) / 1000,
-                    Thread.currentThread().getName());
+            Lines.QUEUE.add("step " + step + " " + (System.nanoTime() - t0) / 1000 + " us on "
+                    + Thread.currentThread().getName());
         }
     }
 
@@ -37,11 +54,8 @@ final class SetupTimings {
         if (LOG.isDebugEnabled()) {
             long late = System.nanoTime() - deadline;
             if (late >= 0) {
-                LOG.debug(
-                        "after the deadline: {} {} us on {}",
-                        step,
-                        late / 1000,
-                        Thread.currentThread().getName());
+                Lines.QUEUE.add("after the deadline: " + step + " " + late / 1000 + " us on "
+                        + Thread.currentThread().getName());
             }
         }
     }
