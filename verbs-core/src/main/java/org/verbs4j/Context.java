@@ -286,6 +286,28 @@ public final class Context extends NativeResource {
         return DeviceMemory.allocate(this, length);
     }
 
+    /**
+     * {@code ibv_open_xrcd} of an anonymous {@link XrcDomain} (fd -1, {@code O_CREAT}); refused,
+     * naming what is missing, where the device has no XRC.
+     */
+    public XrcDomain openXrcDomain() {
+        return XrcDomain.open(this, null, org.verbs4j.natives.XrcVerbs::closeXrcd);
+    }
+
+    /**
+     * {@code ibv_open_xrcd} of the {@link XrcDomain} that {@code file} names (created if missing):
+     * every process that opens the same file on the same device gets the same domain.
+     */
+    public XrcDomain openXrcDomain(java.nio.file.Path file) {
+        if (file == null) {
+            throw new InvalidRequestException(
+                    "ibv_open_xrcd",
+                    "the file is null",
+                    "pass the file that names the shared domain, or call openXrcDomain() for an anonymous one");
+        }
+        return XrcDomain.open(this, file, org.verbs4j.natives.XrcVerbs::closeXrcd);
+    }
+
     /** Makes a native object from its parent's handle (the verb; a test's stand-in). */
     @FunctionalInterface
     interface Creator {
