@@ -431,6 +431,9 @@ static uint64_t standin_read_completion_wallclock_ns(struct ibv_cq_ex *cq)
 EXPORT long long standin_poll_protocol_errors(void) { return protocol_errors; }
 /* 1 between a successful start_poll and its end_poll. */
 EXPORT long long standin_in_poll(void) { return in_poll; }
+static void *last_ccx_parent;
+/* parent_domain of the last create_cq_ex (NULL without IBV_CQ_INIT_ATTR_MASK_PD). */
+EXPORT void *standin_last_create_cq_ex_parent(void) { return last_ccx_parent; }
 /* wc_flags of the last create_cq_ex. */
 EXPORT unsigned long long standin_last_create_cq_ex_wc_flags(void) { return last_ccx_wc_flags; }
 /* The raw completion timestamp the stand-in gives completion #seq (counted from reset). */
@@ -445,6 +448,10 @@ EXPORT struct ibv_cq_ex *standin_create_cq_ex(struct ibv_context *context, struc
         errno = control_rc;
         return NULL;
     }
+    if (init_attr && (init_attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && !init_attr->parent_domain) {
+        errno = EINVAL;
+        return NULL;
+    }
     struct ibv_cq_ex *cq = calloc(1, sizeof(*cq));
     if (!cq) {
         errno = ENOMEM;
@@ -455,6 +462,7 @@ EXPORT struct ibv_cq_ex *standin_create_cq_ex(struct ibv_context *context, struc
     cq->cq_context = init_attr ? init_attr->cq_context : NULL;
     cq->channel = init_attr ? init_attr->channel : NULL;
     last_ccx_wc_flags = init_attr ? init_attr->wc_flags : 0;
+    last_ccx_parent = init_attr && (init_attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? init_attr->parent_domain : NULL;
     cq->start_poll = standin_start_poll;
     cq->next_poll = standin_next_poll;
     cq->end_poll = standin_end_poll;
@@ -1435,6 +1443,7 @@ EXPORT void standin_reset(void)
     last_qdx_attr_size = 0;
     last_ccx_ctx = last_ccx_attr = NULL;
     last_ccx_wc_flags = 0;
+    last_ccx_parent = NULL;
     cur_cqe = NULL;
     in_poll = 0;
     protocol_errors = 0;

@@ -74,9 +74,20 @@ public final class CompletionQueue extends NativeResource {
 
     CompletionQueue(
             Context context, MemorySegment cq, CompletionChannel channel, Destroyer destroy, Thread confinedTo) {
+        this(context, cq, channel, destroy, confinedTo, null);
+    }
+
+    /** A CQ created on {@code parentDomain} (null: none), which refuses to close while it is open. */
+    CompletionQueue(
+            Context context,
+            MemorySegment cq,
+            CompletionChannel channel,
+            Destroyer destroy,
+            Thread confinedTo,
+            ProtectionDomain parentDomain) {
         super(
                 context,
-                new NativeResource[] {channel},
+                new NativeResource[] {channel, parentDomain},
                 "completion queue",
                 "ibv_destroy_cq",
                 cq.reinterpret(ObjectLayout.CQ_SIZE),
@@ -90,10 +101,18 @@ public final class CompletionQueue extends NativeResource {
         this.capacity = handle.get(JAVA_INT, ObjectLayout.CQ_CQE);
         this.channel = channel;
         this.confinedTo = confinedTo;
+        this.parentDomain = parentDomain;
         if (channel != null) {
             channel.attach(this);
         }
         context.asyncEvents.register(this);
+    }
+
+    private final ProtectionDomain parentDomain;
+
+    /** The parent domain it was created on ({@link Context#createExtendedCompletionQueue}), or null. */
+    public ProtectionDomain parentDomain() {
+        return parentDomain;
     }
 
     /** The number of entries the provider granted (at least what was asked). */

@@ -413,6 +413,31 @@ public final class Context extends NativeResource {
                 this, minEntries, fields, channel, compVector, InlineVerbs::createCqEx, LibIbverbs::destroyCq);
     }
 
+    /**
+     * {@link #createExtendedCompletionQueue(int, java.util.Set, CompletionChannel, int)} on a parent
+     * domain ({@code IBV_CQ_INIT_ATTR_MASK_PD}): the queue belongs to the parent domain's thread
+     * domain (mlx5 then drops its lock). The parent domain refuses to close while the queue is
+     * open; a plain protection domain is refused.
+     *
+     * @param parentDomain a parent domain of this context ({@link ThreadDomain#allocateParentDomain})
+     */
+    public CompletionQueueEx createExtendedCompletionQueue(
+            int minEntries,
+            java.util.Set<CompletionField> fields,
+            CompletionChannel channel,
+            int compVector,
+            ProtectionDomain parentDomain) {
+        return CompletionQueueEx.create(
+                this,
+                minEntries,
+                fields,
+                channel,
+                compVector,
+                parentDomain,
+                InlineVerbs::createCqEx,
+                LibIbverbs::destroyCq);
+    }
+
     private CompletionQueue createCq(int minEntries, CompletionChannel channel, int compVector, Thread confinedTo) {
         return createCq(minEntries, channel, compVector, confinedTo, LibIbverbs::createCq, LibIbverbs::destroyCq);
     }
@@ -434,6 +459,18 @@ public final class Context extends NativeResource {
             Thread confinedTo,
             CqCreator create,
             Destroyer destroy) {
+        return createCq(minEntries, channel, compVector, confinedTo, null, create, destroy);
+    }
+
+    /** As above, on {@code parentDomain} (null: none), which is pinned meanwhile and used by the CQ. */
+    CompletionQueue createCq(
+            int minEntries,
+            CompletionChannel channel,
+            int compVector,
+            Thread confinedTo,
+            ProtectionDomain parentDomain,
+            CqCreator create,
+            Destroyer destroy) {
         ensureOpen("ibv_create_cq");
         if (minEntries <= 0) {
             throw VerbsException.create(
@@ -442,13 +479,13 @@ public final class Context extends NativeResource {
                     "minEntries " + minEntries + " is not positive",
                     "ask for at least 1 entry (the provider rounds up), at most queryDevice().maxCqe()");
         }
-        pinAll("ibv_create_cq", this, channel);
+        pinAll("ibv_create_cq", this, channel, parentDomain);
         try {
             MemorySegment cq = create.create(
                     handle, minEntries, channel == null ? MemorySegment.NULL : channel.handle, compVector);
-            return new CompletionQueue(this, cq, channel, destroy, confinedTo);
+            return new CompletionQueue(this, cq, channel, destroy, confinedTo, parentDomain);
         } finally {
-            unpinAll(this, channel);
+            unpinAll(this, channel, parentDomain);
         }
     }
 

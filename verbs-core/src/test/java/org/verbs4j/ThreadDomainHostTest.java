@@ -58,6 +58,47 @@ class ThreadDomainHostTest extends StandInHostTest {
     }
 
     @Test
+    void aCompletionQueueOnAParentDomainReachesTheProviderWithIt() {
+        ThreadDomain td = o.ctx.allocateThreadDomain();
+        ProtectionDomain parent = parent(td, o.pd);
+        CompletionQueueEx cq = CompletionQueueEx.create(
+                o.ctx,
+                8,
+                EnumSet.noneOf(CompletionField.class),
+                null,
+                0,
+                parent,
+                org.verbs4j.natives.InlineVerbs::createCqEx,
+                h -> p.free(h));
+        assertEquals(parent.handle().address(), p.lastCreateCqExParent(), "create_cq_ex got the parent domain");
+        assertSame(parent, cq.queue().parentDomain());
+        refused("ibv_dealloc_pd", Errno.EBUSY, parent::close, "parent domain", "1 open object");
+        cq.close();
+        parent.close();
+        td.close();
+        assertEquals(0, p.parentDomainsLive());
+    }
+
+    @Test
+    void aCompletionQueueRefusesWhatIsNotAParentDomain() {
+        refused(
+                "ibv_create_cq_ex",
+                Errno.EINVAL,
+                () -> o.ctx.createExtendedCompletionQueue(8, EnumSet.noneOf(CompletionField.class), null, 0, o.pd),
+                "is not a parent domain");
+        ThreadDomain td = o.ctx.allocateThreadDomain();
+        ProtectionDomain parent = parent(td, o.pd);
+        parent.close();
+        refused(
+                "ibv_create_cq_ex",
+                Errno.EBADF,
+                () -> o.ctx.createExtendedCompletionQueue(8, EnumSet.noneOf(CompletionField.class), null, 0, parent),
+                "parent domain is closed");
+        td.close();
+        assertEquals(0L, p.lastCreateCqExParent(), "create_cq_ex never reached with a parent domain");
+    }
+
+    @Test
     void whatAParentDomainUsesRefusesToCloseWhileItIsOpen() {
         ThreadDomain td = o.ctx.allocateThreadDomain();
         ProtectionDomain parent = parent(td, o.pd);

@@ -208,6 +208,7 @@ class LayoutConformanceTest {
         }) {
             t(c, "INIT_" + m.toUpperCase(java.util.Locale.ROOT), off(cia, m));
         }
+        t(c, "INIT_ATTR_MASK_PD", "IBV_CQ_INIT_ATTR_MASK_PD");
         t(c, "POLL_ATTR_SIZE", "sizeof(struct ibv_poll_cq_attr)");
         t(c, "VALUES_SIZE", "sizeof(struct ibv_values_ex)");
         t(c, "VALUES_COMP_MASK", off("struct ibv_values_ex", "comp_mask"));

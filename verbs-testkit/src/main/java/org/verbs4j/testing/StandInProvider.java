@@ -682,6 +682,11 @@ public final class StandInProvider implements AutoCloseable {
         lib.call("standin_dealloc_parent_domain", pd);
     }
 
+    /** The {@code parent_domain} of the last create_cq_ex (0 without {@code IBV_CQ_INIT_ATTR_MASK_PD}). */
+    public long lastCreateCqExParent() {
+        return lib.ptrCall("standin_last_create_cq_ex_parent");
+    }
+
     /** open_xrcd and create_srq_ex refuse with {@code errno} (0: accept). */
     public void setXrcErrno(int errno) {
         lib.voidCall("standin_set_xrc_errno", errno);
