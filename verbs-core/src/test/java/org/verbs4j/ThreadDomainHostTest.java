@@ -79,21 +79,18 @@ class ThreadDomainHostTest extends StandInHostTest {
         assertEquals(0, p.parentDomainsLive());
     }
 
+    private CompletionQueueEx cqOn(EnumSet<CompletionField> fields, ProtectionDomain parentDomain) {
+        return o.ctx.createExtendedCompletionQueue(8, fields, null, 0, parentDomain);
+    }
+
     @Test
     void aCompletionQueueRefusesWhatIsNotAParentDomain() {
-        refused(
-                "ibv_create_cq_ex",
-                Errno.EINVAL,
-                () -> o.ctx.createExtendedCompletionQueue(8, EnumSet.noneOf(CompletionField.class), null, 0, o.pd),
-                "is not a parent domain");
+        EnumSet<CompletionField> none = EnumSet.noneOf(CompletionField.class);
+        refused("ibv_create_cq_ex", Errno.EINVAL, () -> cqOn(none, o.pd), "is not a parent domain");
         ThreadDomain td = o.ctx.allocateThreadDomain();
         ProtectionDomain parent = parent(td, o.pd);
         parent.close();
-        refused(
-                "ibv_create_cq_ex",
-                Errno.EBADF,
-                () -> o.ctx.createExtendedCompletionQueue(8, EnumSet.noneOf(CompletionField.class), null, 0, parent),
-                "parent domain is closed");
+        refused("ibv_create_cq_ex", Errno.EBADF, () -> cqOn(none, parent), "parent domain is closed");
         td.close();
         assertEquals(0L, p.lastCreateCqExParent(), "create_cq_ex never reached with a parent domain");
     }

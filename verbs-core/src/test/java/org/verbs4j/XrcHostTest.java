@@ -151,11 +151,8 @@ class XrcHostTest extends StandInHostTest {
         Context other = ForeignHandles.context(p.makeContext(true), "standin1");
         try {
             XrcDomain foreign = XrcDomain.open(other, null, XrcVerbs::closeXrcd);
-            refused(
-                    "ibv_create_srq_ex",
-                    Errno.EINVAL,
-                    () -> srq(foreign, o.cq),
-                    "the XRC domain is of standin1, the protection domain of standin0");
+            String both = "the XRC domain is of standin1, the protection domain of standin0";
+            refused("ibv_create_srq_ex", Errno.EINVAL, () -> srq(foreign, o.cq), both);
             assertEquals(0, p.xrcSrqsLive());
             foreign.close();
         } finally {
