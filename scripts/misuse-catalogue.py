@@ -22,6 +22,7 @@ SOURCES = [
     ("host, multicast, checked + unchecked", "verbs-core/src/test/java/org/verbs4j/MulticastMisuseTest.java"),
     ("host, on-demand paging", "verbs-core/src/test/java/org/verbs4j/OnDemandPagingHostTest.java", r"Refused|refused"),
     ("host, thread domains", "verbs-core/src/test/java/org/verbs4j/ThreadDomainHostTest.java", r"Refuse|Refusal|Checked"),
+    ("host, XRC", "verbs-core/src/test/java/org/verbs4j/XrcHostTest.java", r"Refuse|Refusal|Checked"),
     ("host, device memory (ibv_alloc_dm)", "verbs-core/src/test/java/org/verbs4j/DeviceMemoryAllocationHostTest.java",
      r"Refused|Maximum"),
     ("guest (rxe0), waits", "verbs-core/src/test/java/org/verbs4j/BlockingWaitsGuestTest.java"),

@@ -222,6 +222,8 @@ EXPORT int standin_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct i
         w->total_length = total;
         w->reserved = 0;
         record_special(w, wr);
+        if (qp && qp->qp_type == IBV_QPT_XRC_SEND)
+            w->reserved = wr->qp_type.xrc.remote_srqn;
         if (wr->send_flags & IBV_SEND_SIGNALED)
             push_cqe(wr->wr_id, IBV_WC_SUCCESS, wc_opcode_of(wr->opcode), total, 0,
                      qp ? qp->qp_num : 0, 0);
@@ -429,6 +431,9 @@ static uint64_t standin_read_completion_wallclock_ns(struct ibv_cq_ex *cq)
 EXPORT long long standin_poll_protocol_errors(void) { return protocol_errors; }
 /* 1 between a successful start_poll and its end_poll. */
 EXPORT long long standin_in_poll(void) { return in_poll; }
+static void *last_ccx_parent;
+/* parent_domain of the last create_cq_ex (NULL without IBV_CQ_INIT_ATTR_MASK_PD). */
+EXPORT void *standin_last_create_cq_ex_parent(void) { return last_ccx_parent; }
 /* wc_flags of the last create_cq_ex. */
 EXPORT unsigned long long standin_last_create_cq_ex_wc_flags(void) { return last_ccx_wc_flags; }
 /* The raw completion timestamp the stand-in gives completion #seq (counted from reset). */
@@ -443,6 +448,10 @@ EXPORT struct ibv_cq_ex *standin_create_cq_ex(struct ibv_context *context, struc
         errno = control_rc;
         return NULL;
     }
+    if (init_attr && (init_attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && !init_attr->parent_domain) {
+        errno = EINVAL;
+        return NULL;
+    }
     struct ibv_cq_ex *cq = calloc(1, sizeof(*cq));
     if (!cq) {
         errno = ENOMEM;
@@ -453,6 +462,7 @@ EXPORT struct ibv_cq_ex *standin_create_cq_ex(struct ibv_context *context, struc
     cq->cq_context = init_attr ? init_attr->cq_context : NULL;
     cq->channel = init_attr ? init_attr->channel : NULL;
     last_ccx_wc_flags = init_attr ? init_attr->wc_flags : 0;
+    last_ccx_parent = init_attr && (init_attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? init_attr->parent_domain : NULL;
     cq->start_poll = standin_start_poll;
     cq->next_poll = standin_next_poll;
     cq->end_poll = standin_end_poll;
@@ -586,6 +596,144 @@ static uint8_t last_inline[256];
 static uint32_t last_inline_len;
 static uint64_t last_create_qp_ex_ops;
 static int last_create_qp_ex_mask;
+static int last_create_qp_ex_type;
+static void *last_create_qp_ex_xrcd, *last_create_qp_ex_recv_cq;
+
+/* ---- XRC: open_xrcd, close_xrcd, create_srq_ex (IBV_SRQT_XRC), get_srq_num --------------- */
+
+struct standin_xrcd {
+    struct ibv_xrcd xrcd;
+    int users;                  /* XRC SRQs and XRC_RECV QPs on it, not yet destroyed */
+};
+
+struct standin_xsrq {
+    struct ibv_srq srq;
+    struct standin_xrcd *xrcd;
+    uint32_t srq_num;
+};
+
+static int xrcd_live, xsrq_live;
+static int xrc_errno;           /* 0: accept; else open_xrcd / create_srq_ex refuse with it */
+static int last_xrcd_fd, last_xrcd_oflags, last_xrcd_mask;
+static void *last_xsrq_pd, *last_xsrq_xrcd, *last_xsrq_cq;
+static uint32_t last_xsrq_max_wr;
+
+static void xrcd_user(struct ibv_xrcd *x, int delta)
+{
+    if (x)
+        ((struct standin_xrcd *)x)->users += delta;
+}
+
+/* open_xrcd: fd -1 needs O_CREAT (an anonymous domain), as the kernel answers; EINVAL else. */
+static struct ibv_xrcd *standin_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr)
+{
+    last_xrcd_mask = (int)attr->comp_mask;
+    last_xrcd_fd = attr->fd;
+    last_xrcd_oflags = attr->oflags;
+    if (xrc_errno) {
+        errno = xrc_errno;
+        return NULL;
+    }
+    if (!(attr->comp_mask & IBV_XRCD_INIT_ATTR_FD) || (attr->fd < 0 && !(attr->oflags & O_CREAT))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct standin_xrcd *x = calloc(1, sizeof(*x));
+    if (!x) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    x->xrcd.context = context;
+    xrcd_live++;
+    return &x->xrcd;
+}
+
+/* close_xrcd: EBUSY while an XRC SRQ or XRC_RECV QP uses it, as the kernel answers. */
+static int standin_close_xrcd(struct ibv_xrcd *xrcd)
+{
+    struct standin_xrcd *x = (struct standin_xrcd *)xrcd;
+    if (x->users)
+        return EBUSY;
+    xrcd_live--;
+    free(x);
+    return 0;
+}
+
+/* create_srq_ex: an XRC SRQ (type, pd, xrcd and cq all given), else EINVAL; numbered from 0x700. */
+static struct ibv_srq *standin_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr)
+{
+    uint32_t need = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+    if (xrc_errno) {
+        errno = xrc_errno;
+        return NULL;
+    }
+    if ((attr->comp_mask & need) != need || attr->srq_type != IBV_SRQT_XRC || !attr->pd || !attr->xrcd
+        || !attr->cq || attr->attr.max_wr == 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct standin_xsrq *x = calloc(1, sizeof(*x));
+    if (!x) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    x->srq.context = context;
+    x->srq.pd = attr->pd;
+    x->xrcd = (struct standin_xrcd *)attr->xrcd;
+    x->srq_num = 0x700u + (uint32_t)xsrq_live;
+    x->xrcd->users++;
+    last_xsrq_pd = attr->pd;
+    last_xsrq_xrcd = attr->xrcd;
+    last_xsrq_cq = attr->cq;
+    last_xsrq_max_wr = attr->attr.max_wr;
+    xsrq_live++;
+    return &x->srq;
+}
+
+static int standin_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
+{
+    *srq_num = ((struct standin_xsrq *)srq)->srq_num;
+    return 0;
+}
+
+/* What ibv_destroy_srq does with an XRC SRQ of create_srq_ex. */
+EXPORT int standin_destroy_xrc_srq(struct ibv_srq *srq)
+{
+    struct standin_xsrq *x = (struct standin_xsrq *)srq;
+    x->xrcd->users--;
+    xsrq_live--;
+    free(x);
+    return 0;
+}
+
+EXPORT void standin_set_xrc_errno(int e) { xrc_errno = e; }
+EXPORT int standin_xrcd_live(void) { return xrcd_live; }
+EXPORT int standin_xrc_srq_live(void) { return xsrq_live; }
+/* Field of the last open_xrcd: 0 comp_mask, 1 fd, 2 oflags. */
+EXPORT int standin_last_xrcd(int field)
+{
+    return field == 0 ? last_xrcd_mask : field == 1 ? last_xrcd_fd : last_xrcd_oflags;
+}
+/* Of the last accepted XRC create_srq_ex: 0 pd, 1 xrcd, 2 cq, 3 max_wr. */
+EXPORT unsigned long long standin_last_xrc_srq(int field)
+{
+    return field == 0 ? (uintptr_t)last_xsrq_pd : field == 1 ? (uintptr_t)last_xsrq_xrcd
+         : field == 2 ? (uintptr_t)last_xsrq_cq : last_xsrq_max_wr;
+}
+/* Of the last create_qp_ex: 0 qp_type, 1 xrcd (when the mask has IBV_QP_INIT_ATTR_XRCD), 2 recv_cq. */
+EXPORT unsigned long long standin_last_create_qp_ex(int field)
+{
+    return field == 0 ? (unsigned long long)last_create_qp_ex_type
+         : field == 1 ? (uintptr_t)last_create_qp_ex_xrcd : (uintptr_t)last_create_qp_ex_recv_cq;
+}
+/* What ibv_destroy_qp does with a qp of create_qp_ex (an XRC_RECV one releases its domain). */
+EXPORT int standin_destroy_qp_ex(struct ibv_qp *qp)
+{
+    if (qp->qp_type == IBV_QPT_XRC_RECV)
+        xrcd_user((struct ibv_xrcd *)qp->qp_context, -1);
+    free(qp);
+    return 0;
+}
 
 static struct standin_wqe *wr_new(struct ibv_qp_ex *q, enum ibv_wr_opcode op)
 {
@@ -775,11 +923,23 @@ EXPORT struct ibv_qp *standin_create_qp_ex(struct ibv_context *context, struct i
         return NULL;
     }
     struct ibv_qp_ex *q = &s->qpx;
+    if (attr->qp_type == IBV_QPT_XRC_RECV && !(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD && attr->xrcd)) {
+        free(s);
+        errno = EINVAL;
+        return NULL;
+    }
     q->qp_base.context = context;
-    q->qp_base.qp_num = 0x4343;
+    q->qp_base.qp_num = attr->qp_type == IBV_QPT_XRC_RECV ? 0x5151 : 0x4343;
     q->qp_base.qp_type = attr->qp_type;
     q->qp_base.state = IBV_QPS_RESET;
-    q->qp_base.pd = attr->pd;
+    q->qp_base.pd = attr->qp_type == IBV_QPT_XRC_RECV ? NULL : attr->pd;
+    if (attr->qp_type == IBV_QPT_XRC_RECV) {
+        q->qp_base.qp_context = attr->xrcd; /* the domain it releases when destroyed */
+        xrcd_user(attr->xrcd, 1);
+    }
+    last_create_qp_ex_type = attr->qp_type;
+    last_create_qp_ex_xrcd = (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? attr->xrcd : NULL;
+    last_create_qp_ex_recv_cq = attr->recv_cq;
     q->qp_base.send_cq = attr->send_cq;
     q->qp_base.recv_cq = attr->recv_cq;
     s->comp_mask = STANDIN_VERBS_QP_EX;
@@ -1283,6 +1443,7 @@ EXPORT void standin_reset(void)
     last_qdx_attr_size = 0;
     last_ccx_ctx = last_ccx_attr = NULL;
     last_ccx_wc_flags = 0;
+    last_ccx_parent = NULL;
     cur_cqe = NULL;
     in_poll = 0;
     protocol_errors = 0;
@@ -1305,6 +1466,13 @@ EXPORT void standin_reset(void)
     last_dm_mr_offset = last_dm_mr_length = 0;
     last_dm_mr_access = 0;
     last_parent_pd = last_parent_td = NULL;
+    xrc_errno = 0;
+    xrcd_live = xsrq_live = 0;
+    last_xrcd_fd = last_xrcd_oflags = last_xrcd_mask = 0;
+    last_xsrq_pd = last_xsrq_xrcd = last_xsrq_cq = NULL;
+    last_xsrq_max_wr = 0;
+    last_create_qp_ex_type = 0;
+    last_create_qp_ex_xrcd = last_create_qp_ex_recv_cq = NULL;
 }
 
 /* post_send / post_recv / post_srq_recv stop at WR #index (0-based), set *bad_wr to it and
@@ -1433,6 +1601,10 @@ EXPORT struct ibv_context *standin_make_context(int extended)
         vctx->alloc_dm = standin_alloc_dm;
         vctx->free_dm = standin_free_dm;
         vctx->reg_dm_mr = standin_reg_dm_mr;
+        vctx->open_xrcd = standin_open_xrcd;
+        vctx->close_xrcd = standin_close_xrcd;
+        vctx->create_srq_ex = standin_create_srq_ex;
+        vctx->get_srq_num = standin_get_srq_num;
     } else {
         ctx->abi_compat = NULL;
     }

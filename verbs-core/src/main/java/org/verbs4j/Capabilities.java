@@ -63,10 +63,7 @@ final class Capabilities {
                             ? Feature.yes("implicit odp", "general_caps has IBV_ODP_SUPPORT_IMPLICIT")
                             : Feature.no("implicit odp", OnDemandPaging.NO_IMPLICIT));
             f.add(memoryWindows(ctx, d));
-            f.add(
-                    (d.deviceCapFlags() & ibverbs_h.IBV_DEVICE_XRC()) == 0
-                            ? Feature.no("xrc", "device_cap_flags has no IBV_DEVICE_XRC")
-                            : op(ctx, "xrc", verbs_context.open_xrcd$offset(), "open_xrcd", "IBV_DEVICE_XRC"));
+            f.add(xrc(ctx, (ibv_device_attr.device_cap_flags(orig) & ibverbs_h.IBV_DEVICE_XRC()) != 0));
             long dm = ibv_device_attr_ex.max_dm_size(ex);
             f.add(
                     dm == 0
@@ -190,6 +187,27 @@ final class Capabilities {
         }
         return Feature.no(
                 "inline data", "no RC QP with 32 or more bytes inline: " + (last == null ? "" : last.getMessage()));
+    }
+
+    /** Whether {@code ibv_query_device_ex} of {@code ctx} has IBV_DEVICE_XRC in device_cap_flags (false when it cannot say). */
+    static boolean hasXrcFlag(Context ctx) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment orig = ibv_device_attr_ex.orig_attr(deviceAttributesEx(ctx, a));
+            return (ibv_device_attr.device_cap_flags(orig) & ibverbs_h.IBV_DEVICE_XRC()) != 0;
+        } catch (VerbsException e) {
+            return false;
+        }
+    }
+
+    /** Probed: an anonymous XRC domain opened and closed ({@code ibv_open_xrcd}), or the errno of the refusal. */
+    private static Feature xrc(Context ctx, boolean flag) {
+        String flagText = flag ? "IBV_DEVICE_XRC" : XrcDomain.NO_XRC;
+        try {
+            ctx.openXrcDomain().close();
+            return Feature.yes("xrc", flagText + "; ibv_open_xrcd probed: a domain opened and closed");
+        } catch (VerbsException e) {
+            return Feature.no("xrc", flagText + "; ibv_open_xrcd probe: " + Errno.name(e.errno()));
+        }
     }
 
     /** Probed: a thread domain allocated and released ({@code ibv_alloc_td}), or the errno of the refusal. */

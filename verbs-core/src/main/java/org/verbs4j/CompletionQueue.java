@@ -74,9 +74,20 @@ public final class CompletionQueue extends NativeResource {
 
     CompletionQueue(
             Context context, MemorySegment cq, CompletionChannel channel, Destroyer destroy, Thread confinedTo) {
+        this(context, cq, channel, destroy, confinedTo, null);
+    }
+
+    /** A CQ created on {@code parentDomain} (null: none), which refuses to close while it is open. */
+    CompletionQueue(
+            Context context,
+            MemorySegment cq,
+            CompletionChannel channel,
+            Destroyer destroy,
+            Thread confinedTo,
+            ProtectionDomain parentDomain) {
         super(
                 context,
-                new NativeResource[] {channel},
+                new NativeResource[] {channel, parentDomain},
                 "completion queue",
                 "ibv_destroy_cq",
                 cq.reinterpret(ObjectLayout.CQ_SIZE),
@@ -90,10 +101,18 @@ public final class CompletionQueue extends NativeResource {
         this.capacity = handle.get(JAVA_INT, ObjectLayout.CQ_CQE);
         this.channel = channel;
         this.confinedTo = confinedTo;
+        this.parentDomain = parentDomain;
         if (channel != null) {
             channel.attach(this);
         }
         context.asyncEvents.register(this);
+    }
+
+    private final ProtectionDomain parentDomain;
+
+    /** The parent domain it was created on ({@link Context#createExtendedCompletionQueue}), or null. */
+    public ProtectionDomain parentDomain() {
+        return parentDomain;
     }
 
     /** The number of entries the provider granted (at least what was asked). */
@@ -174,6 +193,44 @@ public final class CompletionQueue extends NativeResource {
         }
     }
 
+    /**
+     * The XRC SRQ whose receives complete here, or null. Its completions name the XRC_RECV queue
+     * pair that received (no SRQ number), so one CQ serves at most one XRC SRQ: checked mode
+     * credits it every receive (and every error) of a queue pair it does not know.
+     */
+    private volatile SharedReceiveQueue xrcSrq;
+
+    private boolean xrcClaimed; // under roomLock
+
+    /** Reserves this CQ for an XRC SRQ about to be created; refused while another one uses it. */
+    void claimXrc(String verb) {
+        synchronized (roomLock) {
+            if (xrcClaimed) {
+                throw new InvalidRequestException(
+                        verb,
+                        describe() + " already serves an XRC SRQ",
+                        "give each XRC SRQ a completion queue of its own (XRC completions do not name the SRQ)");
+            }
+            xrcClaimed = true;
+        }
+    }
+
+    void attachXrc(SharedReceiveQueue srq) {
+        synchronized (roomLock) {
+            xrcSrq = srq;
+            recompute();
+        }
+    }
+
+    /** Releases the claim (the XRC SRQ was destroyed, or its creation failed). */
+    void detachXrc() {
+        synchronized (roomLock) {
+            xrcSrq = null;
+            xrcClaimed = false;
+            recompute();
+        }
+    }
+
     private void recompute() {
         long committed = 0;
         java.util.Set<SharedReceiveQueue> srqs = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
@@ -188,6 +245,10 @@ public final class CompletionQueue extends NativeResource {
                     committed += q.srq.maxWr();
                 }
             }
+        }
+        SharedReceiveQueue x = xrcSrq;
+        if (x != null) {
+            committed += x.maxWr();
         }
         overcommitted = committed > capacity;
     }
@@ -215,6 +276,10 @@ public final class CompletionQueue extends NativeResource {
                     }
                 }
             }
+        }
+        SharedReceiveQueue x = xrcSrq;
+        if (x != null) {
+            outstanding += x.outstanding();
         }
         if (outstanding + n > capacity) {
             throw Refusals.completionQueueFull(verb, capacity, outstanding, n);
@@ -286,7 +351,8 @@ public final class CompletionQueue extends NativeResource {
                 q = account(t, n);
                 qpn = n;
                 if (q == null) {
-                    continue; // a queue pair not created through verbs4j, or already closed
+                    creditXrc(wcs, i); // an XRC receiving end, a queue pair not created through verbs4j, or closed
+                    continue;
                 }
             }
             long statusAndOpcode = wcs.rawStatusAndOpcode(i); // one read for both
@@ -313,6 +379,18 @@ public final class CompletionQueue extends NativeResource {
         }
         if (sends != 0) {
             q.sendsCompleted(sends);
+        }
+    }
+
+    /** Completion {@code i} of a queue pair without an account: its XRC SRQ's, if this CQ has one and it received. */
+    private void creditXrc(Reaped wcs, int i) {
+        SharedReceiveQueue x = xrcSrq;
+        if (x != null) {
+            long statusAndOpcode = wcs.rawStatusAndOpcode(i);
+            if (WorkCompletions.statusOf(statusAndOpcode) != WorkCompletions.SUCCESS
+                    || (WorkCompletions.opcodeOf(statusAndOpcode) & CompletionOpcode.RECV) != 0) {
+                x.completed();
+            }
         }
     }
 

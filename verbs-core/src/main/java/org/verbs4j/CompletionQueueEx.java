@@ -174,7 +174,31 @@ public final class CompletionQueueEx implements AutoCloseable {
             int compVector,
             Creator create,
             NativeResource.Destroyer destroy) {
+        return create(context, minEntries, fields, channel, compVector, null, create, destroy);
+    }
+
+    /** As above, on {@code parentDomain} ({@code IBV_CQ_INIT_ATTR_MASK_PD}; null: none). */
+    static CompletionQueueEx create(
+            Context context,
+            int minEntries,
+            Set<CompletionField> fields,
+            CompletionChannel channel,
+            int compVector,
+            ProtectionDomain parentDomain,
+            Creator create,
+            NativeResource.Destroyer destroy) {
         context.ensureOpen("ibv_create_cq_ex");
+        if (parentDomain != null) {
+            parentDomain.ensureOpen("ibv_create_cq_ex");
+            parentDomain.requireContext(
+                    "ibv_create_cq_ex", context, "completion queue", "allocate the parent domain on the same context");
+            if (parentDomain.threadDomain() == null) {
+                throw new InvalidRequestException(
+                        "ibv_create_cq_ex",
+                        parentDomain.describe() + " is not a parent domain",
+                        "pass a parent domain (ThreadDomain.allocateParentDomain(pd)), or none");
+            }
+        }
         if (fields == null || fields.contains(null)) {
             throw new InvalidRequestException(
                     "ibv_create_cq_ex", "fields is null or holds null", "pass EnumSet.noneOf(CompletionField.class)");
@@ -205,7 +229,15 @@ public final class CompletionQueueEx implements AutoCloseable {
                     channel,
                     compVector,
                     null,
+                    parentDomain,
                     (ctx, cqe, ch, vector) -> {
+                        if (parentDomain != null) {
+                            attr.set(JAVA_INT, CompletionExLayout.INIT_COMP_MASK, CompletionExLayout.INIT_ATTR_MASK_PD);
+                            attr.set(
+                                    java.lang.foreign.ValueLayout.ADDRESS,
+                                    CompletionExLayout.INIT_PARENT_DOMAIN,
+                                    parentDomain.handle);
+                        }
                         attr.set(JAVA_INT, CompletionExLayout.INIT_CQE, cqe);
                         attr.set(java.lang.foreign.ValueLayout.ADDRESS, CompletionExLayout.INIT_CHANNEL, ch);
                         attr.set(JAVA_INT, CompletionExLayout.INIT_COMP_VECTOR, vector);

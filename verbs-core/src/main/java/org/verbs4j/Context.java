@@ -286,6 +286,28 @@ public final class Context extends NativeResource {
         return DeviceMemory.allocate(this, length);
     }
 
+    /**
+     * {@code ibv_open_xrcd} of an anonymous {@link XrcDomain} (fd -1, {@code O_CREAT}); refused,
+     * naming what is missing, where the device has no XRC.
+     */
+    public XrcDomain openXrcDomain() {
+        return XrcDomain.open(this, null, org.verbs4j.natives.XrcVerbs::closeXrcd);
+    }
+
+    /**
+     * {@code ibv_open_xrcd} of the {@link XrcDomain} that {@code file} names (created if missing):
+     * every process that opens the same file on the same device gets the same domain.
+     */
+    public XrcDomain openXrcDomain(java.nio.file.Path file) {
+        if (file == null) {
+            throw new InvalidRequestException(
+                    "ibv_open_xrcd",
+                    "the file is null",
+                    "pass the file that names the shared domain, or call openXrcDomain() for an anonymous one");
+        }
+        return XrcDomain.open(this, file, org.verbs4j.natives.XrcVerbs::closeXrcd);
+    }
+
     /** Makes a native object from its parent's handle (the verb; a test's stand-in). */
     @FunctionalInterface
     interface Creator {
@@ -391,6 +413,31 @@ public final class Context extends NativeResource {
                 this, minEntries, fields, channel, compVector, InlineVerbs::createCqEx, LibIbverbs::destroyCq);
     }
 
+    /**
+     * {@link #createExtendedCompletionQueue(int, java.util.Set, CompletionChannel, int)} on a parent
+     * domain ({@code IBV_CQ_INIT_ATTR_MASK_PD}): the queue belongs to the parent domain's thread
+     * domain (mlx5 then drops its lock). The parent domain refuses to close while the queue is
+     * open; a plain protection domain is refused.
+     *
+     * @param parentDomain a parent domain of this context ({@link ThreadDomain#allocateParentDomain})
+     */
+    public CompletionQueueEx createExtendedCompletionQueue(
+            int minEntries,
+            java.util.Set<CompletionField> fields,
+            CompletionChannel channel,
+            int compVector,
+            ProtectionDomain parentDomain) {
+        return CompletionQueueEx.create(
+                this,
+                minEntries,
+                fields,
+                channel,
+                compVector,
+                parentDomain,
+                InlineVerbs::createCqEx,
+                LibIbverbs::destroyCq);
+    }
+
     private CompletionQueue createCq(int minEntries, CompletionChannel channel, int compVector, Thread confinedTo) {
         return createCq(minEntries, channel, compVector, confinedTo, LibIbverbs::createCq, LibIbverbs::destroyCq);
     }
@@ -412,6 +459,18 @@ public final class Context extends NativeResource {
             Thread confinedTo,
             CqCreator create,
             Destroyer destroy) {
+        return createCq(minEntries, channel, compVector, confinedTo, null, create, destroy);
+    }
+
+    /** As above, on {@code parentDomain} (null: none), which is pinned meanwhile and used by the CQ. */
+    CompletionQueue createCq(
+            int minEntries,
+            CompletionChannel channel,
+            int compVector,
+            Thread confinedTo,
+            ProtectionDomain parentDomain,
+            CqCreator create,
+            Destroyer destroy) {
         ensureOpen("ibv_create_cq");
         if (minEntries <= 0) {
             throw VerbsException.create(
@@ -420,13 +479,13 @@ public final class Context extends NativeResource {
                     "minEntries " + minEntries + " is not positive",
                     "ask for at least 1 entry (the provider rounds up), at most queryDevice().maxCqe()");
         }
-        pinAll("ibv_create_cq", this, channel);
+        pinAll("ibv_create_cq", this, channel, parentDomain);
         try {
             MemorySegment cq = create.create(
                     handle, minEntries, channel == null ? MemorySegment.NULL : channel.handle, compVector);
-            return new CompletionQueue(this, cq, channel, destroy, confinedTo);
+            return new CompletionQueue(this, cq, channel, destroy, confinedTo, parentDomain);
         } finally {
-            unpinAll(this, channel);
+            unpinAll(this, channel, parentDomain);
         }
     }
 

@@ -30,7 +30,9 @@ abstract sealed class NativeResource implements AutoCloseable
                 AddressHandle,
                 MemoryWindow,
                 ThreadDomain,
-                DeviceMemory {
+                DeviceMemory,
+                XrcDomain,
+                XrcReceiveQueuePair {
 
     /** Record where each resource was created, for leak reports. */
     public static final String LEAK_SITES_PROPERTY = "verbs4j.leakSites";

@@ -15,6 +15,7 @@ import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.LibIbverbs;
 import org.verbs4j.natives.ObjectLayout;
 import org.verbs4j.natives.QueuePairExLayout;
+import org.verbs4j.natives.XrcVerbs;
 import org.verbs4j.natives.generated.ibverbs.ibv_ah_attr;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_cap;
 import org.verbs4j.natives.generated.ibverbs.ibv_qp_init_attr;
@@ -563,8 +564,16 @@ public final class ProtectionDomain extends NativeResource {
         }
     }
 
-    /** {@code ibv_create_qp}; the created QP is in RESET. */
+    /**
+     * {@code ibv_create_qp}; the created QP is in RESET. An {@link QueuePairType#XRC_SEND} queue
+     * pair is made with {@code ibv_create_qp_ex} (its receive side unused: no receive queue, no
+     * SRQ); an XRC_RECV one belongs to an XRC domain ({@link XrcDomain#createReceiveQueuePair}).
+     */
     public QueuePair createQueuePair(QueuePairInit init) {
+        if (init.type == QueuePairType.XRC_SEND) {
+            MemorySegment ctx = context().handle;
+            return createQueuePair(init, (pd, attr) -> ExtendedPostVerbs.createQpEx(ctx, attr), LibIbverbs::destroyQp);
+        }
         return createQueuePair(init, LibIbverbs::createQp, LibIbverbs::destroyQp);
     }
 
@@ -632,28 +641,34 @@ public final class ProtectionDomain extends NativeResource {
     }
 
     private QueuePair createQueuePair(QueuePairInit init, QueuePairCreator create, Destroyer destroy, long sendOps) {
+        boolean xrc = init.type == QueuePairType.XRC_SEND;
+        boolean ex = sendOps != 0 || xrc;
+        String verb = ex ? "ibv_create_qp_ex" : "ibv_create_qp";
+        checkQueuePairType(verb, init);
         NativeResource[] used = {this, init.sendCq, init.recvCq, init.srq};
-        pinAll(sendOps == 0 ? "ibv_create_qp" : "ibv_create_qp_ex", used);
+        pinAll(verb, used);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment a = sendOps == 0
+            MemorySegment a = !ex
                     ? arena.allocate(ibv_qp_init_attr.layout())
                     : arena.allocate(QueuePairExLayout.INIT_EX_SIZE, 8); // begins with an ibv_qp_init_attr
-            if (sendOps != 0) {
+            if (ex) {
                 a.set(
                         JAVA_INT,
                         QueuePairExLayout.INIT_COMP_MASK,
-                        QueuePairExLayout.INIT_ATTR_PD | QueuePairExLayout.INIT_ATTR_SEND_OPS_FLAGS);
+                        QueuePairExLayout.INIT_ATTR_PD
+                                | (sendOps != 0 ? QueuePairExLayout.INIT_ATTR_SEND_OPS_FLAGS : 0));
                 a.set(ADDRESS, QueuePairExLayout.INIT_PD, handle);
                 a.set(JAVA_LONG, QueuePairExLayout.INIT_SEND_OPS_FLAGS, sendOps);
             }
+            boolean ownRecv = init.srq == null && !xrc; // an XRC_SEND QP has no receive side
             ibv_qp_init_attr.send_cq(a, init.sendCq.handle);
-            ibv_qp_init_attr.recv_cq(a, init.recvCq.handle);
+            ibv_qp_init_attr.recv_cq(a, xrc ? MemorySegment.NULL : init.recvCq.handle);
             ibv_qp_init_attr.srq(a, init.srq == null ? MemorySegment.NULL : init.srq.handle);
             MemorySegment cap = ibv_qp_init_attr.cap(a);
             ibv_qp_cap.max_send_wr(cap, init.maxSendWr);
-            ibv_qp_cap.max_recv_wr(cap, init.srq == null ? init.maxRecvWr : 0);
+            ibv_qp_cap.max_recv_wr(cap, ownRecv ? init.maxRecvWr : 0);
             ibv_qp_cap.max_send_sge(cap, init.maxSendSge);
-            ibv_qp_cap.max_recv_sge(cap, init.srq == null ? init.maxRecvSge : 0);
+            ibv_qp_cap.max_recv_sge(cap, ownRecv ? init.maxRecvSge : 0);
             ibv_qp_cap.max_inline_data(cap, init.maxInlineData);
             ibv_qp_init_attr.qp_type(a, init.type.value());
             ibv_qp_init_attr.sq_sig_all(a, init.signalAll ? 1 : 0);
@@ -671,6 +686,120 @@ public final class ProtectionDomain extends NativeResource {
                     destroy);
         } finally {
             unpinAll(used);
+        }
+    }
+
+    /** XRC_RECV has a creator of its own; an XRC_SEND queue pair receives nothing (no SRQ). */
+    private static void checkQueuePairType(String verb, QueuePairInit init) {
+        if (init.type == QueuePairType.XRC_RECV) {
+            throw new InvalidRequestException(
+                    verb,
+                    "an XRC_RECV queue pair has no protection domain",
+                    "create it with XrcDomain.createReceiveQueuePair()");
+        }
+        if (init.type == QueuePairType.XRC_SEND && init.srq != null) {
+            throw new InvalidRequestException(
+                    verb,
+                    "an XRC_SEND queue pair receives nothing: it takes no shared receive queue",
+                    "drop sharedReceiveQueue(...); the peer's XRC SRQ receives what it sends");
+        }
+    }
+
+    /**
+     * {@code ibv_create_srq_ex} of an XRC shared receive queue in {@code xrcd}: receive buffers
+     * registered on this protection domain, for what peers' XRC_SEND queue pairs send through any
+     * XRC_RECV queue pair of the domain, naming the SRQ by {@link SharedReceiveQueue#srqNumber()}.
+     * Its receives complete on {@code cq}, which no other XRC SRQ may use. The SRQ uses
+     * {@code xrcd} and {@code cq}: they refuse to close while it is open.
+     */
+    public SharedReceiveQueue createXrcSharedReceiveQueue(XrcDomain xrcd, CompletionQueue cq, int maxWr, int maxSge) {
+        return createXrcSharedReceiveQueue(xrcd, cq, maxWr, maxSge, LibIbverbs::destroySrq);
+    }
+
+    /** An XRC SRQ released by {@code destroy} (a test's stand-in). */
+    SharedReceiveQueue createXrcSharedReceiveQueue(
+            XrcDomain xrcd, CompletionQueue cq, int maxWr, int maxSge, Destroyer destroy) {
+        String verb = "ibv_create_srq_ex";
+        if (xrcd == null || cq == null) {
+            throw new InvalidRequestException(
+                    verb,
+                    "the " + (xrcd == null ? "XRC domain" : "completion queue") + " is null",
+                    "pass the XRC domain the SRQ belongs to and the completion queue its receives complete on");
+        }
+        if (xrcd.context() != context) {
+            throw new InvalidRequestException(
+                    verb,
+                    "the XRC domain is of " + xrcd.context().deviceName() + ", the protection domain of "
+                            + context.deviceName(),
+                    "open the XRC domain on the protection domain's context");
+        }
+        if (maxWr <= 0 || maxSge <= 0) {
+            throw new InvalidRequestException(
+                    verb,
+                    "maxWr " + maxWr + " and maxSge " + maxSge + " must be positive",
+                    "ask for at least 1 work request of 1 SGE (at most queryDevice().maxSrqWr())");
+        }
+        pinAll(verb, this, xrcd, cq);
+        try (Arena arena = Arena.ofConfined()) {
+            cq.claimXrc(verb);
+            boolean made = false;
+            try {
+                MemorySegment a = arena.allocate(XrcVerbs.SRQ_INIT_EX_SIZE, 8);
+                a.set(JAVA_INT, XrcVerbs.SRQ_INIT_EX_MAX_WR, maxWr);
+                a.set(JAVA_INT, XrcVerbs.SRQ_INIT_EX_MAX_SGE, maxSge);
+                a.set(
+                        JAVA_INT,
+                        XrcVerbs.SRQ_INIT_EX_COMP_MASK,
+                        XrcVerbs.SRQ_INIT_ATTR_TYPE
+                                | XrcVerbs.SRQ_INIT_ATTR_PD
+                                | XrcVerbs.SRQ_INIT_ATTR_XRCD
+                                | XrcVerbs.SRQ_INIT_ATTR_CQ);
+                a.set(JAVA_INT, XrcVerbs.SRQ_INIT_EX_TYPE, XrcVerbs.SRQT_XRC);
+                a.set(ADDRESS, XrcVerbs.SRQ_INIT_EX_PD, handle);
+                a.set(ADDRESS, XrcVerbs.SRQ_INIT_EX_XRCD, xrcd.handle);
+                a.set(ADDRESS, XrcVerbs.SRQ_INIT_EX_CQ, cq.handle);
+                MemorySegment srq;
+                try {
+                    srq = XrcVerbs.createSrqEx(context.handle, a);
+                } catch (VerbsException e) {
+                    throw e.errno() == Errno.EOPNOTSUPP
+                            ? VerbsException.create(
+                                    verb,
+                                    e.errno(),
+                                    context.deviceName() + " offers no XRC SRQs (its provider has no create_srq_ex)",
+                                    "use a device whose driver implements XRC (e.g. mlx5)")
+                            : VerbsException.create(
+                                    verb,
+                                    e.errno(),
+                                    "the provider of " + context.deviceName() + " refused an XRC SRQ of " + maxWr
+                                            + " WRs x " + maxSge + " SGE",
+                                    "ask for fewer work requests or SGEs (queryDevice().maxSrqWr(), maxSrqSge())");
+                }
+                int number;
+                try {
+                    number = XrcVerbs.getSrqNum(context.handle, srq);
+                } catch (VerbsException e) {
+                    destroy.destroy(srq);
+                    throw e;
+                }
+                SharedReceiveQueue s = new SharedReceiveQueue(
+                        this,
+                        srq,
+                        a.get(JAVA_INT, XrcVerbs.SRQ_INIT_EX_MAX_WR),
+                        a.get(JAVA_INT, XrcVerbs.SRQ_INIT_EX_MAX_SGE),
+                        destroy,
+                        xrcd,
+                        cq,
+                        number);
+                made = true;
+                return s;
+            } finally {
+                if (!made) {
+                    cq.detachXrc();
+                }
+            }
+        } finally {
+            unpinAll(this, xrcd, cq);
         }
     }
 

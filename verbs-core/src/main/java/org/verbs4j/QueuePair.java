@@ -361,8 +361,13 @@ public final class QueuePair extends NativeResource {
                 throw AsyncEventDispatcher.failure("ibv_post_send", asyncFailure);
             }
             wrs.verifyLive("ibv_post_send");
-            if (type == QueuePairType.UD && !wrs.everyRequestHasDestination()) {
-                throw Refusals.sendRefused(this, wrs, n); // every mode: the provider reads the address handle
+            if (type != QueuePairType.RC) {
+                if (type == QueuePairType.UD && !wrs.everyRequestHasDestination()) {
+                    throw Refusals.sendRefused(this, wrs, n); // every mode: the provider reads the address handle
+                }
+                if (type == QueuePairType.XRC_SEND && !wrs.everyRequestHasSrqNumber()) {
+                    throw Refusals.noSrqNumber(this, wrs); // every mode: it would land in whatever SRQ 0 is
+                }
             }
             if (x != null && !x.accepts(wrs)) {
                 throw Refusals.notCreatedFor(this, wrs, x.opcodes); // every mode: the builder is a NULL pointer

@@ -78,8 +78,8 @@ final class QueuePairTransitions {
         }
     }
 
-    private static int rdAtomicDepth(QueuePair qp, ConnectOptions o, boolean initiator) {
-        DeviceAttributes d = qp.pd.context().queryDevice();
+    static int rdAtomicDepth(Context ctx, ConnectOptions o, boolean initiator) {
+        DeviceAttributes d = ctx.queryDevice();
         int max = initiator ? d.maxQpInitRdAtom() : d.maxQpRdAtom();
         int want = o.maxRdAtomic() > 0 ? o.maxRdAtomic() : 16;
         return Math.max(0, Math.min(want, Math.min(max, 255)));
@@ -89,30 +89,50 @@ final class QueuePairTransitions {
     static void toRtr(QueuePair qp, QueuePairEndpoint remote, ConnectOptions o) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_qp_attr.layout());
-            int port = qp.port;
-            Mtu mtu = o.mtu() != null
-                    ? o.mtu()
-                    : Mtu.min(qp.pd.context().queryPort(port).activeMtu(), remote.mtu());
-            ibv_qp_attr.path_mtu(attr, mtu.value());
-            ibv_qp_attr.dest_qp_num(attr, remote.qpNumber());
-            ibv_qp_attr.rq_psn(attr, remote.psn());
-            boolean global = remote.gid() != null && o.gidIndex() >= 0;
-            new AddressVector(
-                            port,
-                            remote.lid(),
-                            global ? remote.gid() : null,
-                            Math.max(0, o.gidIndex()),
-                            o.hopLimit(),
-                            o.trafficClass(),
-                            o.serviceLevel())
-                    .write(ibv_qp_attr.ah_attr(attr));
-            int mask = MASK_AV | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN;
+            int mask = rtrAttributes(attr, qp.pd.context(), qp.port, remote, o);
             if (qp.type() == QueuePairType.RC) {
-                ibv_qp_attr.max_dest_rd_atomic(attr, (byte) rdAtomicDepth(qp, o, false));
+                ibv_qp_attr.max_dest_rd_atomic(attr, (byte) rdAtomicDepth(qp.pd.context(), o, false));
                 ibv_qp_attr.min_rnr_timer(attr, (byte) o.minRnrTimer());
                 mask |= MASK_MAX_DEST_RD_ATOMIC | MASK_MIN_RNR_TIMER;
             }
             qp.modify(attr, mask, QueuePairState.RTR);
+        }
+    }
+
+    /** The INIT->RTR attributes every connected type sets (address vector, MTU, remote QPN and PSN); their mask. */
+    static int rtrAttributes(MemorySegment attr, Context ctx, int port, QueuePairEndpoint remote, ConnectOptions o) {
+        Mtu mtu = o.mtu() != null ? o.mtu() : Mtu.min(ctx.queryPort(port).activeMtu(), remote.mtu());
+        ibv_qp_attr.path_mtu(attr, mtu.value());
+        ibv_qp_attr.dest_qp_num(attr, remote.qpNumber());
+        ibv_qp_attr.rq_psn(attr, remote.psn());
+        boolean global = remote.gid() != null && o.gidIndex() >= 0;
+        new AddressVector(
+                        port,
+                        remote.lid(),
+                        global ? remote.gid() : null,
+                        Math.max(0, o.gidIndex()),
+                        o.hopLimit(),
+                        o.trafficClass(),
+                        o.serviceLevel())
+                .write(ibv_qp_attr.ah_attr(attr));
+        return MASK_AV | MASK_PATH_MTU | MASK_DEST_QPN | MASK_RQ_PSN;
+    }
+
+    /** See {@link XrcReceiveQueuePair#connect}: RESET->INIT->RTR of an XRC receiving end. */
+    static void connectXrcReceiver(XrcReceiveQueuePair qp, int port, QueuePairEndpoint remote, ConnectOptions o) {
+        Context ctx = qp.domain().context();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
+            ibv_qp_attr.qp_state(attr, QueuePairState.INIT.value());
+            ibv_qp_attr.pkey_index(attr, (short) 0);
+            ibv_qp_attr.port_num(attr, (byte) port);
+            qp.modify(attr, MASK_STATE | MASK_PKEY_INDEX | MASK_PORT | MASK_ACCESS_FLAGS, QueuePairState.INIT);
+            attr.fill((byte) 0);
+            ibv_qp_attr.qp_state(attr, QueuePairState.RTR.value());
+            int mask = rtrAttributes(attr, ctx, port, remote, o);
+            ibv_qp_attr.max_dest_rd_atomic(attr, (byte) rdAtomicDepth(ctx, o, false));
+            ibv_qp_attr.min_rnr_timer(attr, (byte) o.minRnrTimer());
+            qp.modify(attr, MASK_STATE | mask | MASK_MAX_DEST_RD_ATOMIC | MASK_MIN_RNR_TIMER, QueuePairState.RTR);
         }
     }
 
@@ -122,11 +142,11 @@ final class QueuePairTransitions {
             MemorySegment attr = a.allocate(ibv_qp_attr.layout());
             ibv_qp_attr.sq_psn(attr, sqPsn & 0xffffff);
             int mask = MASK_SQ_PSN;
-            if (qp.type() == QueuePairType.RC) {
+            if (qp.type() == QueuePairType.RC || qp.type() == QueuePairType.XRC_SEND) {
                 ibv_qp_attr.timeout(attr, (byte) o.timeout());
                 ibv_qp_attr.retry_cnt(attr, (byte) o.retryCount());
                 ibv_qp_attr.rnr_retry(attr, (byte) o.rnrRetry());
-                ibv_qp_attr.max_rd_atomic(attr, (byte) rdAtomicDepth(qp, o, true));
+                ibv_qp_attr.max_rd_atomic(attr, (byte) rdAtomicDepth(qp.pd.context(), o, true));
                 mask |= MASK_TIMEOUT | MASK_RETRY_CNT | MASK_RNR_RETRY | MASK_MAX_QP_RD_ATOMIC;
             }
             qp.modify(attr, mask, QueuePairState.RTS);

@@ -7,7 +7,11 @@ public enum QueuePairType {
     /** Unreliable connected: SEND and RDMA WRITE, no acknowledgements. */
     UC(3),
     /** Unreliable datagram: SEND to any UD queue pair through an address handle, one MTU per message. */
-    UD(4);
+    UD(4),
+    /** The sending end of XRC connections: RC's opcodes, each request naming the remote XRC SRQ ({@link XrcDomain}). */
+    XRC_SEND(9),
+    /** The receiving end of XRC connections ({@link XrcDomain#createReceiveQueuePair}): no queues of its own. */
+    XRC_RECV(10);
 
     private final int value;
 
@@ -27,6 +31,6 @@ public enum QueuePairType {
             }
         }
         throw new InvalidRequestException(
-                "ibv_qp_type", "unsupported enum ibv_qp_type value: " + value, "use RC, UC or UD");
+                "ibv_qp_type", "unsupported enum ibv_qp_type value: " + value, "use RC, UC, UD, XRC_SEND or XRC_RECV");
     }
 }

@@ -69,6 +69,15 @@ final class Refusals {
                 "send the data from a registered region instead");
     }
 
+    /** A post on an XRC_SEND queue pair of a request that names no remote SRQ. */
+    static VerbsException noSrqNumber(QueuePair qp, SendWorkRequests wrs) {
+        return new InvalidRequestException(
+                "ibv_post_send",
+                "request #" + wrs.firstWithoutSrqNumber() + " on " + qp.describe()
+                        + " names no remote XRC SRQ; nothing was posted",
+                "call remoteSrqNumber(n) on each request, with the srqNumber() of the peer's XRC SRQ");
+    }
+
     /**
      * Why a send chain of {@code n} is refused by a queue pair's checks (the first that applies),
      * or a queue-full refusal when none does any more (a poller freed room meanwhile).

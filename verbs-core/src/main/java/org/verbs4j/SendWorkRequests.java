@@ -25,6 +25,7 @@ import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QPN;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_ID;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_SIZE;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_XRC_REMOTE_SRQN;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_ADDR;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_SIZE;
@@ -88,6 +89,9 @@ public final class SendWorkRequests extends WorkRequestChain {
     long maxInline; // the most inline bytes of any request
     int opcodes; // bit (1 << opcode) for every opcode in the chain
     int withDestination; // requests with a UD destination
+    int withSrqNumber; // requests with an XRC remote SRQ number
+    /** Which requests have an XRC remote SRQ number; allocated with the chain's first one. */
+    private boolean[] srqNumbered;
     /**
      * The indexes of the requests flagged SIGNALED through {@link #signaled()}, in order (the
      * first {@link #signaledCount}): checked mode's accounting reads these at post time instead of
@@ -137,6 +141,7 @@ public final class SendWorkRequests extends WorkRequestChain {
         maxInline = 0;
         opcodes = 0;
         withDestination = 0;
+        withSrqNumber = 0;
         signaledCount = 0;
         inlineOwner = -1;
         return this;
@@ -178,6 +183,9 @@ public final class SendWorkRequests extends WorkRequestChain {
         }
         if (windows != null && windows[i] != null) {
             windows[i] = null;
+        }
+        if (srqNumbered != null && srqNumbered[i]) {
+            srqNumbered[i] = false;
         }
         count = i + 1;
         // three stores: wr_id; num_sge = 0 with the opcode next to it; send_flags = 0 with imm_data
@@ -795,6 +803,40 @@ public final class SendWorkRequests extends WorkRequestChain {
         wrs.set(JAVA_LONG, cur + SEND_UD_AH, ah.address);
         wrs.set(JAVA_LONG, cur + SEND_UD_REMOTE_QPN, pack(remoteQpn, remoteQkey));
         return this;
+    }
+
+    /**
+     * Addresses the current request of an {@link QueuePairType#XRC_SEND} queue pair: the number
+     * of the peer's XRC shared receive queue that receives it ({@link SharedReceiveQueue#srqNumber()}
+     * on the receiving side; {@code wr.qp_type.xrc.remote_srqn}).
+     */
+    public SendWorkRequests remoteSrqNumber(int srqNumber) {
+        ensureCurrent();
+        int i = count - 1;
+        if (srqNumbered == null) {
+            srqNumbered = new boolean[capacity];
+        }
+        if (!srqNumbered[i]) {
+            srqNumbered[i] = true;
+            withSrqNumber++;
+        }
+        wrs.set(JAVA_INT, cur + SEND_XRC_REMOTE_SRQN, srqNumber);
+        return this;
+    }
+
+    /** For an XRC_SEND queue pair, in every mode: each request names the remote SRQ. */
+    boolean everyRequestHasSrqNumber() {
+        return withSrqNumber == count;
+    }
+
+    /** The first request without an XRC remote SRQ number, or -1. */
+    int firstWithoutSrqNumber() {
+        for (int i = 0; i < count; i++) {
+            if (srqNumbered == null || !srqNumbered[i]) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     // ---- used by QueuePair.postSend ------------------------------------------------------

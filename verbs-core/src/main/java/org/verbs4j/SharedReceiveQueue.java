@@ -23,6 +23,9 @@ public final class SharedReceiveQueue extends NativeResource {
 
     private final int maxWr;
     private final int maxSge;
+    private final XrcDomain xrcDomain;
+    private final CompletionQueue xrcCq;
+    private final int srqNumber;
     /** The bad_wr out-slot: provider writes happen only inside a post (under the gate), so an automatic arena that lives as long as this object is enough. */
     private final java.lang.foreign.Arena scratch = java.lang.foreign.Arena.ofAuto();
 
@@ -49,18 +52,41 @@ public final class SharedReceiveQueue extends NativeResource {
     }
 
     SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxWr, int maxSge, Destroyer destroy) {
+        this(pd, srq, maxWr, maxSge, destroy, null, null, -1);
+    }
+
+    /**
+     * An XRC SRQ ({@code xrcd} and {@code cq} not null, both used by it): its receives complete on
+     * {@code cq}, which it alone of XRC SRQs may use (see {@link CompletionQueue#attachXrc}).
+     */
+    SharedReceiveQueue(
+            ProtectionDomain pd,
+            MemorySegment srq,
+            int maxWr,
+            int maxSge,
+            Destroyer destroy,
+            XrcDomain xrcd,
+            CompletionQueue cq,
+            int srqNumber) {
         Gate gate = new Gate();
         java.util.Set<Gate> pdGates = pd.gates;
         super(
                 pd,
-                "shared receive queue",
+                new NativeResource[] {xrcd, cq},
+                xrcd == null ? "shared receive queue" : "XRC shared receive queue",
                 "ibv_destroy_srq",
                 srq.reinterpret(128),
                 h -> {
                     destroy.destroy(h);
                     pdGates.remove(gate);
+                    if (cq != null) {
+                        cq.detachXrc();
+                    }
                 },
                 null);
+        this.xrcDomain = xrcd;
+        this.xrcCq = cq;
+        this.srqNumber = srqNumber;
         this.postGate = gate;
         this.gates = new Gate[] {gate};
         pdGates.add(gate);
@@ -70,7 +96,36 @@ public final class SharedReceiveQueue extends NativeResource {
         this.maxWr = maxWr;
         this.maxSge = maxSge;
         this.badWr = scratch.allocate(ADDRESS.byteSize(), ADDRESS.byteAlignment());
+        if (cq != null) {
+            cq.attachXrc(this);
+        }
         pd.context().asyncEvents.register(this); // last: the event thread may look it up at once
+    }
+
+    /** The XRC domain of an XRC SRQ; null for a plain one. */
+    public XrcDomain xrcDomain() {
+        return xrcDomain;
+    }
+
+    /** The completion queue an XRC SRQ's receives complete on; null for a plain SRQ (its QPs' receive CQs). */
+    public CompletionQueue completionQueue() {
+        return xrcCq;
+    }
+
+    /**
+     * The number ({@code ibv_get_srq_num}) that a peer's XRC_SEND requests name to reach this XRC
+     * SRQ ({@link SendWorkRequests#remoteSrqNumber}).
+     *
+     * @throws InvalidRequestException for a plain SRQ, which has none
+     */
+    public int srqNumber() {
+        if (xrcDomain == null) {
+            throw new InvalidRequestException(
+                    "ibv_get_srq_num",
+                    describe() + " is not an XRC SRQ",
+                    "create it with ProtectionDomain.createXrcSharedReceiveQueue");
+        }
+        return srqNumber;
     }
 
     /** The number of receive work requests it holds (what the provider granted). */
@@ -155,6 +210,7 @@ public final class SharedReceiveQueue extends NativeResource {
 
     @Override
     String describe() {
-        return "SharedReceiveQueue on " + device() + ", " + maxWr + " WRs x " + maxSge + " SGE";
+        return (xrcDomain == null ? "SharedReceiveQueue on " : "SharedReceiveQueue XRC #" + srqNumber + " on ")
+                + device() + ", " + maxWr + " WRs x " + maxSge + " SGE";
     }
 }

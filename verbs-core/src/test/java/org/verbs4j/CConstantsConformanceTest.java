@@ -212,7 +212,7 @@ class CConstantsConformanceTest {
                 "HUGETLB",
                 "RELAXED_ORDERING");
         each(QueuePairState.class, "", "IBV_QPS_", "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN");
-        each(QueuePairType.class, "", "IBV_QPT_", "RC", "UC", "UD");
+        each(QueuePairType.class, "", "IBV_QPT_", "RC", "UC", "UD", "XRC_SEND", "XRC_RECV");
         each(Mtu.class, "", "IBV_", "MTU_256", "MTU_512", "MTU_1024", "MTU_2048", "MTU_4096");
         t(GidType.class, "INFINIBAND", "IBV_GID_TYPE_IB");
         each(GidType.class, "", "IBV_GID_TYPE_", "ROCE_V1", "ROCE_V2");

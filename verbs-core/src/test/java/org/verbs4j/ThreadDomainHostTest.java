@@ -58,6 +58,44 @@ class ThreadDomainHostTest extends StandInHostTest {
     }
 
     @Test
+    void aCompletionQueueOnAParentDomainReachesTheProviderWithIt() {
+        ThreadDomain td = o.ctx.allocateThreadDomain();
+        ProtectionDomain parent = parent(td, o.pd);
+        CompletionQueueEx cq = CompletionQueueEx.create(
+                o.ctx,
+                8,
+                EnumSet.noneOf(CompletionField.class),
+                null,
+                0,
+                parent,
+                org.verbs4j.natives.InlineVerbs::createCqEx,
+                h -> p.free(h));
+        assertEquals(parent.handle().address(), p.lastCreateCqExParent(), "create_cq_ex got the parent domain");
+        assertSame(parent, cq.queue().parentDomain());
+        refused("ibv_dealloc_pd", Errno.EBUSY, parent::close, "parent domain", "1 open object");
+        cq.close();
+        parent.close();
+        td.close();
+        assertEquals(0, p.parentDomainsLive());
+    }
+
+    private CompletionQueueEx cqOn(EnumSet<CompletionField> fields, ProtectionDomain parentDomain) {
+        return o.ctx.createExtendedCompletionQueue(8, fields, null, 0, parentDomain);
+    }
+
+    @Test
+    void aCompletionQueueRefusesWhatIsNotAParentDomain() {
+        EnumSet<CompletionField> none = EnumSet.noneOf(CompletionField.class);
+        refused("ibv_create_cq_ex", Errno.EINVAL, () -> cqOn(none, o.pd), "is not a parent domain");
+        ThreadDomain td = o.ctx.allocateThreadDomain();
+        ProtectionDomain parent = parent(td, o.pd);
+        parent.close();
+        refused("ibv_create_cq_ex", Errno.EBADF, () -> cqOn(none, parent), "parent domain is closed");
+        td.close();
+        assertEquals(0L, p.lastCreateCqExParent(), "create_cq_ex never reached with a parent domain");
+    }
+
+    @Test
     void whatAParentDomainUsesRefusesToCloseWhileItIsOpen() {
         ThreadDomain td = o.ctx.allocateThreadDomain();
         ProtectionDomain parent = parent(td, o.pd);

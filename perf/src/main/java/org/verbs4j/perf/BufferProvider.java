@@ -35,8 +35,13 @@ public interface BufferProvider {
     /** For the header: "host memory", "GPU 0 (dma-buf)", ... */
     String describe();
 
-    /** The provider the options ask for: GPU memory with {@code --use_cuda}, else host memory. */
+    /**
+     * The provider the options ask for: GPU memory with {@code --use_cuda}, else host memory (in
+     * huge pages with {@code --use_hugepages}, registered on demand with {@code --odp}).
+     */
     static BufferProvider forOptions(PerfOptions o) {
-        return o.useCuda != null ? new GpuBufferProvider(o.useCuda, o.useCudaDmabuf) : new HostBufferProvider();
+        return o.useCuda != null
+                ? new GpuBufferProvider(o.useCuda, o.useCudaDmabuf)
+                : new HostBufferProvider(o.useHugepages, o.odp);
     }
 }

@@ -236,6 +236,18 @@ public final class PerfOptions {
     boolean useCudaDmabuf;
 
     @Option(
+            names = "--use_hugepages",
+            description = "the buffers in huge pages (mmap MAP_HUGETLB); fails when none are free "
+                    + "(reserve them with /proc/sys/vm/nr_hugepages)")
+    boolean useHugepages;
+
+    @Option(
+            names = "--odp",
+            description = "register the buffers with on-demand paging (IBV_ACCESS_ON_DEMAND) instead of pinning them; "
+                    + "refused, naming the missing capability, on a device without ODP")
+    boolean odp;
+
+    @Option(
             names = "--timeout",
             paramLabel = "SEC",
             defaultValue = "120",
@@ -257,6 +269,14 @@ public final class PerfOptions {
         test = PerfTest.of(testName);
         if (useCudaDmabuf && useCuda == null) {
             throw new IllegalArgumentException("--use_cuda_dmabuf goes with --use_cuda=N (which GPU)");
+        }
+        if ((useHugepages || odp) && useCuda != null) {
+            throw new IllegalArgumentException((useHugepages ? "--use_hugepages" : "--odp")
+                    + ": the buffer is GPU memory (--use_cuda); host memory options do not apply");
+        }
+        if (useHugepages && odp) {
+            throw new IllegalArgumentException(
+                    "--odp registers memory the region keeps alive, not a huge-page mapping; give one of --odp, --use_hugepages");
         }
         if (useCuda == null) {
             return;

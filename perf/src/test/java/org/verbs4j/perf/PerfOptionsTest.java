@@ -121,6 +121,43 @@ class PerfOptionsTest {
     }
 
     @Test
+    void hugePagesAndOnDemandPagingAreHostMemoryOptions() {
+        PerfOptions off = parse("write_bw").resolve("rxe0");
+        assertFalse(off.useHugepages || off.odp, "both off by default, as in perftest");
+        assertTrue(parse("write_bw", "--use_hugepages", "host").resolve("rxe0").useHugepages);
+        assertTrue(parse("send_lat", "--odp", "host").resolve("rxe0").odp);
+        assertTrue(assertThrows(
+                        IllegalArgumentException.class,
+                        () -> parse("write_bw", "--use_hugepages", "--odp").resolve("rxe0"))
+                .getMessage()
+                .contains("give one of --odp, --use_hugepages"));
+        assertTrue(assertThrows(
+                        IllegalArgumentException.class,
+                        () -> parse("write_bw", "--use_cuda=0", "--odp").resolve("rxe0"))
+                .getMessage()
+                .contains("GPU memory"));
+    }
+
+    @Test
+    void useHugepagesGetsHugePagesOrFailsWithTheReason() throws java.io.IOException {
+        long free = java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo")).stream()
+                .filter(l -> l.startsWith("HugePages_Free:"))
+                .mapToLong(l -> Long.parseLong(l.replaceAll("\\D", "")))
+                .findFirst()
+                .orElse(0);
+        if (free > 0) {
+            org.verbs4j.pool.RegionAllocator.Allocation a = HostBufferProvider.HUGE_PAGES_ONLY.allocate(1 << 20, 4096);
+            assertTrue(a.description().startsWith("hugetlb"), a.description());
+            a.close();
+        } else {
+            IllegalStateException e = assertThrows(
+                    IllegalStateException.class, () -> HostBufferProvider.HUGE_PAGES_ONLY.allocate(1 << 20, 4096));
+            assertTrue(e.getMessage().startsWith("--use_hugepages: no huge pages"), e.getMessage());
+            assertTrue(e.getMessage().contains("nr_hugepages"), e.getMessage());
+        }
+    }
+
+    @Test
     void notYetAvailableOptionsSayWhy() {
         assertTrue(assertThrows(
                         IllegalArgumentException.class,

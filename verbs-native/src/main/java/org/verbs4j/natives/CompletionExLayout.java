@@ -50,6 +50,8 @@ public final class CompletionExLayout {
     public static final long INIT_COMP_MASK = 40;
     public static final long INIT_FLAGS = 44;
     public static final long INIT_PARENT_DOMAIN = 48;
+    /** {@code IBV_CQ_INIT_ATTR_MASK_PD}: {@code parent_domain} is set. */
+    public static final int INIT_ATTR_MASK_PD = 2;
 
     /** {@code sizeof(struct ibv_poll_cq_attr)} (one {@code uint32_t comp_mask}). */
     public static final long POLL_ATTR_SIZE = 4;

@@ -95,6 +95,7 @@ class FunctionDescriptorConformanceTest {
             new Prototype("write", "ssize_t (int, const void *, size_t)"),
             new Prototype("read", "ssize_t (int, void *, size_t)"),
             new Prototype("close", "int (int)"),
+            new Prototype("open", "int (const char *, int, ...)"),
             new Prototype("sysconf", "long (int)"),
             new Prototype("epoll_create1", "int (int)"),
             new Prototype("epoll_ctl", "int (int, int, int, struct epoll_event *)"),
@@ -153,7 +154,8 @@ class FunctionDescriptorConformanceTest {
                 "Errno$StrError",
                 "LibRdmacm",
                 "ExtendedPostVerbs",
-                "DomainVerbs")) {
+                "DomainVerbs",
+                "XrcVerbs")) {
             Class.forName("org.verbs4j.natives." + k, true, FunctionDescriptorConformanceTest.class.getClassLoader());
         }
         bindings = List.copyOf(NativeBinding.ALL);

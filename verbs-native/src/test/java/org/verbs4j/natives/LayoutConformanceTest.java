@@ -208,6 +208,7 @@ class LayoutConformanceTest {
         }) {
             t(c, "INIT_" + m.toUpperCase(java.util.Locale.ROOT), off(cia, m));
         }
+        t(c, "INIT_ATTR_MASK_PD", "IBV_CQ_INIT_ATTR_MASK_PD");
         t(c, "POLL_ATTR_SIZE", "sizeof(struct ibv_poll_cq_attr)");
         t(c, "VALUES_SIZE", "sizeof(struct ibv_values_ex)");
         t(c, "VALUES_COMP_MASK", off("struct ibv_values_ex", "comp_mask"));
@@ -313,6 +314,35 @@ class LayoutConformanceTest {
         t(c, "DM_MEMCPY_TO_DM", off("struct ibv_dm", "memcpy_to_dm"));
         t(c, "DM_MEMCPY_FROM_DM", off("struct ibv_dm", "memcpy_from_dm"));
         t(c, "ACCESS_ZERO_BASED", "IBV_ACCESS_ZERO_BASED");
+
+        String xi = "struct ibv_xrcd_init_attr", si = "struct ibv_srq_init_attr_ex";
+        c = XrcVerbs.class;
+        t(c, "XRCD_SIZE", "sizeof(struct ibv_xrcd)");
+        t(c, "XRCD_CONTEXT", off("struct ibv_xrcd", "context"));
+        t(c, "XRCD_INIT_ATTR_SIZE", "sizeof(" + xi + ")");
+        t(c, "XRCD_INIT_COMP_MASK", off(xi, "comp_mask"));
+        t(c, "XRCD_INIT_FD", off(xi, "fd"));
+        t(c, "XRCD_INIT_OFLAGS", off(xi, "oflags"));
+        t(c, "XRCD_INIT_ATTR_FD", "IBV_XRCD_INIT_ATTR_FD");
+        t(c, "XRCD_INIT_ATTR_OFLAGS", "IBV_XRCD_INIT_ATTR_OFLAGS");
+        t(c, "SRQ_INIT_EX_SIZE", "sizeof(" + si + ")");
+        t(c, "SRQ_INIT_EX_MAX_WR", off(si, "attr.max_wr"));
+        t(c, "SRQ_INIT_EX_MAX_SGE", off(si, "attr.max_sge"));
+        t(c, "SRQ_INIT_EX_COMP_MASK", off(si, "comp_mask"));
+        t(c, "SRQ_INIT_EX_TYPE", off(si, "srq_type"));
+        t(c, "SRQ_INIT_EX_PD", off(si, "pd"));
+        t(c, "SRQ_INIT_EX_XRCD", off(si, "xrcd"));
+        t(c, "SRQ_INIT_EX_CQ", off(si, "cq"));
+        t(c, "SRQ_INIT_ATTR_TYPE", "IBV_SRQ_INIT_ATTR_TYPE");
+        t(c, "SRQ_INIT_ATTR_PD", "IBV_SRQ_INIT_ATTR_PD");
+        t(c, "SRQ_INIT_ATTR_XRCD", "IBV_SRQ_INIT_ATTR_XRCD");
+        t(c, "SRQ_INIT_ATTR_CQ", "IBV_SRQ_INIT_ATTR_CQ");
+        t(c, "SRQT_XRC", "IBV_SRQT_XRC");
+        t(c, "QP_INIT_QP_TYPE", off("struct ibv_qp_init_attr_ex", "qp_type"));
+        t(c, "QP_INIT_XRCD", off("struct ibv_qp_init_attr_ex", "xrcd"));
+        t(c, "QP_INIT_ATTR_XRCD", "IBV_QP_INIT_ATTR_XRCD");
+        t(c, "QPT_XRC_SEND", "IBV_QPT_XRC_SEND");
+        t(c, "QPT_XRC_RECV", "IBV_QPT_XRC_RECV");
     }
 
     /** The classes whose every public static final int/long must be in {@link #TABLE}. */
@@ -325,7 +355,8 @@ class LayoutConformanceTest {
             QueuePairExLayout.class,
             InlineVerbs.class,
             DomainVerbs.class,
-            DeviceMemoryVerbs.class);
+            DeviceMemoryVerbs.class,
+            XrcVerbs.class);
 
     // ---- the probe --------------------------------------------------------------------------
 

@@ -682,6 +682,64 @@ public final class StandInProvider implements AutoCloseable {
         lib.call("standin_dealloc_parent_domain", pd);
     }
 
+    /** The {@code parent_domain} of the last create_cq_ex (0 without {@code IBV_CQ_INIT_ATTR_MASK_PD}). */
+    public long lastCreateCqExParent() {
+        return lib.ptrCall("standin_last_create_cq_ex_parent");
+    }
+
+    /** open_xrcd and create_srq_ex refuse with {@code errno} (0: accept). */
+    public void setXrcErrno(int errno) {
+        lib.voidCall("standin_set_xrc_errno", errno);
+    }
+
+    /** XRC domains of the stand-in's open_xrcd not yet closed. */
+    public int xrcDomainsLive() {
+        return (int) lib.call("standin_xrcd_live");
+    }
+
+    /** XRC SRQs of the stand-in's create_srq_ex not yet destroyed. */
+    public int xrcSrqsLive() {
+        return (int) lib.call("standin_xrc_srq_live");
+    }
+
+    /** The {@code comp_mask}, {@code fd} and {@code oflags} of the last open_xrcd. */
+    public int[] lastOpenXrcd() {
+        return new int[] {
+            (int) lib.call("standin_last_xrcd", 0),
+            (int) lib.call("standin_last_xrcd", 1),
+            (int) lib.call("standin_last_xrcd", 2)
+        };
+    }
+
+    /** The {@code pd}, {@code xrcd}, {@code cq} and {@code max_wr} of the last accepted XRC create_srq_ex. */
+    public long[] lastXrcSrq() {
+        return new long[] {
+            lib.ptrCall("standin_last_xrc_srq", 0),
+            lib.ptrCall("standin_last_xrc_srq", 1),
+            lib.ptrCall("standin_last_xrc_srq", 2),
+            lib.ptrCall("standin_last_xrc_srq", 3)
+        };
+    }
+
+    /** The {@code qp_type}, {@code xrcd} (with IBV_QP_INIT_ATTR_XRCD) and {@code recv_cq} of the last create_qp_ex. */
+    public long[] lastCreateQpEx() {
+        return new long[] {
+            lib.ptrCall("standin_last_create_qp_ex", 0),
+            lib.ptrCall("standin_last_create_qp_ex", 1),
+            lib.ptrCall("standin_last_create_qp_ex", 2)
+        };
+    }
+
+    /** What {@code ibv_destroy_srq} does with an XRC SRQ of the stand-in (releases its domain). */
+    public void destroyXrcSrq(long srq) {
+        lib.call("standin_destroy_xrc_srq", srq);
+    }
+
+    /** What {@code ibv_destroy_qp} does with a queue pair of the stand-in's create_qp_ex (an XRC_RECV one releases its domain). */
+    public void destroyQpEx(long qp) {
+        lib.call("standin_destroy_qp_ex", qp);
+    }
+
     /** What {@code query_device_ex} reports as {@code max_dm_size} (64 KiB after reset; 0: no device memory). */
     public void setMaxDmSize(long size) {
         lib.voidCall("standin_set_max_dm_size", size);
@@ -865,6 +923,14 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_td_live", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_parent_domain_live", FunctionDescriptor.of(JAVA_INT)),
                 Map.entry("standin_dealloc_parent_domain", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
+                Map.entry("standin_set_xrc_errno", FunctionDescriptor.ofVoid(JAVA_INT)),
+                Map.entry("standin_xrcd_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_xrc_srq_live", FunctionDescriptor.of(JAVA_INT)),
+                Map.entry("standin_last_xrcd", FunctionDescriptor.of(JAVA_INT, JAVA_INT)),
+                Map.entry("standin_last_xrc_srq", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_last_create_qp_ex", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_destroy_xrc_srq", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
+                Map.entry("standin_destroy_qp_ex", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
                 Map.entry("standin_last_inline", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT)));
 
         private MethodHandle handle(String name) {
