@@ -25,14 +25,23 @@ public record RdmaTransportConfig(
     /** The credits per connection {@link #withSharedReceiveQueue()} grants. */
     public static final int DEFAULT_SHARED_CREDITS = 6;
 
+    /**
+     * The most credits per connection on a shared receive queue: with its two probe buffers, one
+     * connection fits the deepest queue a loop makes ({@link SharedReceives#MAX_DEPTH}).
+     */
+    public static final int MAX_SHARED_CREDITS = SharedReceives.MAX_DEPTH - RdmaStream.SPARE_RECEIVES;
+
     /** Validates the values (see the methods that set them). */
     public RdmaTransportConfig {
-        if (sharedReceiveCredits != 0 && sharedReceiveCredits < Credits.MIN_RECEIVE_BUFFERS) {
-            throw new IllegalArgumentException("sharedReceiveCredits " + sharedReceiveCredits + ": 0 (off) or at least "
-                    + Credits.MIN_RECEIVE_BUFFERS + " (the credit rules need four)");
+        if (sharedReceiveCredits != 0
+                && (sharedReceiveCredits < Credits.MIN_RECEIVE_BUFFERS || sharedReceiveCredits > MAX_SHARED_CREDITS)) {
+            throw new IllegalArgumentException("sharedReceiveCredits " + sharedReceiveCredits + ": 0 (off) or "
+                    + Credits.MIN_RECEIVE_BUFFERS + ".." + MAX_SHARED_CREDITS
+                    + " (the credit rules need four; one connection's credits must fit the loop's queue)");
         }
-        if (sharedBufferSize < 64) {
-            throw new IllegalArgumentException("sharedBufferSize " + sharedBufferSize + ": at least 64 bytes");
+        if (sharedBufferSize < 64 || sharedBufferSize > Handshake.MAX_BUFFER_SIZE) {
+            throw new IllegalArgumentException("sharedBufferSize " + sharedBufferSize + ": 64.."
+                    + Handshake.MAX_BUFFER_SIZE + " bytes (the largest receive buffer a peer accepts)");
         }
         if (maxReceiveBytes <= 0) {
             throw new IllegalArgumentException(
@@ -68,7 +77,7 @@ public record RdmaTransportConfig(
      * {@code credits} buffers of {@code bufferSize} bytes (the channel's
      * {@link RdmaChannelOption#RECEIVE_BUFFERS} and {@link RdmaChannelOption#ZERO_COPY_READS}
      * then do not apply; a channel asking for zero-copy reads is refused). {@code credits} 0 turns
-     * it off.
+     * it off, else 4 to {@link #MAX_SHARED_CREDITS}; {@code bufferSize} 64 bytes to 16 MiB.
      */
     public RdmaTransportConfig withSharedReceiveQueue(int credits, int bufferSize) {
         return new RdmaTransportConfig(busyPoll, credits, bufferSize, maxReceiveBytes);

@@ -38,6 +38,25 @@ class RdmaTransportConfigTest {
     }
 
     @Test
+    void sharedValuesNoPeerAcceptsOrNoLoopHoldsAreRefused() throws Exception {
+        RdmaTransportConfig c = RdmaTransportConfig.defaults();
+        int most = RdmaTransportConfig.MAX_SHARED_CREDITS;
+        // the largest values accepted make a handshake the peer accepts, and fit the loop's queue
+        RdmaTransportConfig top = c.withSharedReceiveQueue(most, Handshake.MAX_BUFFER_SIZE);
+        Handshake h = Handshake.decode(new Handshake(top.sharedReceiveCredits(), top.sharedBufferSize()).encode());
+        assertEquals(most, h.receiveBuffers());
+        assertTrue(most + RdmaStream.SPARE_RECEIVES <= SharedReceives.MAX_DEPTH);
+        // one more credit, or one more byte, no peer accepts (or no loop holds): refused here
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> c.withSharedReceiveQueue(most + 1, 16 << 10));
+        assertTrue(e.getMessage().contains("sharedReceiveCredits " + (most + 1)), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> c.withSharedReceiveQueue(Integer.MAX_VALUE, 16 << 10));
+        e = assertThrows(
+                IllegalArgumentException.class, () -> c.withSharedReceiveQueue(8, Handshake.MAX_BUFFER_SIZE + 1));
+        assertTrue(e.getMessage().contains("sharedBufferSize " + (Handshake.MAX_BUFFER_SIZE + 1)), e.getMessage());
+    }
+
+    @Test
     void aLoopReportsItsReceiveTotalsAndAForeignLoopIsRefused() throws Exception {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(
                 1, RdmaIoHandler.newFactory(RdmaTransportConfig.defaults().withMaxReceiveBytes(12345)));
