@@ -279,6 +279,9 @@ public final class SendWorkRequests extends WorkRequestChain {
         if (windows != null) {
             java.util.Arrays.fill(windows, first, last + 1, null);
         }
+        if (srqNumbered != null) { // numbered by an earlier use of these slots: not these requests
+            java.util.Arrays.fill(srqNumbered, first, last + 1, false);
+        }
         MemorySegment w = wrs;
         MemorySegment s = sges;
         long stride = sgeStride;

@@ -179,6 +179,31 @@ class XrcHostTest extends StandInHostTest {
     }
 
     @Test
+    void aBulkAppendAfterANumberedRequestTakesItsOwnSrqNumber() {
+        QueuePair send = sender();
+        try (SendWorkRequests wrs = new SendWorkRequests(2, 1)) {
+            wrs.send(1).sge(o.mr, 0, 8).remoteSrqNumber(0x700);
+            send.postSend(wrs);
+            wrs.clear();
+            // slot 0 again, through the bulk append: numbered anew, it is posted with its own number
+            wrs.writes(1, 2, 0x10000, 0, 0x99, o.mr, 0, 0, 8).remoteSrqNumber(0x701);
+            long before = p.wqeCount();
+            send.postSend(wrs);
+            assertEquals(before + 1, p.wqeCount());
+            assertEquals(0x701, p.wqeOperand(before), "wr.qp_type.xrc.remote_srqn of the bulk-appended request");
+            // one left unnumbered is refused by its index
+            wrs.clear();
+            wrs.send(3).sge(o.mr, 0, 8).remoteSrqNumber(0x700);
+            wrs.send(4).sge(o.mr, 8, 8).remoteSrqNumber(0x700);
+            send.postSend(wrs);
+            wrs.clear();
+            wrs.writes(2, 5, 0x10000, 8, 0x99, o.mr, 0, 8, 8).remoteSrqNumber(0x701);
+            refused("ibv_post_send", Errno.EINVAL, () -> send.postSend(wrs), "request #0", "names no remote XRC SRQ");
+        }
+        send.close();
+    }
+
+    @Test
     void theProvidersRefusalNamesWhatIsMissing() {
         p.setXrcErrno(Errno.EOPNOTSUPP);
         refused("ibv_open_xrcd", Errno.EOPNOTSUPP, o.ctx::openXrcDomain, "standin0 offers no XRC", XrcDomain.NO_XRC);
