@@ -480,8 +480,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 }
                 return;
             }
+            // no RDMA_OPTION_ID_ACK_TIMEOUT on the id: the kernel reads it only in route resolution
+            // (done by now) and in rdma_init_qp_attr, whose timeout toReadyToSend replaces with the options'
             try (Arena a = Arena.ofConfined()) {
-                setAckTimeout(a);
                 DeviceAttributes d = deviceAttributes;
                 int rr = Math.min(wantResponderResources, d.maxQpRdAtom());
                 int depth = Math.min(wantInitiatorDepth, d.maxQpInitRdAtom());
@@ -543,18 +544,6 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 releaseVerbs(false);
             }
         }
-    }
-
-    private void setAckTimeout(Arena a) {
-        long t0 = SetupTimings.start();
-        MemorySegment v = a.allocate(1);
-        v.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) options.timeout());
-        try {
-            LibRdmacm.setOption(id, LibRdmacm.RDMA_OPTION_ID, LibRdmacm.RDMA_OPTION_ID_ACK_TIMEOUT, v);
-        } catch (VerbsException e) {
-            LOG.debug("RDMA_OPTION_ID_ACK_TIMEOUT not supported: {}", e.getMessage()); // older kernels: the CM's own
-        }
-        SetupTimings.done("rdma_set_option", t0);
     }
 
     // ---- the queue pair ----------------------------------------------------------------------
