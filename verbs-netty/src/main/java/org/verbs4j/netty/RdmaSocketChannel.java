@@ -322,12 +322,17 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
     }
 
+    /**
+     * After a failed or abandoned connect or accept: {@code c} (when there is one; a connection
+     * whose connect or accept failed may already be closing in the background), then the stream's
+     * buffers, once its queue pair is gone.
+     */
     private static void release(RdmaConnection c, RdmaStream s) {
         if (c != null) {
             c.close();
         }
         if (s != null) {
-            s.release();
+            s.releaseWhenQueuePairGone();
         }
     }
 

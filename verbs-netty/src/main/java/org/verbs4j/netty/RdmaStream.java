@@ -6,6 +6,8 @@ import io.netty.buffer.Unpooled;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.verbs4j.Access;
 import org.verbs4j.CompletionChannel;
 import org.verbs4j.CompletionOpcode;
@@ -98,6 +100,9 @@ final class RdmaStream implements OutboundFrames.Frames {
     private final ReceivedFrames ready;
     private long posted;
     private boolean released, down, endSent, probing, answering;
+    // the setup failed: start() refuses (guarded by this)
+    private boolean abandoned;
+    static final long RELEASE_POLL_MS = 20, RELEASE_WAIT_S = 120;
     private long probeSentAt;
     // zero-copy reads: frames handed up in their receive buffers and not released yet, at most maxHeld
     private boolean zeroCopyReads;
@@ -163,8 +168,14 @@ final class RdmaStream implements OutboundFrames.Frames {
                 .beforeConnect(c -> start(c.protectionDomain(), c.queuePair()));
     }
 
-    /** Registers the buffers and posts every receive (the queue pair exists, nothing is connected yet). */
-    private void start(ProtectionDomain pd, QueuePair qp) {
+    /**
+     * Registers the buffers and posts every receive (the queue pair exists, nothing is connected yet);
+     * refused once the setup was given up ({@link #releaseWhenQueuePairGone}).
+     */
+    private synchronized void start(ProtectionDomain pd, QueuePair qp) {
+        if (abandoned) {
+            throw new IllegalStateException("the connection's setup was given up before its receives were posted");
+        }
         this.qp = qp;
         this.pd = pd;
         if (shared != null) {
@@ -673,6 +684,37 @@ final class RdmaStream implements OutboundFrames.Frames {
     /** Whether every posted send has completed. */
     boolean sendsIdle() {
         return sendHead == sendTail;
+    }
+
+    /**
+     * {@link #release()} for a connect or accept that failed: the connection manager closes that
+     * connection's queue pair in the background, perhaps with receives still posted in these
+     * buffers, so they are released only once it is gone: at once when there never was one (a
+     * setup step that would post them later is refused), else when it has closed (looked at every
+     * {@value #RELEASE_POLL_MS} ms, for at most {@value #RELEASE_WAIT_S} s; past that the buffers
+     * stay registered and a warning says so: a leak, never memory freed under the device).
+     */
+    void releaseWhenQueuePairGone() {
+        QueuePair q;
+        synchronized (this) {
+            abandoned = true;
+            q = qp;
+        }
+        releaseWhenClosed(q, System.nanoTime() + TimeUnit.SECONDS.toNanos(RELEASE_WAIT_S));
+    }
+
+    private void releaseWhenClosed(QueuePair q, long deadline) {
+        if (q == null || !q.isOpen()) {
+            release();
+        } else if (System.nanoTime() - deadline > 0) {
+            RdmaIoHandler.LOG.warn(
+                    "verbs4j-netty: {} of a failed connection is still open after {} s: its buffers stay registered",
+                    q,
+                    RELEASE_WAIT_S);
+        } else {
+            CompletableFuture.delayedExecutor(RELEASE_POLL_MS, TimeUnit.MILLISECONDS)
+                    .execute(() -> releaseWhenClosed(q, deadline));
+        }
     }
 
     /**

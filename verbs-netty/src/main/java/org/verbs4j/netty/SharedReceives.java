@@ -63,13 +63,15 @@ final class SharedReceives {
         this.pd = pd != null ? pd : ctx.allocateProtectionDomain();
         try {
             this.srq = this.pd.createSharedReceiveQueue(Math.max(maxBuffers, 1), 1);
+            CompletionQueue q = null;
             try {
-                this.cq = ctx.createCompletionQueue(Math.max(maxBuffers, 1), channel, 0);
+                q = ctx.createCompletionQueue(Math.max(maxBuffers, 1), channel, 0);
+                q.requestNotify(false);
             } catch (RuntimeException e) {
-                srq.close();
+                closeAll(e, q, srq);
                 throw e;
             }
-            cq.requestNotify(false);
+            this.cq = q;
         } catch (RuntimeException e) {
             if (ownsPd) {
                 this.pd.close();
@@ -118,9 +120,22 @@ final class SharedReceives {
         RdmaStats.REGISTERED.addAndGet(mr.length());
         chunks.add(mr);
         views.add(Unpooled.wrappedBuffer(mr.segment().asByteBuffer()));
-        sliced += buffers;
         for (int i = 0; i < buffers; i++) {
             postLocked(first + i);
+        }
+        sliced += buffers; // only once all are posted: a reservation is never counted as covered by fewer
+    }
+
+    /** Closes each of {@code resources} that exists, a failure added to {@code cause}. */
+    private static void closeAll(RuntimeException cause, AutoCloseable... resources) {
+        for (AutoCloseable r : resources) {
+            if (r != null) {
+                try {
+                    r.close();
+                } catch (Exception e) {
+                    cause.addSuppressed(e);
+                }
+            }
         }
     }
 
