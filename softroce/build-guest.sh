@@ -14,7 +14,7 @@
 #
 # Everything lands in the cache, never in the source tree and never installed
 # on the host:
-#   ${VERBS4J_GUEST_CACHE:-$HOME/.cache/verbs4j-guest}/
+#   ${VERBS4J_GUEST_CACHE:-$HOME/.cache/verbs4j-guest[-SERIES]}/
 #     kernel/            the kernel .deb unpacked (boot/vmlinuz-KVER, lib/modules/KVER + modules.dep)
 #     kernel.kver        KVER; written last, marks the kernel step complete
 #     initramfs.cpio.gz  static busybox + virtio/9p/overlay modules + initramfs-init.sh as /init
@@ -22,11 +22,17 @@
 #
 # Host packages: missing ones are installed with apt-get (needs root), because
 # CI runs this on a fresh machine. Set VERBS4J_GUEST_KERNEL_PKG to pin a kernel
-# package (default: whatever linux-image-amd64 depends on).
+# package (default: whatever linux-image-amd64 depends on). VERBS4J_GUEST_KERNEL=
+# SERIES (e.g. 6.12) takes the newest linux-image-SERIES.*-amd64 instead (what the
+# meta-package linux-image-SERIES-amd64 depends on), in a cache of its own
+# (default $HOME/.cache/verbs4j-guest-SERIES), so the default guest's stays as is.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-CACHE="${VERBS4J_GUEST_CACHE:-$HOME/.cache/verbs4j-guest}"
+SERIES="${VERBS4J_GUEST_KERNEL:-}"
+[[ -z "$SERIES" || "$SERIES" =~ ^[0-9]+\.[0-9]+$ ]] ||
+    { echo "[build-guest] ERROR: bad VERBS4J_GUEST_KERNEL $SERIES (a series such as 6.12)" >&2; exit 2; }
+CACHE="${VERBS4J_GUEST_CACHE:-$HOME/.cache/verbs4j-guest${SERIES:+-$SERIES}}"
 START=$SECONDS
 
 say() { echo "[build-guest +$((SECONDS - START))s] $*"; }
@@ -45,7 +51,7 @@ fi
 #    from the host root (the guest runs these very binaries).
 # --------------------------------------------------------------------------
 HOST_PKGS=(
-    qemu-system-x86 busybox-static cpio kmod gzip   # build + boot
+    qemu-system-x86 busybox-static cpio kmod gzip xz-utils   # build + boot
     iproute2 procps libibverbs1 ibverbs-providers ibverbs-utils
     librdmacm1 rdmacm-utils perftest                 # guest userland (host root)
 )
@@ -82,11 +88,12 @@ if [[ -s "$CACHE/kernel.kver" && -f "$CACHE/kernel/boot/vmlinuz-$(cat "$CACHE/ke
 else
     KPKG="${VERBS4J_GUEST_KERNEL_PKG:-}"
     if [[ -z "$KPKG" ]]; then
-        resolve() { apt-cache depends linux-image-amd64 2>/dev/null |
+        META="linux-image-${SERIES:+$SERIES-}amd64"
+        resolve() { apt-cache depends "$META" 2>/dev/null |
             awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }'; }
         KPKG="$(resolve || true)"
         if [[ -z "$KPKG" ]]; then apt_update_once; KPKG="$(resolve || true)"; fi
-        [[ -n "$KPKG" ]] || die "cannot resolve the package that linux-image-amd64 depends on"
+        [[ -n "$KPKG" ]] || die "cannot resolve the package that $META depends on"
     fi
     say "downloading $KPKG (about 70 MB)"
     rm -rf "$CACHE/dl" "$CACHE/kernel.new" "$CACHE/kernel"
@@ -137,8 +144,13 @@ else
     cp "$BUSYBOX" "$tmp/bin/busybox"
     : >"$tmp/etc/modules.list"
     for p in "${MOD_PATHS[@]}"; do
-        cp "$p" "$tmp/lib/modules/"
-        echo "${p##*/}" >>"$tmp/etc/modules.list"
+        # Newer kernels ship compressed modules (6.12: .ko.xz); busybox insmod takes plain ones.
+        m="${p##*/}"
+        case "$m" in
+        *.ko.xz) xz -dc "$p" >"$tmp/lib/modules/${m%.xz}"; m="${m%.xz}" ;;
+        *) cp "$p" "$tmp/lib/modules/" ;;
+        esac
+        echo "$m" >>"$tmp/etc/modules.list"
     done
     install -m 0755 "$HERE/initramfs-init.sh" "$tmp/init"
     (cd "$tmp" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -9 >"$CACHE/initramfs.cpio.gz.new"

@@ -25,6 +25,8 @@
 # runs on a snapshot of the class folders (target/guest-tier/modules), so a host rebuild during
 # the guest run changes nothing.
 # Output: everything streams to stdout; the guest console is also in target/guest-console.log.
+# VERBS4J_GUEST_KERNEL=6.12 (see build-guest.sh) boots Debian's 6.12 kernel instead; the folders
+# and the console log then end in -6.12 (target/guest-reports-6.12/, ...), with a lock of their own.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,12 +45,13 @@ while [[ $# -gt 0 ]]; do
 done
 
 START=$SECONDS
+KSUFFIX="${VERBS4J_GUEST_KERNEL:+-$VERBS4J_GUEST_KERNEL}"
 say() { echo "[guest-tests +$((SECONDS - START))s] $*"; }
 die() { echo "[guest-tests] ERROR: $*" >&2; exit 1; }
 
 # One guest-tests.sh at a time per work tree: a second run would clobber target/guest-tier and
 # target/guest-reports under the first, and two TCG guests on a 2-core machine starve each other.
-LOCK="${TMPDIR:-/tmp}/verbs4j-guest-tests.$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1).lock"
+LOCK="${TMPDIR:-/tmp}/verbs4j-guest-tests.$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)$KSUFFIX.lock"
 exec 9>"$LOCK"
 if ! flock -n 9; then
     say "another guest-tests.sh is running in $ROOT: waiting for it (lock $LOCK)"
@@ -60,8 +63,9 @@ fi
 . "$ROOT/scripts/java25.sh" || die "no Java 25 JDK (see scripts/java25.sh)"
 MVN=("$ROOT/mvnw" -B -ntp)
 
-WORK="$ROOT/target/guest-tier"
-REPORTS="$ROOT/target/guest-reports"
+WORK="$ROOT/target/guest-tier$KSUFFIX"
+REPORTS="$ROOT/target/guest-reports$KSUFFIX"
+export VERBS4J_GUEST_LOG="${VERBS4J_GUEST_LOG:-$ROOT/target/guest-console$KSUFFIX.log}"
 rm -rf "$WORK" "$REPORTS"
 mkdir -p "$WORK" "$REPORTS"
 
@@ -137,7 +141,7 @@ UNCHECKED=(java --enable-native-access=ALL-UNNAMED -Dverbs4j.unchecked=true
 } >"$WORK/guest-run.sh"
 chmod +x "$WORK/guest-run.sh"
 
-say "guest: softroce/run-in-guest.sh --timeout $TIMEOUT -- target/guest-tier/guest-run.sh"
+say "guest: softroce/run-in-guest.sh --timeout $TIMEOUT -- ${WORK#"$ROOT/"}/guest-run.sh${VERBS4J_GUEST_KERNEL:+ (kernel $VERBS4J_GUEST_KERNEL)}"
 GUEST_START=$SECONDS
 grc=0
 # single-threaded TCG: multi-threaded TCG crashed test JVMs at freshly patched compiled-code entries
@@ -163,7 +167,7 @@ done
 failed=$((failures + errors))
 passed=$((tests - skipped - failed))
 echo "Guest-tier: $passed passed, $failed failed, $skipped skipped"
-say "guest tier took $((SECONDS - START))s in all (guest ${GUEST_SECS}s); reports in target/guest-reports/, console in target/guest-console.log"
+say "guest tier took $((SECONDS - START))s in all (guest ${GUEST_SECS}s); reports in ${REPORTS#"$ROOT/"}/, console in ${VERBS4J_GUEST_LOG}"
 
 status=0
 if [[ $grc != 0 ]]; then
@@ -175,7 +179,7 @@ if [[ $grc != 0 ]]; then
     status=1
 fi
 if ((nfiles == 0)); then
-    echo "[guest-tests] FAILED: no JUnit XML report in target/guest-reports" >&2; status=1
+    echo "[guest-tests] FAILED: no JUnit XML report in ${REPORTS#"$ROOT/"}" >&2; status=1
 fi
 if ((failed > 0)); then
     echo "[guest-tests] FAILED: $failed test(s) failed in the guest" >&2; status=1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-in-guest.sh — run one shell command, as root, in a FRESH Soft-RoCE qemu
-# guest (Debian 6.1 kernel, rdma_rxe device rxe0 ACTIVE) and exit with the
-# command's exit status.
+# guest (Debian 12's kernel, 6.1, or with VERBS4J_GUEST_KERNEL=6.12 its newest
+# 6.12; rdma_rxe device rxe0 ACTIVE) and exit with the command's exit status.
 #
 # Usage: softroce/run-in-guest.sh [--timeout SECONDS] [--share DIR] [--net MODE:PORT[:PORT]]
 #                                 [--pidfile FILE] [--] 'shell command'
@@ -59,7 +59,7 @@
 # before the kernel prints anything fails fast or is booted once more, rather
 # than holding the whole --timeout.
 #
-# Environment: VERBS4J_GUEST_CACHE (see build-guest.sh), VERBS4J_GUEST_MEM
+# Environment: VERBS4J_GUEST_KERNEL and VERBS4J_GUEST_CACHE (see build-guest.sh), VERBS4J_GUEST_MEM
 # (default 4G), VERBS4J_GUEST_CPUS (default 2), VERBS4J_GUEST_IP (default
 # 10.0.0.1), VERBS4J_GUEST_LOG, VERBS4J_GUEST_ACCEL (default
 # "tcg,thread=multi,tb-size=512"; e.g. "kvm" with VERBS4J_GUEST_CPU=host on a
@@ -77,7 +77,7 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-CACHE="${VERBS4J_GUEST_CACHE:-$HOME/.cache/verbs4j-guest}"
+CACHE="${VERBS4J_GUEST_CACHE:-$HOME/.cache/verbs4j-guest${VERBS4J_GUEST_KERNEL:+-$VERBS4J_GUEST_KERNEL}}"
 TIMEOUT=1800
 SHARE=""
 NET=""
