@@ -18,6 +18,17 @@ import org.verbs4j.natives.generated.ibverbs.verbs_context;
 final class Capabilities {
     private Capabilities() {}
 
+    /**
+     * {@code device_cap_flags_ex} bits of the kernel's uAPI ({@code IB_UVERBS_DEVICE_*} of
+     * {@code rdma/ib_user_verbs.h}; libibverbs passes them through without names).
+     */
+    static final long DEVICE_FLUSH_GLOBAL = 1L << 38,
+            DEVICE_FLUSH_PERSISTENT = 1L << 39,
+            DEVICE_ATOMIC_WRITE = 1L << 40;
+
+    static final String NO_ATOMIC_WRITE =
+            "device attribute device_cap_flags_ex lacks IB_UVERBS_DEVICE_ATOMIC_WRITE (rxe has it from Linux 6.2)";
+
     /** The inline sizes the probe tries, largest first. */
     private static final int[] INLINE_PROBES = {1024, 512, 256, 128, 64, 32};
 
@@ -82,6 +93,8 @@ final class Capabilities {
                                     "max_mcast_grp " + mcast + ", max_mcast_qp_attach "
                                             + ibv_device_attr.max_mcast_qp_attach(orig))
                             : Feature.no("multicast", "device attribute max_mcast_grp is 0"));
+            f.add(atomicWrite(ctx, capsEx));
+            f.add(flush(capsEx));
             f.add(threadDomains(ctx));
             f.add(dmaBuf(ctx));
             f.add(Feature.yes("device_cap_flags_ex", "0x" + Long.toHexString(capsEx)));
@@ -113,6 +126,46 @@ final class Capabilities {
             ctx.unpin();
         }
         return ex;
+    }
+
+    /** The device's {@code device_cap_flags_ex}. */
+    static long capFlagsEx(Context ctx) {
+        try (Arena a = Arena.ofConfined()) {
+            return ibv_device_attr_ex.device_cap_flags_ex(deviceAttributesEx(ctx, a));
+        }
+    }
+
+    /** Probed where the device has the bit: an extended RC queue pair created for ATOMIC_WRITE. */
+    private static Feature atomicWrite(Context ctx, long capsEx) {
+        if ((capsEx & DEVICE_ATOMIC_WRITE) == 0) {
+            return Feature.no("atomic write", NO_ATOMIC_WRITE);
+        }
+        try (ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cq = ctx.createCompletionQueue(1);
+                QueuePair qp = pd.createExtendedQueuePair(
+                        QueuePairInit.of(QueuePairType.RC, cq).maxSendWr(1).maxRecvWr(1),
+                        EnumSet.of(SendOperation.ATOMIC_WRITE))) {
+            return (qp.extended.opcodes & 1 << SendWorkRequests.OP_ATOMIC_WRITE) != 0
+                    ? Feature.yes(
+                            "atomic write",
+                            "IB_UVERBS_DEVICE_ATOMIC_WRITE; ibv_create_qp_ex probed: wr_atomic_write set")
+                    : Feature.no("atomic write", "ibv_create_qp_ex probe: the provider left wr_atomic_write NULL");
+        } catch (VerbsException e) {
+            return Feature.no("atomic write", "ibv_create_qp_ex probe: " + e.getMessage());
+        }
+    }
+
+    /** The device's flush bits; verbs4j cannot post a flush (no wr_flush in rdma-core 44's struct ibv_qp_ex). */
+    private static Feature flush(long capsEx) {
+        String has = ((capsEx & DEVICE_FLUSH_GLOBAL) != 0 ? " IB_UVERBS_DEVICE_FLUSH_GLOBAL" : "")
+                + ((capsEx & DEVICE_FLUSH_PERSISTENT) != 0 ? " IB_UVERBS_DEVICE_FLUSH_PERSISTENT" : "");
+        return Feature.no(
+                "flush",
+                has.isEmpty()
+                        ? "device attribute device_cap_flags_ex lacks IB_UVERBS_DEVICE_FLUSH_GLOBAL and"
+                                + " _PERSISTENT (rxe has them from Linux 6.2)"
+                        : "the device has" + has + ", but verbs4j binds rdma-core 44, whose ibv_qp_ex has"
+                                + " no wr_flush (rdma-core 45 added ibv_wr_flush)");
     }
 
     /** The device's {@code max_dm_size} (0: no device memory). */

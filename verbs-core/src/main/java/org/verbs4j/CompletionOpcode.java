@@ -18,6 +18,8 @@ public final class CompletionOpcode {
     public static final int LOCAL_INV = 6;
     /** {@code IBV_WC_TSO}. */
     public static final int TSO = 7;
+    /** {@code IBV_WC_ATOMIC_WRITE}: an ATOMIC_WRITE ({@link SendWorkRequests#atomicWrite}). */
+    public static final int ATOMIC_WRITE = 9;
     /** {@code IBV_WC_RECV}: a receive (of a SEND). */
     public static final int RECV = 128;
     /** {@code IBV_WC_RECV_RDMA_WITH_IMM}: a receive consumed by an RDMA WRITE with immediate. */

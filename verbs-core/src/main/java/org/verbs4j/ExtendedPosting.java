@@ -65,7 +65,7 @@ final class ExtendedPosting {
     final long sendOps;
 
     private final MemorySegment start, complete, abort;
-    private final MemorySegment send, sendImm, sendInv, write, writeImm, read, cas, faa, localInv, bind;
+    private final MemorySegment send, sendImm, sendInv, write, writeImm, read, cas, faa, localInv, bind, atomicWrite;
     private final MemorySegment setSge, setSgeList, setInline, setUdAddr;
     /** {@code maxInlineData} bytes: an inline request that mixes staged pieces and region SGEs is gathered here. */
     private final MemorySegment gather;
@@ -106,6 +106,10 @@ final class ExtendedPosting {
         this.localInv = fn(QueuePairExLayout.WR_LOCAL_INV);
         this.bind = fn(QueuePairExLayout.WR_BIND_MW);
         this.sendInv = fn(QueuePairExLayout.WR_SEND_INV);
+        // the last member since rdma-core 44: a provider that accepted the flag has it; never read otherwise
+        this.atomicWrite = (sendOps & QueuePairExLayout.WITH_ATOMIC_WRITE) != 0
+                ? fn(QueuePairExLayout.WR_ATOMIC_WRITE)
+                : MemorySegment.NULL;
         this.setSge = fn(QueuePairExLayout.WR_SET_SGE);
         this.setSgeList = fn(QueuePairExLayout.WR_SET_SGE_LIST);
         this.setInline = fn(QueuePairExLayout.WR_SET_INLINE_DATA);
@@ -116,6 +120,9 @@ final class ExtendedPosting {
             if (!byOpcode[op].equals(MemorySegment.NULL)) {
                 ops |= 1 << op;
             }
+        }
+        if (!atomicWrite.equals(MemorySegment.NULL)) {
+            ops |= 1 << SendWorkRequests.OP_ATOMIC_WRITE;
         }
         this.opcodes = ops;
         this.inlineSetter = !setInline.equals(MemorySegment.NULL);
@@ -269,7 +276,7 @@ final class ExtendedPosting {
                         w.get(JAVA_INT, o + SEND_UD_REMOTE_QKEY));
             }
             int numSge = w.get(JAVA_INT, o + SEND_NUM_SGE);
-            if (numSge > 0 && opcode != SendWorkRequests.OP_LOCAL_INV && opcode != SendWorkRequests.OP_BIND_MW) {
+            if (numSge > 0 && (SendWorkRequests.NO_PAYLOAD_OPCODES & 1 << opcode) == 0) {
                 if (numSge > wrs.maxSge) {
                     return Errno.EINVAL; // only a raw write can get here
                 }
@@ -340,6 +347,14 @@ final class ExtendedPosting {
                         w.get(JAVA_LONG, o + SEND_BIND_MW),
                         w.get(JAVA_INT, o + SEND_BIND_RKEY),
                         w.address() + o + SEND_BIND_INFO);
+            case SendWorkRequests.OP_ATOMIC_WRITE -> // the 8 bytes are read from the chain during the call
+                ExtendedPostVerbs.atomicWrite(
+                        c,
+                        atomicWrite,
+                        q,
+                        w.get(JAVA_INT, o + SEND_ATOMIC_RKEY),
+                        w.get(JAVA_LONG, o + SEND_ATOMIC_REMOTE_ADDR),
+                        w.address() + o + SEND_ATOMIC_COMPARE_ADD);
             default -> ExtendedPostVerbs.call(c, sendInv, q, w.get(JAVA_INT, o + SEND_INVALIDATE_RKEY));
         }
     }

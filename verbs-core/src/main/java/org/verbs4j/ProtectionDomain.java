@@ -616,6 +616,15 @@ public final class ProtectionDomain extends NativeResource {
                     "no send operation asked for",
                     "name the operations the queue pair will post, e.g. EnumSet.of(SendOperation.SEND)");
         }
+        if ((ops & SendOperation.ATOMIC_WRITE.bit()) != 0
+                && (Capabilities.capFlagsEx(context()) & Capabilities.DEVICE_ATOMIC_WRITE) == 0) {
+            throw VerbsException.create(
+                    "ibv_create_qp_ex",
+                    Errno.EOPNOTSUPP,
+                    context().deviceName() + " has no RDMA ATOMIC WRITE: " + Capabilities.NO_ATOMIC_WRITE,
+                    "leave SendOperation.ATOMIC_WRITE out, or use a device that has it (Context.capabilities()"
+                            + " reports \"atomic write\")");
+        }
         MemorySegment ctx = context().handle;
         QueuePair qp = createQueuePair(init, (pd, attr) -> ExtendedPostVerbs.createQpEx(ctx, attr), destroy, ops);
         ExtendedPosting.attach(qp, ops, init.type);

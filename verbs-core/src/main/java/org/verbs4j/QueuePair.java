@@ -372,6 +372,11 @@ public final class QueuePair extends NativeResource {
             if (x != null && !x.accepts(wrs)) {
                 throw Refusals.notCreatedFor(this, wrs, x.opcodes); // every mode: the builder is a NULL pointer
             }
+            if ((wrs.opcodes & SendWorkRequests.EXTENDED_ONLY_OPCODES) != 0
+                    && (x == null || x.postsClassically(wrs, n))) {
+                throw Refusals.extendedOnly(
+                        this, wrs, x != null); // every mode: ibv_post_send would read an SGE it lacks
+            }
             if (CHECKED) {
                 checkSend(wrs, n);
                 if (sendCq.overcommitted) {

@@ -69,6 +69,30 @@ final class Refusals {
                 "send the data from a registered region instead");
     }
 
+    /**
+     * A chain with an ATOMIC_WRITE that would go through {@code ibv_post_send}: posted with
+     * {@link QueuePair#postSend}, or by {@link QueuePair#postSendExtended} on rxe before rdma-core
+     * 64 together with a request of SGEs of unequal lengths (which that post sends classically).
+     */
+    static VerbsException extendedOnly(QueuePair qp, SendWorkRequests wrs, boolean unequalSges) {
+        int i = 0;
+        while (i < wrs.count && (SendWorkRequests.EXTENDED_ONLY_OPCODES & 1 << wrs.opcodeAt(i)) == 0) {
+            i++;
+        }
+        return unequalSges
+                ? new InvalidRequestException(
+                        "ibv_wr_atomic_write",
+                        "request #" + i + " is an ATOMIC_WRITE in a chain that " + qp.describe()
+                                + " must post with ibv_post_send (it also holds SGEs of unequal lengths, which"
+                                + " this provider's wr_set_sge_list miscounts); nothing was posted",
+                        "post the ATOMIC_WRITE in a chain of its own")
+                : new InvalidRequestException(
+                        "ibv_post_send",
+                        "request #" + i + " is an ATOMIC_WRITE, which only the extended API posts; nothing was posted",
+                        "create the queue pair with createExtendedQueuePair(init, EnumSet.of(SendOperation"
+                                + ".ATOMIC_WRITE, ...)) and post with postSendExtended");
+    }
+
     /** A post on an XRC_SEND queue pair of a request that names no remote SRQ. */
     static VerbsException noSrqNumber(QueuePair qp, SendWorkRequests wrs) {
         return new InvalidRequestException(

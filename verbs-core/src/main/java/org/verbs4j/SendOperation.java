@@ -28,7 +28,13 @@ public enum SendOperation {
     /** {@code IBV_QP_EX_WITH_BIND_MW}: {@code ibv_wr_bind_mw} (type 2 memory windows). */
     BIND_MW(1 << 8, SendWorkRequests.OP_BIND_MW),
     /** {@code IBV_QP_EX_WITH_SEND_WITH_INV}: {@code ibv_wr_send_inv}. */
-    SEND_WITH_INV(1 << 9, SendWorkRequests.OP_SEND_WITH_INV);
+    SEND_WITH_INV(1 << 9, SendWorkRequests.OP_SEND_WITH_INV),
+    /**
+     * {@code IBV_QP_EX_WITH_ATOMIC_WRITE}: {@code ibv_wr_atomic_write} (rdma-core 44); refused at
+     * creation on a device whose {@code device_cap_flags_ex} lacks
+     * {@code IB_UVERBS_DEVICE_ATOMIC_WRITE} (rxe before Linux 6.2).
+     */
+    ATOMIC_WRITE(1 << 12, SendWorkRequests.OP_ATOMIC_WRITE);
 
     private final int flag;
     private final int opcode;

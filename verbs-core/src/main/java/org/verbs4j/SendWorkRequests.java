@@ -63,7 +63,8 @@ public final class SendWorkRequests extends WorkRequestChain {
             OP_ATOMIC_FETCH_AND_ADD = 6,
             OP_LOCAL_INV = 7,
             OP_BIND_MW = 8,
-            OP_SEND_WITH_INV = 9;
+            OP_SEND_WITH_INV = 9,
+            OP_ATOMIC_WRITE = 15;
     /** {@code enum ibv_send_flags}. */
     public static final int FLAG_FENCE = 1, FLAG_SIGNALED = 2, FLAG_SOLICITED = 4, FLAG_INLINE = 8;
 
@@ -149,11 +150,13 @@ public final class SendWorkRequests extends WorkRequestChain {
 
     /** Opcodes UD takes ({@code SEND}, {@code SEND_WITH_IMM}). */
     static final int SEND_OPCODES = 1 << OP_SEND | 1 << OP_SEND_WITH_IMM;
-    /** Opcodes without a payload (LOCAL_INV, BIND_MW). */
-    static final int NO_PAYLOAD_OPCODES = 1 << OP_LOCAL_INV | 1 << OP_BIND_MW;
-    /** Opcodes with which the adapter writes into the local buffer (RDMA READ, atomics; UC has none). */
+    /** Opcodes without an SGE payload (LOCAL_INV, BIND_MW; ATOMIC_WRITE carries its 8 bytes in the request). */
+    static final int NO_PAYLOAD_OPCODES = 1 << OP_LOCAL_INV | 1 << OP_BIND_MW | 1 << OP_ATOMIC_WRITE;
+    /** Opcodes UC does not take: RDMA READ and the atomics (those but ATOMIC_WRITE write into the local buffer). */
     static final int READ_OR_ATOMIC_OPCODES =
-            1 << OP_RDMA_READ | 1 << OP_ATOMIC_CMP_AND_SWP | 1 << OP_ATOMIC_FETCH_AND_ADD;
+            1 << OP_RDMA_READ | 1 << OP_ATOMIC_CMP_AND_SWP | 1 << OP_ATOMIC_FETCH_AND_ADD | 1 << OP_ATOMIC_WRITE;
+    /** Opcodes only {@link QueuePair#postSendExtended} posts (ATOMIC_WRITE: ibv_wr_atomic_write). */
+    static final int EXTENDED_ONLY_OPCODES = 1 << OP_ATOMIC_WRITE;
 
     /** Whether the chain holds a request UD does not take (not SEND / SEND_WITH_IMM). */
     boolean hasNonSendOps() {
@@ -541,6 +544,21 @@ public final class SendWorkRequests extends WorkRequestChain {
         return this;
     }
 
+    /**
+     * Starts an ATOMIC_WRITE ({@code ibv_wr_atomic_write}): the 8 bytes of {@code value}, as this
+     * machine stores a {@code long}, land at {@code remoteAddress} (8-byte aligned) in one piece,
+     * never torn. No SGE follows; the peer's region needs REMOTE_WRITE. Posted only by
+     * {@link QueuePair#postSendExtended} on a queue pair created with
+     * {@link SendOperation#ATOMIC_WRITE}, on a device whose {@code device_cap_flags_ex} has
+     * {@code IB_UVERBS_DEVICE_ATOMIC_WRITE} (rxe from Linux 6.2).
+     */
+    public SendWorkRequests atomicWrite(long wrId, long remoteAddress, int rkey, long value) {
+        checkAtomicAddress(remoteAddress);
+        begin(wrId, OP_ATOMIC_WRITE);
+        atomic(remoteAddress, rkey, value, 0L);
+        return this;
+    }
+
     // checked before begin(), so that a refused request leaves the chain exactly as it was
     private static void checkAtomicAddress(long remoteAddress) {
         if (CHECKED && (remoteAddress & 7) != 0) {
@@ -607,7 +625,7 @@ public final class SendWorkRequests extends WorkRequestChain {
             if ((NO_PAYLOAD_OPCODES & 1 << curOpcode) != 0) {
                 throw new InvalidRequestException(
                         "ibv_post_send",
-                        "a LOCAL_INV or BIND_MW request carries no SGEs",
+                        "a LOCAL_INV, BIND_MW or ATOMIC_WRITE request carries no SGEs",
                         "add the SGE to a data request");
             }
             mr.checkSge("ibv_post_send", offset, Integer.toUnsignedLong(length));

@@ -102,7 +102,8 @@ class CConstantsConformanceTest {
                 "ATOMIC_FETCH_AND_ADD",
                 "LOCAL_INV",
                 "BIND_MW",
-                "SEND_WITH_INV");
+                "SEND_WITH_INV",
+                "ATOMIC_WRITE");
         each(SendWorkRequests.class, "FLAG_", "IBV_SEND_", "FENCE", "SIGNALED", "SOLICITED", "INLINE");
         each(
                 SendOperation.class,
@@ -117,7 +118,8 @@ class CConstantsConformanceTest {
                 "ATOMIC_FETCH_AND_ADD",
                 "LOCAL_INV",
                 "BIND_MW",
-                "SEND_WITH_INV");
+                "SEND_WITH_INV",
+                "ATOMIC_WRITE");
         notC(
                 "enum ibv_mw_type is not in the generated bindings: its values are QueuePairExLayout.MW_TYPE_*,"
                         + " which the layout conformance test compares with the header through gcc",
@@ -162,6 +164,7 @@ class CConstantsConformanceTest {
                 "BIND_MW",
                 "LOCAL_INV",
                 "TSO",
+                "ATOMIC_WRITE",
                 "RECV",
                 "RECV_RDMA_WITH_IMM");
         each(WorkCompletions.class, "", "IBV_WC_", "SUCCESS");
@@ -284,7 +287,14 @@ class CConstantsConformanceTest {
                 "masks of verbs4j's per-chain opcode summary (bits 1 << IBV_WR_*), not header constants",
                 "SendWorkRequests.SEND_OPCODES",
                 "SendWorkRequests.READ_OR_ATOMIC_OPCODES",
-                "SendWorkRequests.NO_PAYLOAD_OPCODES");
+                "SendWorkRequests.NO_PAYLOAD_OPCODES",
+                "SendWorkRequests.EXTENDED_ONLY_OPCODES");
+        notC(
+                "the kernel uAPI's IB_UVERBS_DEVICE_* bits of device_cap_flags_ex, which libibverbs 44's"
+                        + " verbs.h (the bindings' header) does not name",
+                "Capabilities.DEVICE_FLUSH_GLOBAL",
+                "Capabilities.DEVICE_FLUSH_PERSISTENT",
+                "Capabilities.DEVICE_ATOMIC_WRITE");
         notC(
                 "a verbs4j default or tuning value",
                 "SendWorkRequests.DEFAULT_INLINE_BYTES",

@@ -121,7 +121,8 @@ final class ExtendedGuestFixture implements AutoCloseable {
 
     /** An RC queue pair made by {@code ibv_create_qp_ex} for every operation, completing into {@code cq}. */
     QueuePair extendedPair(CompletionQueueEx cq) {
-        return pd.createExtendedQueuePair(init(cq.queue()), EnumSet.allOf(SendOperation.class));
+        return pd.createExtendedQueuePair(
+                init(cq.queue()), EnumSet.complementOf(EnumSet.of(SendOperation.ATOMIC_WRITE)));
     }
 
     /** A classic RC queue pair of the same capacities, completing into {@code cq}. */

@@ -291,4 +291,60 @@ class ExtendedPostMisuseTest extends ExtendedStandInTest {
         assertEquals(before, p.wqeCount());
         mwr.close(); // the closed window holds it no longer
     }
+
+    @Test
+    void atomicWriteIsRefusedAtCreationWhereTheDeviceLacksIt() {
+        long created = p.wqeCount();
+        refused(
+                "ibv_create_qp_ex",
+                Errno.EOPNOTSUPP,
+                () -> qp(EnumSet.of(SendOperation.SEND, SendOperation.ATOMIC_WRITE)),
+                "has no RDMA ATOMIC WRITE",
+                "device_cap_flags_ex lacks IB_UVERBS_DEVICE_ATOMIC_WRITE",
+                "leave SendOperation.ATOMIC_WRITE out");
+        assertEquals(created, p.wqeCount());
+    }
+
+    @Test
+    void atomicWriteThroughTheClassicPostIsRefusedInEveryMode() {
+        try (QueuePair qp = o.rcQueuePair(4, 4);
+                SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            wrs.send(1).sge(o.mr, 0, 8);
+            wrs.atomicWrite(2, 0x1000, 5, 0x1122334455667788L).signaled();
+            refused(
+                    "ibv_post_send",
+                    Errno.EINVAL,
+                    () -> qp.postSend(wrs),
+                    "request #1 is an ATOMIC_WRITE, which only the extended API posts",
+                    "postSendExtended");
+            nothingReachedTheProvider();
+            assertEquals(0, qp.sendOutstanding());
+        }
+    }
+
+    @Test
+    void aMisalignedAtomicWriteTargetOrAnSgeOnItIsRefusedInCheckedMode() {
+        try (SendWorkRequests wrs = new SendWorkRequests(4, 1)) {
+            if (Verbs.CHECKED) {
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.atomicWrite(1, 0x1004, 5, 1),
+                        "atomic remote address 0x1004 is not 8-byte aligned");
+                assertEquals(0, wrs.size(), "the refused request left the chain as it was");
+                wrs.atomicWrite(2, 0x1008, 5, 1);
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.sge(o.mr, 0, 8),
+                        "a LOCAL_INV, BIND_MW or ATOMIC_WRITE request carries no SGEs");
+                refused(
+                        "ibv_post_send",
+                        Errno.EINVAL,
+                        () -> wrs.inline(MemorySegment.ofArray(new byte[8])),
+                        "only SEND and RDMA WRITE can be inline");
+                assertEquals(1, wrs.size());
+            }
+        }
+    }
 }

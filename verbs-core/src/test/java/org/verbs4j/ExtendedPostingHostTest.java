@@ -38,7 +38,7 @@ class ExtendedPostingHostTest extends ExtendedStandInTest {
     @Test
     void everyOpcodeReachesTheProviderAsTheClassicPostWritesIt() {
         MemoryRegion mwr = bindable(o);
-        try (QueuePair qp = extended(o, EnumSet.allOf(SendOperation.class), 64, 2);
+        try (QueuePair qp = extended(o, EnumSet.complementOf(EnumSet.of(SendOperation.ATOMIC_WRITE)), 64, 2);
                 MemoryWindow mw = o.pd.allocateWindow(MemoryWindow.Type.TYPE_2);
                 SendWorkRequests wrs = new SendWorkRequests(16, 2, 64)) {
             MemoryRegion mr = o.mr;

@@ -11,7 +11,7 @@ import java.lang.invoke.MethodHandle;
 /**
  * Dispatch for the extended queue pair's {@code static inline} verbs of {@code verbs.h}:
  * {@code ibv_wr_start}, the work request builders ({@code ibv_wr_send}, {@code ibv_wr_rdma_write},
- * {@code ibv_wr_atomic_cmp_swp}, {@code ibv_wr_bind_mw}, ...), the setters
+ * {@code ibv_wr_atomic_cmp_swp}, {@code ibv_wr_bind_mw}, {@code ibv_wr_atomic_write}, ...), the setters
  * ({@code ibv_wr_set_sge(_list)}, {@code ibv_wr_set_inline_data(_list)},
  * {@code ibv_wr_set_ud_addr}), {@code ibv_wr_complete} and {@code ibv_wr_abort} are function
  * pointers in {@code struct ibv_qp_ex} (offsets in {@link QueuePairExLayout}). Control path:
@@ -157,6 +157,16 @@ public final class ExtendedPostVerbs {
         } catch (Throwable t) {
             throw InlineVerbs.rethrow(t);
         }
+    }
+
+    /**
+     * {@code wr_atomic_write(qp, rkey, remote_addr, atomic_wr)}: the 8 bytes at address
+     * {@code value} (copied into the work queue entry by the call). The C shape of
+     * {@code wr_atomic_fetch_add}, whose handle it shares (a pointer passed as {@code long}).
+     */
+    public static void atomicWrite(
+            boolean critical, MemorySegment fn, long qpx, int rkey, long remoteAddress, long value) {
+        fetchAdd(critical, fn, qpx, rkey, remoteAddress, value);
     }
 
     /** {@code wr_atomic_cmp_swp(qp, rkey, remote_addr, compare, swap)}. */

@@ -13,7 +13,7 @@ package org.verbs4j.natives;
  * struct ibv_qp_ex
  *   +168 u64 wr_id   +176 unsigned int wr_flags
  *   +184 wr_atomic_cmp_swp ... +240 wr_send ... +304 wr_set_sge +312 wr_set_sge_list
- *   +320 wr_start    +328 wr_complete    +336 wr_abort
+ *   +320 wr_start    +328 wr_complete    +336 wr_abort    +344 wr_atomic_write (rdma-core 44)
  * struct ibv_send_wr +80 bind_mw { +80 ibv_mw *mw, +88 u32 rkey, +96 struct ibv_mw_bind_info
  *   { +96 ibv_mr *mr, +104 u64 addr, +112 u64 length, +120 unsigned int mw_access_flags } }
  * </pre>
@@ -42,6 +42,11 @@ public final class QueuePairExLayout {
     public static final long WR_START = 320;
     public static final long WR_COMPLETE = 328;
     public static final long WR_ABORT = 336;
+    /**
+     * Last in the struct since rdma-core 44: read only from a queue pair created with
+     * {@link #WITH_ATOMIC_WRITE} (a provider that took the flag has the member).
+     */
+    public static final long WR_ATOMIC_WRITE = 344;
 
     /** {@code sizeof(struct ibv_qp_init_attr_ex)}. */
     public static final long INIT_EX_SIZE = 136;
@@ -83,6 +88,7 @@ public final class QueuePairExLayout {
     public static final int WITH_LOCAL_INV = 1 << 7;
     public static final int WITH_BIND_MW = 1 << 8;
     public static final int WITH_SEND_WITH_INV = 1 << 9;
+    public static final int WITH_ATOMIC_WRITE = 1 << 12;
 
     /** {@code IBV_MW_TYPE_1}, {@code IBV_MW_TYPE_2}. */
     public static final int MW_TYPE_1 = 1, MW_TYPE_2 = 2;

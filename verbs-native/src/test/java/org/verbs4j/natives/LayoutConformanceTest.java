@@ -259,7 +259,8 @@ class LayoutConformanceTest {
             "wr_set_sge_list",
             "wr_start",
             "wr_complete",
-            "wr_abort"
+            "wr_abort",
+            "wr_atomic_write"
         }) {
             t(c, m.toUpperCase(java.util.Locale.ROOT), off(qpx, m));
         }
@@ -291,7 +292,8 @@ class LayoutConformanceTest {
             "ATOMIC_FETCH_AND_ADD",
             "LOCAL_INV",
             "BIND_MW",
-            "SEND_WITH_INV"
+            "SEND_WITH_INV",
+            "ATOMIC_WRITE"
         }) {
             t(c, "WITH_" + f, "IBV_QP_EX_WITH_" + f);
         }
