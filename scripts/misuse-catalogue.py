@@ -67,7 +67,7 @@ for source in SOURCES:
         rest = src[m.end():]
         nxt = re.search(r"\n\s*@(Test|Property|Nested)\b", rest)
         body = rest[:nxt.start()] if nxt else rest
-        r = re.search(r"refused\((?:(\w+)\.class, )?\"([^\"]+)\", Errno\.(\w+)", body)
+        r = re.search(r"refused\(\s*(?:(\w+)\.class,\s*)?\"([^\"]+)\",\s*Errno\.(\w+)", body)
         t = re.search(r"assertThrows\((\w+)\.class", body)
         if r:
             outcome = f"`{r.group(1) or 'VerbsException'}` {r.group(3)} from `{r.group(2)}`"
