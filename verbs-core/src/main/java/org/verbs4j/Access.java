@@ -23,6 +23,18 @@ public enum Access {
     ON_DEMAND(64),
     /** {@code IBV_ACCESS_HUGETLB}. */
     HUGETLB(128),
+    /**
+     * {@code IBV_ACCESS_FLUSH_GLOBAL} (rdma-core 45): peers may RDMA FLUSH it to global visibility.
+     * Refused where {@code device_cap_flags_ex} lacks {@code IB_UVERBS_DEVICE_FLUSH_GLOBAL} (rxe
+     * before Linux 6.2).
+     */
+    FLUSH_GLOBAL(1 << 8),
+    /**
+     * {@code IBV_ACCESS_FLUSH_PERSISTENT} (rdma-core 45): peers may RDMA FLUSH it to persistence.
+     * Refused where {@code device_cap_flags_ex} lacks {@code IB_UVERBS_DEVICE_FLUSH_PERSISTENT};
+     * rxe takes it only for persistent memory (pmem), and refuses ordinary memory with EINVAL.
+     */
+    FLUSH_PERSISTENT(1 << 9),
     /** {@code IBV_ACCESS_RELAXED_ORDERING} (optional: a device may ignore it). */
     RELAXED_ORDERING(1 << 20);
 

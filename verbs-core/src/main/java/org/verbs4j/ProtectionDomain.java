@@ -534,11 +534,35 @@ public final class ProtectionDomain extends NativeResource {
         }
     }
 
-    private static void checkAccess(String verb, Set<Access> access) {
+    private void checkAccess(String verb, Set<Access> access) {
         if ((access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_ATOMIC))
                 && !access.contains(Access.LOCAL_WRITE)) {
             throw new InvalidRequestException(
                     verb, "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE", "add Access.LOCAL_WRITE");
+        }
+        checkFlush(verb, access);
+    }
+
+    /** FLUSH_GLOBAL and FLUSH_PERSISTENT only where {@code device_cap_flags_ex} has the device's bit for each. */
+    private void checkFlush(String verb, Set<Access> access) {
+        boolean global = access.contains(Access.FLUSH_GLOBAL);
+        if (!global && !access.contains(Access.FLUSH_PERSISTENT)) {
+            return;
+        }
+        long caps = Capabilities.capFlagsEx(context());
+        for (Access a : access) {
+            long bit = a == Access.FLUSH_GLOBAL
+                    ? Capabilities.DEVICE_FLUSH_GLOBAL
+                    : a == Access.FLUSH_PERSISTENT ? Capabilities.DEVICE_FLUSH_PERSISTENT : 0;
+            if (bit != 0 && (caps & bit) == 0) {
+                throw VerbsException.create(
+                        verb,
+                        Errno.EOPNOTSUPP,
+                        context().deviceName() + " has no RDMA FLUSH for Access." + a.name()
+                                + ": device attribute device_cap_flags_ex lacks IB_UVERBS_DEVICE_" + a.name()
+                                + " (rxe has it from Linux 6.2)",
+                        "register the region without Access." + a.name());
+            }
         }
     }
 
@@ -562,6 +586,7 @@ public final class ProtectionDomain extends NativeResource {
             throw VerbsException.create(
                     verb, Errno.EINVAL, "REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE", "add Access.LOCAL_WRITE");
         }
+        checkFlush(verb, access);
     }
 
     /**

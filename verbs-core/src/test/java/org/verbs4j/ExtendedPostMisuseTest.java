@@ -347,4 +347,19 @@ class ExtendedPostMisuseTest extends ExtendedStandInTest {
             }
         }
     }
+
+    @Test
+    void flushAccessIsRefusedAtRegistrationWhereTheDeviceLacksIt() {
+        MemorySegment m = o.arena.allocate(4096, 64);
+        for (Access a : EnumSet.of(Access.FLUSH_GLOBAL, Access.FLUSH_PERSISTENT)) {
+            refused(
+                    "ibv_reg_mr",
+                    Errno.EOPNOTSUPP,
+                    () -> o.pd.register(o.arena, m, EnumSet.of(Access.LOCAL_WRITE, a)),
+                    "has no RDMA FLUSH for Access." + a.name(),
+                    "device_cap_flags_ex lacks IB_UVERBS_DEVICE_" + a.name(),
+                    "register the region without Access." + a.name());
+            refused("ibv_reg_mr", Errno.EOPNOTSUPP, () -> o.pd.allocateMemoryRegion(64, a), "Access." + a.name());
+        }
+    }
 }
