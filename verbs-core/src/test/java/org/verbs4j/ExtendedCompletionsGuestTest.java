@@ -143,8 +143,22 @@ class ExtendedCompletionsGuestTest {
         System.out.print("capability report:\n" + r.format());
         assertEquals(ctx.deviceName(), r.device());
         for (String name : new String[] {
-            "atomics", "srq", "inline data", "extended CQ", "completion timestamps", "extended QP", "odp",
-            "implicit odp", "memory windows", "xrc", "device memory", "multicast", "thread domains", "dma-buf"
+            "atomics",
+            "srq",
+            "inline data",
+            "extended CQ",
+            "completion timestamps",
+            "extended QP",
+            "odp",
+            "implicit odp",
+            "memory windows",
+            "xrc",
+            "device memory",
+            "multicast",
+            "atomic write",
+            "flush",
+            "thread domains",
+            "dma-buf"
         }) {
             CapabilityReport.Feature f = r.feature(name).orElseThrow(() -> new AssertionError("no " + name));
             assertTrue(!f.detail().isBlank(), name + " says why");
