@@ -29,6 +29,7 @@ import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.ObjectLayout;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -42,6 +43,7 @@ import org.verbs4j.testing.StandInProvider;
  * completion event), and the others find nothing: exactly the "another thread took it" case
  * that used to block them until the next event.
  */
+@NeedsNativeToolchain
 class AsyncEventHostTest {
     private static final int WAITERS = 4;
     private static final long SLACK_MS = 750;

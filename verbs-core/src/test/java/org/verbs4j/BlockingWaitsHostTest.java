@@ -25,6 +25,7 @@ import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.ObjectLayout;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -35,6 +36,7 @@ import org.verbs4j.testing.StandInProvider;
  * wait at once with the documented outcome; a close wakes every waiter with
  * {@link ResourceClosedException}. Waits for a real event: BlockingWaitsGuestTest.
  */
+@NeedsNativeToolchain
 class BlockingWaitsHostTest {
     private static final long JOIN_MILLIS = 60_000;
 

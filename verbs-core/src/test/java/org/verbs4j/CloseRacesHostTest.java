@@ -21,6 +21,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.ObjectLayout;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -33,6 +34,7 @@ import org.verbs4j.testing.StandInProvider;
  * open child of a closed parent, never both refused. Which outcome a round has is up to the
  * scheduler; the test asserts only that it is one of the two.
  */
+@NeedsNativeToolchain
 class CloseRacesHostTest {
     private static final int ROUNDS = 300;
     private static final NativeResource.Destroyer NOTHING = h -> {};

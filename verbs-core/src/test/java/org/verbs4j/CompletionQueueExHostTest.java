@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.CompletionExLayout;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.InlineVerbs;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -28,6 +29,7 @@ import org.verbs4j.testing.StandInProvider;
  * timestamps with hca_core_clock, shares the classic CQ's gate and checked-mode accounting, and
  * refuses misuse (closed queue, a second poller, fields not asked for).
  */
+@NeedsNativeToolchain
 class CompletionQueueExHostTest {
     private StandInObjects o;
     private StandInProvider p;

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.ObjectLayout;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -26,6 +27,7 @@ import org.verbs4j.testing.StandInProvider;
  * req_notify_cq), blocks on the channel until the timeout, and an interrupt ends a blocked wait.
  * The event that ends a block comes from a real device: the guest tier's CompletionWaiterGuestTest.
  */
+@NeedsNativeToolchain
 class CompletionWaiterHostTest {
     private StandInProvider p;
     private Arena arena;

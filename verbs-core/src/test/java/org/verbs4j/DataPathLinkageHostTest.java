@@ -15,6 +15,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.InlineVerbs;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -24,6 +25,7 @@ import org.verbs4j.testing.StandInProvider;
  * contexts get a device whose ops name the provider; the posts and polls then go through the
  * handle chosen for it. The guest tier checks a real rxe context.
  */
+@NeedsNativeToolchain
 class DataPathLinkageHostTest {
     private StandInProvider p;
     private Arena arena;

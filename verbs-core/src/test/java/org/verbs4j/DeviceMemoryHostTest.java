@@ -20,6 +20,7 @@ import org.verbs4j.pool.PoolWorkRequests;
 import org.verbs4j.pool.PooledBuffer;
 import org.verbs4j.pool.RegionAllocator;
 import org.verbs4j.pool.Registrar;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -30,6 +31,7 @@ import org.verbs4j.testing.StandInProvider;
  * provider's fake {@code reg_dmabuf_mr}; the argument checks of {@link ProtectionDomain#registerDmaBuf}
  * and {@link ProtectionDomain#registerDeviceMemory} run before any native call.
  */
+@NeedsNativeToolchain
 class DeviceMemoryHostTest {
     private static final long DEVICE_ADDRESS = 0x7f00_0000_0000L; // never mapped on the host side here
     private StandInProvider p;

@@ -20,6 +20,7 @@ import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 import org.verbs4j.natives.Errno;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -140,6 +141,7 @@ class HostMisuseTest {
     // ---- through the stand-in provider -----------------------------------------------------
 
     @Nested
+    @NeedsNativeToolchain
     class WithStandInProvider {
         private StandInProvider p;
         private Arena arena;

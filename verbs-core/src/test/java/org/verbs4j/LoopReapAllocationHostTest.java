@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.verbs4j.internal.LoopWaiter;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.ObjectLayout;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -26,6 +27,7 @@ import org.verbs4j.testing.StandInProvider;
  * fd is an eventfd that never signals (no device raises events here); events themselves are
  * reaped in the guest tier (the transport's echo tests).
  */
+@NeedsNativeToolchain
 class LoopReapAllocationHostTest {
     private static final int REAPS = 20_000;
 

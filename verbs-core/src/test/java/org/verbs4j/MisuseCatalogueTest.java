@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 import org.verbs4j.natives.Errno;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -36,6 +37,7 @@ import org.verbs4j.testing.StandInProvider;
  * {@code -Dverbs4j.unchecked=true}; every outcome that keeps the JVM safe must hold in both, the
  * accounting cases only in checked mode.
  */
+@NeedsNativeToolchain
 class MisuseCatalogueTest {
 
     static <T extends VerbsException> T refused(
@@ -52,6 +54,7 @@ class MisuseCatalogueTest {
     }
 
     /** The stand-in bed: a context, PD, CQ, a registered region and an RC queue pair in RTS. */
+    @NeedsNativeToolchain
     abstract static class Bed {
         StandInProvider p;
         Arena arena;

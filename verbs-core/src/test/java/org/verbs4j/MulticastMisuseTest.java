@@ -8,6 +8,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.Errno;
+import org.verbs4j.testing.NeedsNativeToolchain;
 
 /**
  * Misuse of {@link QueuePair#attachMulticast} and {@link QueuePair#detachMulticast}, host tier on
@@ -15,6 +16,7 @@ import org.verbs4j.natives.Errno;
  * called (the stand-in has no multicast: a call that reached it would fail the test), naming the
  * verb, the argument at fault and a fix; the queue pair stays usable.
  */
+@NeedsNativeToolchain
 class MulticastMisuseTest {
     private StandInObjects o;
     private Gid group;

@@ -10,6 +10,7 @@ import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
 
@@ -21,6 +22,7 @@ import net.jqwik.api.lifecycle.BeforeContainer;
  * come out, the JVM must survive, and the guard bytes around every region must be untouched. The
  * seed is fixed, so a failure reproduces; Surefire runs it in checked and in unchecked mode.
  */
+@AddLifecycleHook(ToolchainSkipHook.class)
 class RandomizedSequencesTest {
     private static ExecutorService closer;
 

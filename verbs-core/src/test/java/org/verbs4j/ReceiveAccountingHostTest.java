@@ -20,6 +20,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.ContextLayout;
 import org.verbs4j.natives.Errno;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -30,6 +31,7 @@ import org.verbs4j.testing.StandInProvider;
  * poller leaves behind must never be negative (a negative count loosens the overrun check of a
  * shared completion queue).
  */
+@NeedsNativeToolchain
 class ReceiveAccountingHostTest {
     /** What the post_recv op does, set per test. */
     private static final AtomicReference<PostRecvHook> HOOK = new AtomicReference<>();

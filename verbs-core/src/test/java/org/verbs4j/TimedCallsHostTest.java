@@ -28,6 +28,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.verbs4j.internal.Timeouts;
 import org.verbs4j.natives.LibC;
 import org.verbs4j.natives.ObjectLayout;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -38,6 +39,7 @@ import org.verbs4j.testing.StandInProvider;
  * at once or waits until an interrupt ends it. The pool's timed calls: pool.PoolTimeoutsTest;
  * connection management's: BlockingWaitsGuestTest.
  */
+@NeedsNativeToolchain
 class TimedCallsHostTest {
     private static final Duration HUGE = Duration.ofSeconds(Long.MAX_VALUE, 999_999_999);
     private static final Duration MOST_NEGATIVE = Duration.ofSeconds(Long.MIN_VALUE);

@@ -29,6 +29,26 @@ public interface BufferProvider {
         void close();
     }
 
+    /** A buffer with no host view ({@link PerfBuffer#segment()} is {@code NULL}: GPU or device memory) that {@code close} frees. */
+    static PerfBuffer withoutHostView(MemoryRegion region, Runnable close) {
+        return new PerfBuffer() {
+            @Override
+            public MemorySegment segment() {
+                return MemorySegment.NULL;
+            }
+
+            @Override
+            public MemoryRegion region() {
+                return region;
+            }
+
+            @Override
+            public void close() {
+                close.run();
+            }
+        };
+    }
+
     /** A buffer of {@code bytes}, page-aligned, zeroed, registered on {@code pd} with {@code access}. */
     PerfBuffer allocate(ProtectionDomain pd, long bytes, Set<Access> access);
 
@@ -36,12 +56,14 @@ public interface BufferProvider {
     String describe();
 
     /**
-     * The provider the options ask for: GPU memory with {@code --use_cuda}, else host memory (in
-     * huge pages with {@code --use_hugepages}, registered on demand with {@code --odp}).
+     * The provider the options ask for: GPU memory with {@code --use_cuda}, the adapter's memory
+     * with {@code --dm}, else host memory (in huge pages with {@code --use_hugepages}, registered
+     * on demand with {@code --odp}).
      */
     static BufferProvider forOptions(PerfOptions o) {
-        return o.useCuda != null
-                ? new GpuBufferProvider(o.useCuda, o.useCudaDmabuf)
-                : new HostBufferProvider(o.useHugepages, o.odp);
+        if (o.useCuda != null) {
+            return new GpuBufferProvider(o.useCuda, o.useCudaDmabuf);
+        }
+        return o.dm ? new DeviceMemoryBufferProvider() : new HostBufferProvider(o.useHugepages, o.odp);
     }
 }

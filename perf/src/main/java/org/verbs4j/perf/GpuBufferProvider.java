@@ -3,7 +3,6 @@ package org.verbs4j.perf;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 import org.verbs4j.Access;
-import org.verbs4j.MemoryRegion;
 import org.verbs4j.ProtectionDomain;
 import org.verbs4j.gpudirect.CudaDriver;
 
@@ -44,22 +43,7 @@ final class GpuBufferProvider implements BufferProvider {
             throw e;
         }
         described = g.describe();
-        return new PerfBuffer() {
-            @Override
-            public MemorySegment segment() {
-                return MemorySegment.NULL;
-            }
-
-            @Override
-            public MemoryRegion region() {
-                return g.region();
-            }
-
-            @Override
-            public void close() {
-                g.close();
-            }
-        };
+        return BufferProvider.withoutHostView(g.region(), g::close);
     }
 
     @Override

@@ -248,6 +248,18 @@ public final class PerfOptions {
     boolean odp;
 
     @Option(
+            names = "--dm",
+            description = "the buffers in the adapter's own memory (ibv_alloc_dm, bandwidth tests); "
+                    + "refused, naming the device attribute, on a device without device memory")
+    boolean dm;
+
+    @Option(
+            names = "--no_lock",
+            description = "create the QPs on a parent domain of a thread domain (ibv_alloc_td), so that "
+                    + "the provider may drop their locks; refused, naming what is missing, on a device without")
+    boolean noLock;
+
+    @Option(
             names = "--timeout",
             paramLabel = "SEC",
             defaultValue = "120",
@@ -264,6 +276,29 @@ public final class PerfOptions {
     int inline;
     int[] sizes;
 
+    /** The checks of {@code --dm} and {@code --no_lock} that need no device. */
+    private void checkDeviceMemory() {
+        if (noLock && rdmaCm) {
+            throw new IllegalArgumentException(
+                    "--no_lock: with -R rdma_cm creates the QPs on the connection's own protection domain; omit one");
+        }
+        if (!dm) {
+            return;
+        }
+        if (useCuda != null || useHugepages || odp) {
+            throw new IllegalArgumentException(
+                    "--dm: the buffer is the adapter's memory; " + "omit --use_cuda, --use_hugepages and --odp");
+        }
+        if (!test.bandwidth()) {
+            throw new IllegalArgumentException("--dm: the latency tests poll a byte of the buffer with the CPU, "
+                    + "which cannot read device memory; use a bandwidth test (write_bw, read_bw, send_bw, atomic_bw)");
+        }
+        if (inlineSize != null && inlineSize > 0) {
+            throw new IllegalArgumentException(
+                    "--dm: inline data is copied by the CPU from the buffer, which is in device memory; omit -I");
+        }
+    }
+
     /** The checks of {@code --use_cuda} that need no device. */
     void resolveGpu() {
         test = PerfTest.of(testName);
@@ -278,6 +313,7 @@ public final class PerfOptions {
             throw new IllegalArgumentException(
                     "--odp registers memory the region keeps alive, not a huge-page mapping; give one of --odp, --use_hugepages");
         }
+        checkDeviceMemory();
         if (useCuda == null) {
             return;
         }
@@ -440,7 +476,7 @@ public final class PerfOptions {
                         default -> 0;
                     };
         }
-        if (test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC || useCuda != null) {
+        if (test.verb() == PerfTest.Verb.READ || test.verb() == PerfTest.Verb.ATOMIC || useCuda != null || dm) {
             inline = 0;
         }
         if (ud) {

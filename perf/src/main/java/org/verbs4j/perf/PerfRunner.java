@@ -24,6 +24,7 @@ import org.verbs4j.ProtectionDomain;
 import org.verbs4j.QueuePair;
 import org.verbs4j.QueuePairEndpoint;
 import org.verbs4j.QueuePairType;
+import org.verbs4j.ThreadDomain;
 import org.verbs4j.Verbs;
 import org.verbs4j.cm.ConnectionSetup;
 import org.verbs4j.cm.RdmaConnection;
@@ -112,7 +113,9 @@ public final class PerfRunner {
     /** The test over perftest's TCP exchange: the device of {@code -d}, the peer's connection, then the run. */
     private void runTcp(InetAddress peer, ServerSocket listener) {
         try (Context ctx = o.device != null ? Verbs.open(o.device) : Verbs.openFirst();
-                ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                ThreadDomain td = o.noLock ? ctx.allocateThreadDomain() : null; // --no_lock
+                ProtectionDomain parent = td != null ? td.allocateParentDomain(pd) : null) {
             o.resolve(ctx.deviceName());
             BufferProvider provider = BufferProvider.forOptions(o);
             PortAttributes pa = ctx.queryPort(o.ibPort);
@@ -124,7 +127,7 @@ public final class PerfRunner {
             try (PerfConnection conn = o.server()
                     ? PerftestTcpConnection.accept(listener, o.timeout(), withGid)
                     : PerftestTcpConnection.connect(new InetSocketAddress(peer, o.tcpPort), o.timeout(), withGid)) {
-                runConnected(ctx, pd, provider, pa, gid, conn);
+                runConnected(ctx, pd, parent, provider, pa, gid, conn);
             }
         }
     }
@@ -159,7 +162,7 @@ public final class PerfRunner {
                 BufferProvider provider = BufferProvider.forOptions(o);
                 PortAttributes pa = ctx.queryPort(o.ibPort);
                 PerfDevices.GidChoice gid = gidChoice(ctx, pa, peer);
-                runConnected(ctx, pd, provider, pa, gid, conn);
+                runConnected(ctx, pd, null, provider, pa, gid, conn);
             }
         }
     }
@@ -184,9 +187,15 @@ public final class PerfRunner {
     /** Each QP's local endpoint and connection record, the peer's records, and the peer's record that counts. */
     private record Records(QueuePairEndpoint[] locals, KeyMessage[] mine, KeyMessage[] peers, KeyMessage peer) {}
 
+    /**
+     * The run on a connected peer: the buffer registered on {@code pd}, the QPs created on
+     * {@code parent} ({@code --no_lock}: a parent domain of a thread domain, the regions of
+     * {@code pd} serving them) or on {@code pd} ({@code parent} null), or by rdma_cm ({@code -R}).
+     */
     private void runConnected(
             Context ctx,
             ProtectionDomain pd,
+            ProtectionDomain parent,
             BufferProvider provider,
             PortAttributes pa,
             PerfDevices.GidChoice gid,
@@ -207,7 +216,7 @@ public final class PerfRunner {
                 s.recvDepth(),
                 o.inline,
                 o.timeout().toNanos(),
-                cm == null ? null : cmQpSource(cm, pd, s),
+                cm != null ? cmQpSource(cm, pd, s) : parent != null ? onDomain(parent) : null,
                 cm == null ? null : cm::closeData)) {
             Records r = exchangeRecords(side, conn, cm, s);
             connectQps(side, pd, cm, s, r);
@@ -247,6 +256,26 @@ public final class PerfRunner {
         int outReads = rd ? Math.min(devOutReads, o.outReads != null ? o.outReads : devOutReads) : 1;
         QueuePairType type = ud ? QueuePairType.UD : o.connection.equals("UC") ? QueuePairType.UC : QueuePairType.RC;
         return new Setup(ctx, pa, gid, mtu, cycle, cacheLine, ud, type, recvDepth, sendDepth, outReads);
+    }
+
+    /** {@code --no_lock}: the data QPs created on the parent domain {@code parent}. */
+    private static PerfSide.QpSource onDomain(ProtectionDomain parent) {
+        return (cq, init, count) -> {
+            QueuePair[] q = new QueuePair[count];
+            try {
+                for (int i = 0; i < count; i++) {
+                    q[i] = parent.createQueuePair(init);
+                }
+            } catch (RuntimeException e) {
+                for (QueuePair made : q) {
+                    if (made != null) {
+                        made.close();
+                    }
+                }
+                throw e;
+            }
+            return q;
+        };
     }
 
     /** {@code -R}: the data QPs come from rdma_cm, connected already (GID and MTU from the route). */
@@ -673,6 +702,9 @@ public final class PerfRunner {
         out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", s.ctx().deviceName());
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.qps);
         out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", o.connection);
+        if (o.noLock) {
+            out.printf(" Thread domain   : ON (QPs on a parent domain, --no_lock)%n");
+        }
         if (printsTxDepth(o)) {
             out.printf(" TX depth        : %d%n", o.tx);
         }

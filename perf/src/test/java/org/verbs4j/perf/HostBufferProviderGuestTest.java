@@ -20,7 +20,8 @@ import org.verbs4j.natives.Errno;
 import org.verbs4j.testing.RdmaTest;
 
 /**
- * Guest tier (rxe0): the buffers of {@code --use_hugepages} and {@code --odp} on the device. With
+ * Guest tier (rxe0): the buffers of {@code --use_hugepages}, {@code --odp} and {@code --dm}, and the
+ * thread domain of {@code --no_lock}, on the device. With
  * a few huge pages reserved, the buffer is one MAP_HUGETLB mapping, registered, and holds what is
  * written to it; {@code --odp} follows the capability report: where it says no ODP (rxe), the
  * registration is refused with EOPNOTSUPP naming the missing capability, as the report does.
@@ -60,6 +61,43 @@ class HostBufferProviderGuestTest {
             }
         } finally {
             Files.writeString(reserved, before);
+        }
+    }
+
+    /**
+     * {@code --dm} and {@code --no_lock} follow the capability report: where it says the device has
+     * no device memory or no thread domains (rxe), the buffer or the thread domain is refused with
+     * EOPNOTSUPP naming what is missing, as the report does; where it says yes, they work.
+     */
+    @Test
+    void deviceMemoryAndThreadDomainsFollowTheCapabilityReport() {
+        try (Context ctx = Verbs.openFirst();
+                ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+            CapabilityReport.Feature dm =
+                    ctx.capabilities().feature("device memory").orElseThrow();
+            DeviceMemoryBufferProvider onDevice = new DeviceMemoryBufferProvider();
+            if (dm.supported()) {
+                try (BufferProvider.PerfBuffer b = onDevice.allocate(pd, 1 << 12, ACCESS)) {
+                    assertEquals(1 << 12, b.region().length(), b.region().toString());
+                }
+            } else {
+                VerbsException e = assertThrows(VerbsException.class, () -> onDevice.allocate(pd, 1 << 12, ACCESS));
+                System.out.println(ctx.deviceName() + " --dm: " + e.getMessage());
+                assertEquals(Errno.EOPNOTSUPP, e.errno(), e.getMessage());
+                assertTrue(e.getMessage().contains(dm.detail()), e.getMessage() + " / " + dm.detail());
+            }
+            CapabilityReport.Feature td =
+                    ctx.capabilities().feature("thread domains").orElseThrow();
+            if (td.supported()) {
+                try (var t = ctx.allocateThreadDomain();
+                        ProtectionDomain parent = t.allocateParentDomain(pd)) {
+                    assertEquals(t, parent.threadDomain());
+                }
+            } else {
+                VerbsException e = assertThrows(VerbsException.class, ctx::allocateThreadDomain);
+                System.out.println(ctx.deviceName() + " --no_lock: " + e.getMessage());
+                assertEquals(Errno.EOPNOTSUPP, e.errno(), e.getMessage());
+            }
         }
     }
 }

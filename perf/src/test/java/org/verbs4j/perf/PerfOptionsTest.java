@@ -139,6 +139,30 @@ class PerfOptionsTest {
     }
 
     @Test
+    void deviceMemoryAndNoLockAreOffByDefaultAndRefusedWhereTheyCannotApply() {
+        PerfOptions off = parse("write_bw").resolve("rxe0");
+        assertFalse(off.dm || off.noLock, "both off by default, as in perftest");
+        PerfOptions dm = parse("write_bw", "--dm", "host").resolve("rxe0");
+        assertTrue(dm.dm);
+        assertEquals(0, dm.inline, "no inline data from a buffer the CPU cannot read");
+        assertTrue(parse("send_lat", "--no_lock", "host").resolve("rxe0").noLock);
+        String[][] refused = {
+            {"write_lat", "--dm"},
+            {"write_bw", "--dm", "--odp"},
+            {"send_bw", "--dm", "-I", "64"},
+            {"write_bw", "--no_lock", "-R"}
+        };
+        String[] why = {"latency tests poll a byte", "omit --use_cuda, --use_hugepages and --odp", "omit -I", "omit one"
+        };
+        for (int i = 0; i < refused.length; i++) {
+            String[] args = refused[i];
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class, () -> parse(args).resolve("rxe0"), String.join(" ", args));
+            assertTrue(e.getMessage().contains(why[i]), e.getMessage());
+        }
+    }
+
+    @Test
     void useHugepagesGetsHugePagesOrFailsWithTheReason() throws java.io.IOException {
         long free = java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo")).stream()
                 .filter(l -> l.startsWith("HugePages_Free:"))

@@ -17,6 +17,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.gpudirect.generated.cuda.cuda_h;
 import org.verbs4j.testing.NativeToolchain;
+import org.verbs4j.testing.NeedsNativeToolchain;
 
 /**
  * The boundary of verbs-gpudirect: every downcall it links (through {@link CudaBinding}) has the
@@ -25,6 +26,7 @@ import org.verbs4j.testing.NativeToolchain;
  * redefines, such as {@code cuMemAlloc}, would bind the old ABI); only {@code CudaBinding} links
  * downcalls; the errno values {@link CudaException} uses are gcc's.
  */
+@NeedsNativeToolchain
 class CudaBindingConformanceTest {
     private static final Path CUDA_H =
             Path.of(System.getenv().getOrDefault("CUDA_INCLUDE", "/usr/local/cuda/include"), "cuda.h");

@@ -5,12 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.reflect.Method;
 import org.junit.jupiter.api.Test;
+import org.verbs4j.testing.NeedsNativeToolchain;
 
 /**
  * Host tier: a call into the CUDA driver goes through an exactly typed downcall
  * ({@code invokeExact}), so it boxes no argument and builds no argument array: after warm-up a
  * call allocates nothing on the Java heap.
  */
+@NeedsNativeToolchain
 class CudaDriverCallTest {
 
     @Test

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.verbs4j.DmaBufSupport;
 import org.verbs4j.DmaBufSupport.Verdict;
+import org.verbs4j.testing.NeedsNativeToolchain;
 
 /**
  * Host tier: the capability report's logic on made-up sysfs trees (GPU and adapter under one
@@ -24,6 +25,7 @@ import org.verbs4j.DmaBufSupport.Verdict;
  * libcuda, and on no driver at all. The verbs facts (device names, dma-buf probe answers) are
  * given, as the probe itself runs against real devices in the guest tier.
  */
+@NeedsNativeToolchain
 class GpuCapabilityReportTest {
     @TempDir
     Path tmp;

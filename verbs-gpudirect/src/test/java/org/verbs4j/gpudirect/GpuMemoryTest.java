@@ -24,6 +24,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.InvalidRequestException;
 import org.verbs4j.ResourceClosedException;
+import org.verbs4j.testing.NeedsNativeToolchain;
 
 /**
  * Host tier: GPU memory through the stand-in libcuda (allocation, SYNC_MEMOPS, copies, export,
@@ -31,6 +32,7 @@ import org.verbs4j.ResourceClosedException;
  * host dereference of a device address would fault, so these tests prove that verbs4j only ever
  * hands device addresses to the driver (and they check the mapping, never touch it).
  */
+@NeedsNativeToolchain
 class GpuMemoryTest {
 
     @AfterEach

@@ -38,6 +38,7 @@ import org.verbs4j.ResourceBusyException;
 import org.verbs4j.ResourceClosedException;
 import org.verbs4j.VerbsException;
 import org.verbs4j.natives.Errno;
+import org.verbs4j.testing.NeedsNativeToolchain;
 
 /**
  * The misuse catalogue of GPU memory, host tier: each test is one misuse of the public API of
@@ -47,6 +48,7 @@ import org.verbs4j.natives.Errno;
  * child of freed memory. Surefire runs this class in checked mode and with
  * {@code -Dverbs4j.unchecked=true}: every check here keeps the JVM safe, so all hold in both.
  */
+@NeedsNativeToolchain
 class GpuMisuseCatalogueTest {
     private static final Set<Access> RW = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE);
 

@@ -31,6 +31,7 @@ import org.verbs4j.SendWorkRequests;
 import org.verbs4j.Verbs;
 import org.verbs4j.VerbsException;
 import org.verbs4j.WorkCompletions;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.RdmaTest;
 import org.verbs4j.testing.RdmaTestSupport;
 
@@ -52,6 +53,7 @@ import org.verbs4j.testing.RdmaTestSupport;
  * has no dma-buf MRs in rxe), with the reason in the registration's attempts.
  */
 @RdmaTest
+@NeedsNativeToolchain
 class GpuRdmaGuestTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static final int EFAULT = 14;

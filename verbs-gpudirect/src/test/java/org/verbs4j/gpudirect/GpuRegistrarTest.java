@@ -26,6 +26,7 @@ import org.verbs4j.SendWorkRequests;
 import org.verbs4j.pool.BufferPool;
 import org.verbs4j.pool.PoolWorkRequests;
 import org.verbs4j.pool.PooledBuffer;
+import org.verbs4j.testing.NeedsNativeToolchain;
 import org.verbs4j.testing.StandInProvider;
 
 /**
@@ -34,6 +35,7 @@ import org.verbs4j.testing.StandInProvider;
  * listing both otherwise; the lifetimes (deregistration, then the fd closed, then cuMemFree);
  * RDMA WRITE from and to the GPU region; the pool of GPU buffers.
  */
+@NeedsNativeToolchain
 class GpuRegistrarTest {
     private static final int EOPNOTSUPP = 95, EFAULT = 14;
     private static final Set<Access> RW = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE);

@@ -26,6 +26,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
 import org.verbs4j.Access;
@@ -44,6 +45,7 @@ import org.verbs4j.VerbsException;
  * closed, every region deregistered and the memory freed. The seed is fixed, so a failure
  * reproduces; Surefire runs it in checked and in unchecked mode.
  */
+@AddLifecycleHook(ToolchainSkipHook.class)
 class GpuSequencesTest {
     private static final int GUARD = 64;
     private static final byte GUARD_BYTE = (byte) 0xA5;

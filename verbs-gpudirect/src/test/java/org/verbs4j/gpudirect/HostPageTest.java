@@ -14,12 +14,14 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.verbs4j.testing.NeedsNativeToolchain;
 
 /**
  * Host tier: GPU memory is rounded to the page size the kernel reports ({@code AT_PAGESZ} in
  * {@code /proc/self/auxv}), not to a constant; no source of the module, nor the stand-in libcuda,
  * writes a page size as a number.
  */
+@NeedsNativeToolchain
 class HostPageTest {
     private static final long AT_PAGESZ = 6;
     private static final Pattern PAGE_LITERAL = Pattern.compile("\\b(4096|4095|0x1000|0xfff)\\b");

@@ -71,6 +71,16 @@ public final class NativeToolchain {
     }
 
     /**
+     * Why a test that needs the toolchain should be skipped here: present when the toolchain is
+     * unavailable and {@code CI} is not set (in CI such a test runs, and fails).
+     */
+    public static Optional<String> skipReason() {
+        return unavailabilityReason()
+                .filter(why -> !isCi())
+                .map(why -> "native toolchain unavailable (set CI to make this a failure): " + why);
+    }
+
+    /**
      * Fails (in CI) or skips (elsewhere) the calling test when the toolchain is unavailable.
      */
     public static void requireToolchain() {
