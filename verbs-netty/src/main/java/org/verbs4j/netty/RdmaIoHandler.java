@@ -448,6 +448,9 @@ public final class RdmaIoHandler implements IoHandler {
      * second device is refused (one loop, one device). Any thread.
      */
     synchronized CompletionChannel completionChannel(Context ctx) {
+        if (destroyed) {
+            throw new IllegalStateException("this event loop was shut down: connect on a loop of a live group");
+        }
         if (channel == null) {
             context = ctx;
             channel = ctx.createCompletionChannel();
