@@ -32,7 +32,8 @@ import org.verbs4j.natives.generated.ibverbs.ibv_async_event;
  *
  * <p>Routing: {@code IBV_EVENT_CQ_ERR} to the {@link CompletionQueue} with that native address;
  * {@code QP_FATAL}, {@code QP_REQ_ERR}, {@code QP_ACCESS_ERR} and {@code PATH_MIG_ERR} to the
- * {@link QueuePair}; {@code SRQ_ERR} to the {@link SharedReceiveQueue}; {@code DEVICE_FATAL} to
+ * {@link QueuePair}, and {@code QP_LAST_WQE_REACHED} (which it marks,
+ * {@link QueuePair#lastWqeReached}); {@code SRQ_ERR} to the {@link SharedReceiveQueue}; {@code DEVICE_FATAL} to
  * the context and every object registered here. A routed object records the event, and its
  * next poll or post throws the {@link VerbsException} built by {@link #failure}. Objects are
  * registered by address when created and unregistered when closed; the maps hold them weakly,
@@ -385,6 +386,13 @@ final class AsyncEventDispatcher {
             case AsyncEvent.QP_FATAL, AsyncEvent.QP_REQ_ERR, AsyncEvent.QP_ACCESS_ERR, AsyncEvent.PATH_MIG_ERR -> {
                 QueuePair qp = lookup(qps, element);
                 return new Routed(qp, qp == null || qp.asyncFailure(e));
+            }
+            case AsyncEvent.QP_LAST_WQE_REACHED -> {
+                QueuePair qp = lookup(qps, element);
+                if (qp != null) {
+                    qp.markLastWqeReached();
+                }
+                return new Routed(qp, true);
             }
             case AsyncEvent.SRQ_ERR -> {
                 SharedReceiveQueue srq = lookup(srqs, element);

@@ -59,6 +59,8 @@ public final class QueuePair extends NativeResource {
     final QueueAccount account;
     /** As of the last transition or query through this object (transitions are control path, by the owner). */
     private QueuePairState state = QueuePairState.RESET;
+
+    private volatile boolean lastWqeReached;
     /** The port of the last INIT transition (control path, by the owner). */
     int port = 1;
     /** The extended posting of a queue pair created with {@code ibv_create_qp_ex}, else null (set once, before publication). */
@@ -203,6 +205,22 @@ public final class QueuePair extends NativeResource {
 
     // ---- state transitions (the attribute blocks: QueuePairTransitions) --------------------
 
+    /**
+     * Whether {@code IBV_EVENT_QP_LAST_WQE_REACHED} arrived for this queue pair since it was
+     * created or last reset. A queue pair on a shared receive queue, moved to ERR, gets it once no
+     * more of the SRQ's receives can complete on it: after that and a drain of its completion
+     * queue it may be destroyed without losing a completion (and the buffers they hold). The
+     * event is queued for {@link Context#nextAsyncEvent} too.
+     */
+    public boolean lastWqeReached() {
+        return lastWqeReached;
+    }
+
+    /** The async event thread saw {@code IBV_EVENT_QP_LAST_WQE_REACHED} for this queue pair. */
+    void markLastWqeReached() {
+        lastWqeReached = true;
+    }
+
     /** One {@code ibv_modify_qp} to {@code to} with the attributes {@code mask} names (control path). */
     void modify(MemorySegment attr, int mask, QueuePairState to) {
         pin("ibv_modify_qp"); // a close on another thread meanwhile gets EBUSY
@@ -222,6 +240,7 @@ public final class QueuePair extends NativeResource {
         state = to;
         if (to == QueuePairState.RESET) {
             asyncFailure = null; // a reset queue pair is usable again
+            lastWqeReached = false;
         }
     }
 

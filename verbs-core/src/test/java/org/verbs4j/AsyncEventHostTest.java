@@ -323,16 +323,24 @@ class AsyncEventHostTest {
 
     // ---- routing ----------------------------------------------------------------------------
 
-    @Test
-    void fatalEventsReachTheNextPollOrPostOfTheirObject() {
-        Context ctx = context(-1);
+    /** The stand-in's RC queue pair in {@code state}, on a domain and a completion queue of {@code ctx} (all closed after the test). */
+    private QueuePair rcQueuePair(Context ctx, QueuePairState state) {
         ProtectionDomain pd = ForeignHandles.protectionDomain(ctx, p.pd());
         toClose.add(pd);
         CompletionQueue cq = ForeignHandles.completionQueue(ctx, p.cq());
         toClose.add(cq);
         QueuePair qp = ForeignHandles.queuePair(
-                pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq).maxSendSge(1).maxRecvSge(1), QueuePairState.RTS);
+                pd, p.qp(), QueuePairInit.of(QueuePairType.RC, cq).maxSendSge(1).maxRecvSge(1), state);
         toClose.add(qp);
+        return qp;
+    }
+
+    @Test
+    void fatalEventsReachTheNextPollOrPostOfTheirObject() {
+        Context ctx = context(-1);
+        QueuePair qp = rcQueuePair(ctx, QueuePairState.RTS);
+        ProtectionDomain pd = qp.protectionDomain();
+        CompletionQueue cq = qp.sendCq;
         MemoryRegion mr =
                 ForeignHandles.memoryRegion(pd, arena.allocate(4096, 64), 1, 2, EnumSet.of(Access.LOCAL_WRITE));
         toClose.add(mr);
@@ -399,6 +407,25 @@ class AsyncEventHostTest {
                     ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type());
             assertEquals(Optional.empty(), ctx.deviceFailure());
         }
+    }
+
+    @Test
+    void lastWqeReachedMarksItsQueuePairOnly() {
+        Context ctx = context(-1);
+        QueuePair qp = rcQueuePair(ctx, QueuePairState.ERR);
+        assertFalse(qp.lastWqeReached(), "not before the event");
+        ctx.asyncEvents.deliver(
+                new AsyncEvent(AsyncEvent.QP_LAST_WQE_REACHED, "last WQE reached", StandInProvider.QP_NUM, -1),
+                qp.address + 64); // another queue pair's address
+        assertFalse(qp.lastWqeReached(), "another queue pair's event");
+        ctx.asyncEvents.deliver(
+                new AsyncEvent(AsyncEvent.QP_LAST_WQE_REACHED, "last WQE reached", StandInProvider.QP_NUM, -1),
+                qp.address);
+        assertTrue(qp.lastWqeReached(), "marked by its event");
+        assertEquals(
+                AsyncEvent.QP_LAST_WQE_REACHED,
+                ctx.nextAsyncEvent(Duration.ZERO).orElseThrow().type(),
+                "still queued for nextAsyncEvent");
     }
 
     @Test

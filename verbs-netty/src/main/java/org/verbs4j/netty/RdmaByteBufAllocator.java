@@ -5,6 +5,8 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.UnpooledDirectByteBuf;
 import io.netty.buffer.UnpooledHeapByteBuf;
 import java.net.InetAddress;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.verbs4j.Access;
 import org.verbs4j.Context;
@@ -35,6 +37,10 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator impleme
     private final ProtectionDomain ownedPd, pd;
     private final int largest;
     private final AtomicLong fallbacks = new AtomicLong();
+    /** The allocator's own hold on {@link #ownedPd} and one per loop's shared receive queue on it: closed at 0. */
+    private final AtomicInteger domainHolds = new AtomicInteger(1);
+
+    private final AtomicBoolean closed = new AtomicBoolean();
 
     /**
      * An allocator over {@code pool}, which stays the caller's to close (after this allocator's
@@ -47,7 +53,8 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator impleme
         this(pool, null);
     }
 
-    private RdmaByteBufAllocator(BufferPool pool, ProtectionDomain ownedPd) {
+    /** An allocator over {@code pool}, closing {@code ownedPd} (its pool's domain) when it and every hold on it are done. */
+    RdmaByteBufAllocator(BufferPool pool, ProtectionDomain ownedPd) {
         super(true);
         if (pool == null) {
             throw new IllegalArgumentException("RdmaByteBufAllocator: pool is null; give a BufferPool");
@@ -146,17 +153,49 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator impleme
     }
 
     /**
-     * Closes the pool (and the protection domain) this allocator made; refused, with everything
-     * left open, while any of its buffers is leased or in flight. An allocator over a caller's
-     * pool closes nothing.
+     * A hold on the protection domain a connection on {@code ctx} takes from {@code alloc}
+     * ({@link #domainFor}), for a loop's shared receive queue made on it: the domain then stays
+     * open until the returned action runs (once), even past the allocator's {@link #close()}.
+     * Null when there is none this transport may hold (no allocator of this kind on {@code ctx},
+     * one over a caller's pool, or one closed): the queue then makes a domain of its own.
+     */
+    static Runnable holdDomain(io.netty.buffer.ByteBufAllocator alloc, Context ctx) {
+        if (!(alloc instanceof RdmaByteBufAllocator r) || r.ownedPd == null || r.pd.context() != ctx) {
+            return null;
+        }
+        for (int n; (n = r.domainHolds.get()) > 0; ) {
+            if (r.domainHolds.compareAndSet(n, n + 1)) {
+                AtomicBoolean released = new AtomicBoolean();
+                return () -> {
+                    if (released.compareAndSet(false, true)) {
+                        r.dropDomainHold();
+                    }
+                };
+            }
+        }
+        return null;
+    }
+
+    private void dropDomainHold() {
+        if (domainHolds.decrementAndGet() == 0) {
+            ownedPd.close();
+        }
+    }
+
+    /**
+     * Closes the pool this allocator made, and its protection domain once no event loop's shared
+     * receive queue holds it any more; refused, with everything left open, while any of its
+     * buffers is leased or in flight. Idempotent. An allocator over a caller's pool closes nothing.
      */
     @Override
     public void close() {
-        if (ownedPd == null) {
+        if (ownedPd == null || closed.get()) {
             return;
         }
         pool.close();
-        ownedPd.close();
+        if (closed.compareAndSet(false, true)) {
+            dropDomainHold();
+        }
     }
 
     @Override

@@ -22,6 +22,8 @@ import org.verbs4j.CompletionChannel;
 import org.verbs4j.CompletionQueue;
 import org.verbs4j.Context;
 import org.verbs4j.ProtectionDomain;
+import org.verbs4j.QueuePair;
+import org.verbs4j.QueuePairState;
 import org.verbs4j.internal.LoopWaiter;
 
 /**
@@ -51,6 +53,19 @@ public final class RdmaIoHandler implements IoHandler {
             WAITS_TIMED_OUT = new AtomicLong(),
             EVENTS = new AtomicLong();
 
+    /**
+     * How long a closing connection on the shared receive queue waits at most for its queue pair's
+     * {@code IBV_EVENT_QP_LAST_WQE_REACHED} ({@link #awaitLastWqe}).
+     */
+    static final long LAST_WQE_WAIT_MS = 200;
+    /**
+     * Those waits in this JVM: ended by the event, ended by the bound, and the nanoseconds waited
+     * for the events that came.
+     */
+    static final AtomicLong LAST_WQE_ARRIVED = new AtomicLong(),
+            LAST_WQE_MISSED = new AtomicLong(),
+            LAST_WQE_NANOS = new AtomicLong();
+
     private final RdmaTransportConfig config;
     private final boolean unboundedWait;
     private final LoopWaiter waiter = new LoopWaiter("RdmaIoHandler");
@@ -67,6 +82,10 @@ public final class RdmaIoHandler implements IoHandler {
     private long reservedBytes;
     private int reservations, creditsReserved;
     private volatile SharedReceives shared;
+    // the loop is gone (under this handler's lock): the last reservation given back closes what it left
+    private boolean destroyed;
+    // loop thread: this loop's device sent a LAST_WQE_REACHED; it missed one before any came
+    private boolean lastWqeSeen, lastWqeNeverSent;
 
     private RdmaIoHandler(RdmaTransportConfig config, boolean unboundedWait, ThreadAwareExecutor executor) {
         this.config = config;
@@ -143,10 +162,11 @@ public final class RdmaIoHandler implements IoHandler {
             int bufferSize,
             int receiveBuffers,
             int sendBuffers,
-            ProtectionDomain pd,
+            io.netty.buffer.ByteBufAllocator alloc,
             boolean zeroCopyReads)
             throws ReceiveLimitException {
         CompletionChannel ch = completionChannel(ctx);
+        ProtectionDomain pd = RdmaByteBufAllocator.domainFor(alloc, ctx);
         boolean share = config.shared();
         if (share && zeroCopyReads) {
             throw new IllegalStateException("RDMA_ZERO_COPY_READS is refused on a loop with a shared receive queue"
@@ -154,11 +174,21 @@ public final class RdmaIoHandler implements IoHandler {
                     + " connection's reader; turn the option off, or use a group without the shared receive queue");
         }
         int credits = share ? config.sharedReceiveCredits() : receiveBuffers;
-        SharedReceives pool = share ? reserveShared(ctx, ch, pd, credits) : null;
-        if (!share) {
+        SharedReceives pool = null;
+        if (share) {
+            try {
+                pool = reserveShared(ctx, ch, alloc, credits);
+            } catch (ReceiveLimitException | RuntimeException e) {
+                sharedMaybeIdle(); // a queue made for this connection alone goes again
+                throw e;
+            }
+        } else {
             reserve((long) (credits + RdmaStream.SPARE_RECEIVES) * bufferSize, credits, true);
         }
         try {
+            if (pool != null) {
+                pool.cover(); // registers outside the locks the loop's reads take
+            }
             RdmaStream s = new RdmaStream(ctx, ch, bufferSize, credits, sendBuffers, pd, pool, this);
             s.zeroCopyReads(zeroCopyReads);
             return s;
@@ -186,16 +216,24 @@ public final class RdmaIoHandler implements IoHandler {
     }
 
     private synchronized SharedReceives reserveShared(
-            Context ctx, CompletionChannel ch, ProtectionDomain pd, int credits) throws ReceiveLimitException {
+            Context ctx, CompletionChannel ch, io.netty.buffer.ByteBufAllocator alloc, int credits)
+            throws ReceiveLimitException {
         SharedReceives p = shared;
         if (p == null) {
-            p = new SharedReceives(ctx, ch, pd, config.sharedBufferSize(), config.maxReceiveBytes());
+            Runnable hold = RdmaByteBufAllocator.holdDomain(alloc, ctx); // the pool keeps the domain it is made on
+            p = new SharedReceives(
+                    ctx,
+                    ch,
+                    hold == null ? null : RdmaByteBufAllocator.domainFor(alloc, ctx),
+                    hold,
+                    config.sharedBufferSize(),
+                    config.maxReceiveBytes());
             shared = p;
         }
         int n = credits + RdmaStream.SPARE_RECEIVES;
         long bytes = (long) n * p.bufferSize;
         if (reservedBytes + bytes <= config.maxReceiveBytes()) {
-            reserve(bytes, credits, p.reserve(n));
+            reserve(bytes, credits, p.claim(n));
         } else {
             reserve(bytes, credits, true); // refused: past the cap
         }
@@ -212,12 +250,71 @@ public final class RdmaIoHandler implements IoHandler {
         unreserve(s.receiveBuffers, s.recvSize, s.shared);
     }
 
-    private synchronized void unreserve(int credits, int bufferSize, SharedReceives pool) {
-        reservedBytes -= (long) (credits + RdmaStream.SPARE_RECEIVES) * bufferSize;
-        reservations--;
-        creditsReserved -= credits;
-        if (pool != null) {
-            pool.unreserve(credits + RdmaStream.SPARE_RECEIVES);
+    private void unreserve(int credits, int bufferSize, SharedReceives pool) {
+        synchronized (this) {
+            reservedBytes -= (long) (credits + RdmaStream.SPARE_RECEIVES) * bufferSize;
+            reservations--;
+            creditsReserved -= credits;
+            if (pool != null) {
+                pool.unreserve(credits + RdmaStream.SPARE_RECEIVES);
+            }
+        }
+        sharedMaybeIdle();
+    }
+
+    /**
+     * After a reservation went, whatever way (a connection closed, a connect failed or was
+     * refused): closes the shared receive queue (and, once the loop is gone, its completion
+     * channel) if no reservation is left: on the loop thread, or here when the loop is gone.
+     */
+    private void sharedMaybeIdle() {
+        boolean gone;
+        synchronized (this) {
+            if (reservations > 0 || (shared == null && !destroyed)) {
+                return;
+            }
+            gone = destroyed;
+        }
+        if (gone) {
+            releaseAfterDestroy();
+        } else if (executor.isExecutorThread(Thread.currentThread())) {
+            closeSharedIfIdle();
+        } else {
+            try {
+                executor.execute(this::closeSharedIfIdle);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                synchronized (this) {
+                    gone = destroyed;
+                }
+                if (gone) { // else destroy() is yet to run, and finds the loop idle
+                    releaseAfterDestroy();
+                }
+            }
+        }
+    }
+
+    /** Any thread, once the loop is destroyed: the shared queue and the completion channel go with the last reservation. */
+    private void releaseAfterDestroy() {
+        SharedReceives p;
+        CompletionChannel ch;
+        synchronized (this) {
+            if (!destroyed || reservations > 0) {
+                return;
+            }
+            p = shared;
+            shared = null;
+            ch = channel;
+            channel = null;
+        }
+        if (p != null) {
+            p.close();
+        }
+        if (ch != null && byQueue.isEmpty()) { // the loop's handles all closed: none of their queues is left on it
+            try {
+                ch.close();
+            } catch (RuntimeException e) {
+                LOG.warn("verbs4j-netty: closing the loop's completion channel failed: {}", e.toString());
+            }
         }
     }
 
@@ -237,12 +334,42 @@ public final class RdmaIoHandler implements IoHandler {
         }
     }
 
+    /**
+     * Loop thread, after a connection on the shared receive queue was disconnected: waits (at most
+     * {@value #LAST_WQE_WAIT_MS} ms) for {@code IBV_EVENT_QP_LAST_WQE_REACHED} of its queue pair,
+     * moved to ERR: only then are all of its receive completions in the loop's queue, to be reaped
+     * (and their buffers reposted) before the queue pair is destroyed, which would discard them.
+     * A loop whose device let the bound pass before it ever sent one is not waited on again.
+     */
+    void awaitLastWqe(QueuePair qp) {
+        if (qp == null || !qp.isOpen() || qp.state() != QueuePairState.ERR || lastWqeNeverSent) {
+            return;
+        }
+        long t0 = System.nanoTime();
+        while (!qp.lastWqeReached()) {
+            if (System.nanoTime() - t0 > TimeUnit.MILLISECONDS.toNanos(LAST_WQE_WAIT_MS)) {
+                LAST_WQE_MISSED.incrementAndGet();
+                lastWqeNeverSent = !lastWqeSeen;
+                LOG.debug(
+                        "verbs4j-netty: no IBV_EVENT_QP_LAST_WQE_REACHED for {} within {} ms; destroying it anyway{}",
+                        qp,
+                        LAST_WQE_WAIT_MS,
+                        lastWqeNeverSent ? " (this loop's device never sent one: not waited for again)" : "");
+                return;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        }
+        lastWqeSeen = true;
+        LAST_WQE_ARRIVED.incrementAndGet();
+        LAST_WQE_NANOS.addAndGet(System.nanoTime() - t0);
+    }
+
     /** Loop thread, after a connection closed: the shared receive queue goes once no connection holds it. */
     void closeSharedIfIdle() {
         SharedReceives p;
         synchronized (this) {
             p = shared;
-            if (p == null || p.reserved() > 0) {
+            if (p == null || p.reserved() > 0 || destroyed) {
                 return;
             }
             shared = null;
@@ -321,6 +448,9 @@ public final class RdmaIoHandler implements IoHandler {
      * second device is refused (one loop, one device). Any thread.
      */
     synchronized CompletionChannel completionChannel(Context ctx) {
+        if (destroyed) {
+            throw new IllegalStateException("this event loop was shut down: connect on a loop of a live group");
+        }
         if (channel == null) {
             context = ctx;
             channel = ctx.createCompletionChannel();
@@ -392,19 +522,12 @@ public final class RdmaIoHandler implements IoHandler {
     @Override
     public void destroy() {
         LOOPS.remove(executor);
-        SharedReceives p = shared;
-        if (p != null && p.reserved() == 0) {
-            shared = null;
-            p.close();
+        synchronized (this) {
+            destroyed =
+                    true; // a connect still in flight releases the queue and the channel when it gives its reservation
+            // back
         }
-        CompletionChannel ch = channel;
-        if (ch != null && byQueue.isEmpty() && shared == null) {
-            try {
-                ch.close();
-            } catch (RuntimeException e) {
-                LOG.warn("verbs4j-netty: closing the loop's completion channel failed: {}", e.toString());
-            }
-        }
+        releaseAfterDestroy();
         waiter.close();
     }
 

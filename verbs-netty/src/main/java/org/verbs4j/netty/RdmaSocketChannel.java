@@ -219,6 +219,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         boolean shared = stream != null && stream.shared != null && handler != null;
         if (c != null && shared) {
             c.disconnect(); // its queue pair takes no more of the loop's buffers: reap what it took
+            handler.awaitLastWqe(c.queuePair());
             handler.drainShared();
         }
         if (c != null) {
@@ -253,8 +254,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             RdmaConnection c = null;
             try {
                 Context ctx = Connector.deviceOf(Connector.routeTo(to));
-                s = h.newStream(
-                        ctx, size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx), config.zeroCopyReads());
+                s = h.newStream(ctx, size, recvs, sends, alloc, config.zeroCopyReads());
                 c = RdmaConnection.create(Connector.cm(), s.setup());
                 pending = c;
                 if (state == State.CLOSED) {
@@ -290,8 +290,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                     throw e;
                 }
                 Context ctx = Connector.deviceOf(r.localAddress().getAddress());
-                s = h.newStream(
-                        ctx, size, recvs, sends, RdmaByteBufAllocator.domainFor(alloc, ctx), config.zeroCopyReads());
+                s = h.newStream(ctx, size, recvs, sends, alloc, config.zeroCopyReads());
                 c = r.accept(s.setup(), s.handshake().encode(), timeout);
                 handOver(c, s, peer);
             } catch (Throwable t) {

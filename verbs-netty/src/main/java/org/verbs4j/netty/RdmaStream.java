@@ -741,7 +741,6 @@ final class RdmaStream implements OutboundFrames.Frames {
                 earlyCount = 0;
             }
         }
-        loop.unreserve(this);
         for (int slot = 0; slot < sendBuffers; slot++) {
             unpin(slot); // the queue pair is gone: no send reads them any more
         }
@@ -755,6 +754,7 @@ final class RdmaStream implements OutboundFrames.Frames {
         recvs.close();
         sends.close();
         wcs.close();
+        loop.unreserve(this); // last: the loop's shared queue and channel may go with it
     }
 
     private static void closeQuietly(MemoryRegion mr) {

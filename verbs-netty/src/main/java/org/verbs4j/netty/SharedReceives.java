@@ -28,7 +28,12 @@ import org.verbs4j.WorkCompletions;
  * in completion entries each.
  *
  * <p>Reservations and posts come from connecting threads and the loop thread (under this
- * object's lock); polling and {@link #close} run on the loop thread only.
+ * object's lock); a chunk is registered outside that lock ({@link #cover}), so that the loop's
+ * reads never wait on a connecting thread's registration; polling and {@link #close} run on the
+ * loop thread only (or, once the loop is gone, on the thread that gave the last reservation back).
+ *
+ * <p>It owns a hold on its protection domain for as long as it lives: its own, or one held on a
+ * connection's allocator's ({@link RdmaByteBufAllocator#holdDomain}), released by {@link #close}.
  */
 final class SharedReceives {
     /** Buffers per registered chunk. */
@@ -43,7 +48,11 @@ final class SharedReceives {
     final ProtectionDomain pd;
     final SharedReceiveQueue srq;
     final CompletionQueue cq;
-    private final boolean ownsPd;
+    /** Lets the protection domain go (closes it, or drops the hold on it). */
+    private final Runnable releasePd;
+    /** One registration at a time, outside this object's lock. */
+    private final Object growing = new Object();
+
     private final List<MemoryRegion> chunks = new ArrayList<>();
     private final List<ByteBuf> views = new ArrayList<>();
     private final ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
@@ -54,13 +63,30 @@ final class SharedReceives {
     private long posted;
     private boolean closed, polling;
 
-    SharedReceives(Context ctx, CompletionChannel channel, ProtectionDomain pd, int bufferSize, long maxBytes) {
+    /**
+     * A queue on {@code pd} held until {@code releasePd} (the hold is released here if this fails),
+     * or on a protection domain of its own when {@code pd} is null.
+     */
+    SharedReceives(
+            Context ctx,
+            CompletionChannel channel,
+            ProtectionDomain pd,
+            Runnable releasePd,
+            int bufferSize,
+            long maxBytes) {
         this.bufferSize = bufferSize;
-        org.verbs4j.DeviceAttributes dev = ctx.queryDevice();
-        this.maxBuffers =
-                (int) Math.min(Math.min(maxBytes / bufferSize, MAX_DEPTH), Math.min(dev.maxSrqWr(), dev.maxCqe()));
-        this.ownsPd = pd == null;
-        this.pd = pd != null ? pd : ctx.allocateProtectionDomain();
+        try {
+            org.verbs4j.DeviceAttributes dev = ctx.queryDevice();
+            this.maxBuffers =
+                    (int) Math.min(Math.min(maxBytes / bufferSize, MAX_DEPTH), Math.min(dev.maxSrqWr(), dev.maxCqe()));
+            this.pd = pd != null ? pd : ctx.allocateProtectionDomain();
+        } catch (RuntimeException e) {
+            if (pd != null) {
+                releasePd.run();
+            }
+            throw e;
+        }
+        this.releasePd = pd != null ? releasePd : this.pd::close;
         try {
             this.srq = this.pd.createSharedReceiveQueue(Math.max(maxBuffers, 1), 1);
             CompletionQueue q = null;
@@ -73,9 +99,7 @@ final class SharedReceives {
             }
             this.cq = q;
         } catch (RuntimeException e) {
-            if (ownsPd) {
-                this.pd.close();
-            }
+            this.releasePd.run();
             throw e;
         }
     }
@@ -96,27 +120,50 @@ final class SharedReceives {
     }
 
     /**
-     * Reserves {@code n} buffers for one connection, slicing and posting more if the posted
-     * buffers would no longer cover every reservation; false when that would pass {@link #maxBuffers}.
+     * Reserves {@code n} buffers for one connection; false when that would pass {@link #maxBuffers}.
+     * The buffers posted cover it only after {@link #cover}.
      */
-    synchronized boolean reserve(int n) {
+    synchronized boolean claim(int n) {
         if (closed || reserved + n > maxBuffers) {
             return false;
         }
-        while (sliced < reserved + n) {
-            addChunk(Math.min(CHUNK, maxBuffers - sliced));
-        }
         reserved += n;
         return true;
+    }
+
+    /**
+     * Registers and posts chunks until the buffers posted cover every reservation (a connecting
+     * thread, before its connection may use them). Each chunk is registered outside this object's
+     * lock and published under it, so the loop's reads never wait on a registration.
+     */
+    void cover() {
+        synchronized (growing) {
+            while (true) {
+                int buffers;
+                synchronized (this) {
+                    if (closed || sliced >= reserved) {
+                        return;
+                    }
+                    buffers = Math.min(CHUNK, maxBuffers - sliced);
+                }
+                MemoryRegion mr = pd.allocateMemoryRegion((long) buffers * bufferSize, Access.LOCAL_WRITE);
+                synchronized (this) {
+                    if (closed) {
+                        mr.close();
+                        return;
+                    }
+                    addChunk(mr, buffers);
+                }
+            }
+        }
     }
 
     synchronized void unreserve(int n) {
         reserved -= n;
     }
 
-    private void addChunk(int buffers) {
+    private void addChunk(MemoryRegion mr, int buffers) {
         int first = chunks.size() * CHUNK; // slot s lies in chunk s / CHUNK; only the last chunk may be short
-        MemoryRegion mr = pd.allocateMemoryRegion((long) buffers * bufferSize, Access.LOCAL_WRITE);
         RdmaStats.REGISTERED.addAndGet(mr.length());
         chunks.add(mr);
         views.add(Unpooled.wrappedBuffer(mr.segment().asByteBuffer()));
@@ -240,7 +287,10 @@ final class SharedReceives {
         }
     }
 
-    /** Loop thread, no connection left on it: destroys the queues and deregisters the chunks. */
+    /**
+     * Loop thread (or any once the loop is gone), no reservation left: destroys the queues,
+     * deregisters the chunks and lets the protection domain go.
+     */
     synchronized void close() {
         if (closed) {
             return;
@@ -264,12 +314,10 @@ final class SharedReceives {
             }
         }
         chunks.clear();
-        if (ownsPd) {
-            try {
-                pd.close();
-            } catch (RuntimeException e) {
-                RdmaIoHandler.LOG.warn("verbs4j-netty: closing the shared receive domain failed: {}", e.toString());
-            }
+        try {
+            releasePd.run();
+        } catch (RuntimeException e) {
+            RdmaIoHandler.LOG.warn("verbs4j-netty: closing the shared receive domain failed: {}", e.toString());
         }
         recvs.close();
         wcs.close();

@@ -70,6 +70,50 @@ class RdmaByteBufAllocatorTest {
         assertEquals(0, alloc.fallbacks());
     }
 
+    /** An allocator that owns {@code owned} (as {@link RdmaByteBufAllocator#forAddress} makes one). */
+    private static RdmaByteBufAllocator owning(ProtectionDomain owned) {
+        BufferPool ownPool = BufferPool.builder(owned)
+                .registrar((d, memory, access) -> ForeignHandles.memoryRegion(d, memory, 0x1002, 0x2002, access))
+                .sizeClass(4096, 1)
+                .unsafeSharedBuffers(true)
+                .build();
+        return new RdmaByteBufAllocator(ownPool, owned);
+    }
+
+    @Test
+    void aHoldOnItsProtectionDomainKeepsItOpenPastTheAllocatorsClose() {
+        ProtectionDomain owned = ForeignHandles.protectionDomain(context, arena.allocate(64, 64));
+        RdmaByteBufAllocator a = owning(owned);
+        assertNull(RdmaByteBufAllocator.holdDomain(alloc, context), "an allocator over a caller's pool: no hold");
+        assertNull(RdmaByteBufAllocator.holdDomain(io.netty.buffer.ByteBufAllocator.DEFAULT, context));
+        Context other = ForeignHandles.context(arena.allocate(4096, 64), "fake1");
+        try {
+            assertNull(RdmaByteBufAllocator.holdDomain(a, other), "a domain of another device: no hold");
+        } finally {
+            other.close();
+        }
+        Runnable hold = RdmaByteBufAllocator.holdDomain(a, context);
+        assertNotNull(hold);
+        a.close();
+        a.close(); // idempotent: the allocator's own hold is dropped once
+        assertTrue(owned.isOpen(), "held by the loop's queue past the allocator's close");
+        hold.run();
+        assertFalse(owned.isOpen(), "closed with the last hold");
+        hold.run(); // a hold is released once
+        assertNull(RdmaByteBufAllocator.holdDomain(a, context), "nothing to hold any more");
+    }
+
+    @Test
+    void withoutAHoldTheAllocatorClosesItsProtectionDomain() {
+        ProtectionDomain owned = ForeignHandles.protectionDomain(context, arena.allocate(64, 64));
+        RdmaByteBufAllocator a = owning(owned);
+        Runnable hold = RdmaByteBufAllocator.holdDomain(a, context);
+        hold.run();
+        assertTrue(owned.isOpen(), "the allocator's own hold is left");
+        a.close();
+        assertFalse(owned.isOpen());
+    }
+
     @Test
     void aBufferReleasedWhilePostedKeepsItsSlotUntilTheSendCompleted() {
         ByteBuf b = alloc.directBuffer(4096);

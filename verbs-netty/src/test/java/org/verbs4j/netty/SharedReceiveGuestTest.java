@@ -93,6 +93,181 @@ class SharedReceiveGuestTest {
         }
     }
 
+    /**
+     * Connections closed while another stays open on the same loops: each closing queue pair's
+     * {@code IBV_EVENT_QP_LAST_WQE_REACHED} is waited for where the device sends it (the events the
+     * device queued tell), and where it does not each loop waits once, to the bound; once they
+     * are gone every buffer of each loop's queue is posted again.
+     */
+    @Test
+    void closedConnectionsWaitForTheirLastWqeAndGiveEveryBufferBack() throws Exception {
+        try (Loops loops = new Loops(RdmaTransportConfig.defaults().withSharedReceiveQueue())) {
+            Conn anchor = connect(loops.clientGroup, loops.server, 1000);
+            anchor.sendAll(CHUNK);
+            anchor.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            org.verbs4j.Context device = Connector.deviceOf(java.net.InetAddress.getByName(RdmaTestSupport.guestIp()));
+            lastWqeEvents(device); // those of earlier tests
+            long arrived = RdmaIoHandler.LAST_WQE_ARRIVED.get(), missed = RdmaIoHandler.LAST_WQE_MISSED.get();
+            long nanos = RdmaIoHandler.LAST_WQE_NANOS.get();
+            int closed = 0;
+            for (int round = 0; round < 3; round++) {
+                List<Conn> batch = new ArrayList<>();
+                for (int i = 0; i < 10; i++) {
+                    batch.add(connect(loops.clientGroup, loops.server, closed + i));
+                }
+                for (Conn c : batch) {
+                    c.sendAll(CHUNK);
+                }
+                for (Conn c : batch) {
+                    c.echoed.get(WAIT_S, TimeUnit.SECONDS);
+                    c.channel.close().syncUninterruptibly();
+                    closed++;
+                }
+            }
+            Channel anchorChild = loops.children.poll();
+            for (Channel ch; (ch = loops.children.poll()) != null; ) {
+                assertTrue(ch.closeFuture().await(WAIT_S, TimeUnit.SECONDS), "server side closed");
+            }
+            long got = RdmaIoHandler.LAST_WQE_ARRIVED.get() - arrived;
+            long waitsMissed = RdmaIoHandler.LAST_WQE_MISSED.get() - missed;
+            Thread.sleep(2_000); // late events still count as sent
+            int sent = lastWqeEvents(device);
+            System.out.printf(
+                    "[shared-receive] %d connections closed: the device queued %d IBV_EVENT_QP_LAST_WQE_REACHED; %d"
+                            + " waited for (%.3f ms on average), %d waits past the %d ms bound; client loop %s, server"
+                            + " loop %s%n",
+                    closed,
+                    sent,
+                    got,
+                    got == 0 ? 0.0 : (RdmaIoHandler.LAST_WQE_NANOS.get() - nanos) / 1e6 / got,
+                    waitsMissed,
+                    RdmaIoHandler.LAST_WQE_WAIT_MS,
+                    loops.client(),
+                    loops.serverLoop());
+            if (sent > 0) {
+                assertTrue(got >= closed, "a LAST_WQE_REACHED waited for on each connection the client closed: " + got);
+            } else {
+                assertEquals(0, got, "none sent, none seen");
+                assertEquals(2, waitsMissed, "a loop whose device never sends it waits once, to the bound");
+            }
+            for (RdmaLoopStats loop : List.of(loops.client(), loops.serverLoop())) {
+                assertEquals(1, loop.connections(), "the anchor only: " + loop);
+                assertEquals(
+                        loop.sharedRegisteredBytes(),
+                        loop.sharedPostedReceives() * BUFFER,
+                        "every buffer of the loop's queue is posted again: " + loop);
+            }
+            anchor.channel.close().syncUninterruptibly();
+            assertTrue(anchorChild.closeFuture().await(WAIT_S, TimeUnit.SECONDS), "the anchor's server side closed");
+            loops.assertBackAfter("connections closed beside an anchor");
+        }
+    }
+
+    /**
+     * The loop's shared queue goes, whatever way its last connection went: a connect refused by
+     * the peer, one refused by the loop's own cap, and the loop shut down with a connect in flight.
+     */
+    @Test
+    void aLoopsQueueGoesWithItsLastConnectionHoweverItWent() throws Exception {
+        RdmaTransportConfig config = RdmaTransportConfig.defaults().withSharedReceiveQueue();
+        Map<String, Long> before = rdmaRes();
+        InetSocketAddress nobody = new InetSocketAddress(RdmaTestSupport.guestIp(), 1);
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
+        EventLoopGroup capped = new MultiThreadIoEventLoopGroup(
+                1, RdmaIoHandler.newFactory(config.withMaxReceiveBytes(SHARED_RESERVATION - 1)));
+        boolean ok = false;
+        try {
+            ChannelFuture refused = bootstrap(group, null).connect(nobody);
+            assertTrue(refused.await(WAIT_S, TimeUnit.SECONDS), "the refusal reaches the connect promise");
+            assertInstanceOf(ConnectException.class, refused.cause());
+            awaitRes(before, "after a connect nothing listened for");
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), RdmaIoHandler.stats(group.next()));
+
+            ChannelFuture past = bootstrap(capped, null).connect(nobody);
+            assertTrue(past.await(WAIT_S, TimeUnit.SECONDS), "the refusal reaches the connect promise");
+            assertInstanceOf(ReceiveLimitException.class, past.cause());
+            awaitRes(before, "after a connect refused by the loop's cap");
+            ok = true;
+        } finally {
+            TestTransport.close(null, capped);
+            if (!ok) {
+                TestTransport.close(null, group);
+            }
+        }
+        ChannelFuture inFlight = bootstrap(group, null).connect(nobody);
+        TestTransport.close(null, group); // the loop goes with the connect in flight
+        assertTrue(inFlight.await(WAIT_S, TimeUnit.SECONDS), "the connect ends");
+        awaitRes(before, "after the loop was shut down with a connect in flight");
+    }
+
+    /**
+     * A loop's queue made on a connection's allocator's protection domain holds it: the allocator
+     * closes while another connection still uses the queue, and the domain goes with the queue.
+     */
+    @Test
+    void theQueueHoldsTheProtectionDomainOfTheAllocatorItWasMadeOn() throws Exception {
+        try (Loops loops = new Loops(RdmaTransportConfig.defaults().withSharedReceiveQueue())) {
+            RdmaByteBufAllocator alloc =
+                    RdmaByteBufAllocator.forAddress(java.net.InetAddress.getByName(RdmaTestSupport.guestIp()));
+            org.verbs4j.ProtectionDomain pd = alloc.pool().regions().getFirst().protectionDomain();
+            Conn first = new Conn(0, BYTES);
+            first.channel = bootstrap(loops.clientGroup, alloc)
+                    .handler(first)
+                    .connect(loops.server.localAddress())
+                    .syncUninterruptibly()
+                    .channel();
+            Conn second = connect(loops.clientGroup, loops.server, 1);
+            first.sendAll(CHUNK);
+            first.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            first.channel.close().syncUninterruptibly();
+            alloc.close(); // the loop's queue still holds its domain
+            assertTrue(pd.isOpen(), "the allocator's domain stays open while the loop's queue lives");
+            second.sendAll(CHUNK);
+            second.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            second.channel.close().syncUninterruptibly();
+            loops.assertBackAfter("the allocator closed before the loop's queue");
+            assertFalse(pd.isOpen(), "the domain went with the loop's queue");
+        }
+    }
+
+    /** Takes every async event {@code device} queued; returns how many were LAST_WQE_REACHED. */
+    private static int lastWqeEvents(org.verbs4j.Context device) {
+        int n = 0;
+        for (java.util.Optional<org.verbs4j.AsyncEvent> e;
+                (e = device.nextAsyncEvent(java.time.Duration.ZERO)).isPresent(); ) {
+            n += e.get().type() == org.verbs4j.AsyncEvent.QP_LAST_WQE_REACHED ? 1 : 0;
+        }
+        return n;
+    }
+
+    private static Bootstrap bootstrap(EventLoopGroup group, RdmaByteBufAllocator alloc) {
+        Bootstrap b = new Bootstrap()
+                .group(group)
+                .channel(RdmaSocketChannel.class)
+                .handler(new ChannelInboundHandlerAdapter());
+        return alloc == null ? b : b.option(io.netty.channel.ChannelOption.ALLOCATOR, alloc);
+    }
+
+    /** Waits (bounded) until the device's qp, cq, mr, srq and pd counts are back to {@code before}. */
+    private static void awaitRes(Map<String, Long> before, String what) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        Map<String, Long> now;
+        while (true) {
+            now = rdmaRes();
+            boolean back = true;
+            for (String k : List.of("qp", "cq", "mr", "srq", "pd")) {
+                back &= java.util.Objects.equals(before.get(k), now.get(k));
+            }
+            if (back) {
+                return;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("rdma res " + what + ": " + now + ", before: " + before);
+            }
+            Thread.sleep(100);
+        }
+    }
+
     /** Runs the echo on {@link #CONNECTIONS} connections with {@code config}; returns the registered bytes at the peak. */
     private static long peakRegistered(String mode, RdmaTransportConfig config) throws Exception {
         try (Loops loops = new Loops(config)) {
