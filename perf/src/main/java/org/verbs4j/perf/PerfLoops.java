@@ -267,7 +267,7 @@ final class PerfLoops {
                         if (!timed) {
                             tposted[(int) totalPosted] = System.nanoTime();
                         }
-                        s.qps[q].postSend(w);
+                        s.post(s.qps[q], w);
                         posted[q] += k;
                         totalPosted += k;
                     }
@@ -496,7 +496,7 @@ final class PerfLoops {
         if (marker != null) {
             PerfSide.BYTE.setRelease(marker, last, (byte) (i + 1));
         }
-        s.qp.postSend(w);
+        s.post(s.qp, w);
         s.awaitSends(i + 1);
         return now;
     }

@@ -254,6 +254,17 @@ public final class PerfOptions {
     boolean dm;
 
     @Option(
+            names = "--use_old_post_send",
+            description = "post with ibv_post_send (perftest's option; verbs-perf's default: see --use_new_post_send)")
+    boolean oldPostSend;
+
+    @Option(
+            names = "--use_new_post_send",
+            description = "post through the extended API (ibv_create_qp_ex, ibv_wr_start/ibv_wr_*/ibv_wr_complete), "
+                    + "perftest's default; not verbs-perf's, where each ibv_wr_* is a downcall of its own")
+    boolean newPostSend;
+
+    @Option(
             names = "--no_lock",
             description = "create the QPs on a parent domain of a thread domain (ibv_alloc_td), so that "
                     + "the provider may drop their locks; refused, naming what is missing, on a device without")
@@ -278,6 +289,12 @@ public final class PerfOptions {
 
     /** The checks of {@code --dm} and {@code --no_lock} that need no device. */
     private void checkDeviceMemory() {
+        if (newPostSend && (oldPostSend || rdmaCm)) {
+            throw new IllegalArgumentException(
+                    oldPostSend
+                            ? "give one of --use_new_post_send, --use_old_post_send"
+                            : "--use_new_post_send: with -R rdma_cm creates the QPs, without the extended API; omit one");
+        }
         if (noLock && rdmaCm) {
             throw new IllegalArgumentException(
                     "--no_lock: with -R rdma_cm creates the QPs on the connection's own protection domain; omit one");

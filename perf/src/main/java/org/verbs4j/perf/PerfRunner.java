@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.EnumSet;
 import java.util.HexFormat;
 import java.util.Locale;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import org.verbs4j.Access;
 import org.verbs4j.ConnectOptions;
@@ -24,6 +25,7 @@ import org.verbs4j.ProtectionDomain;
 import org.verbs4j.QueuePair;
 import org.verbs4j.QueuePairEndpoint;
 import org.verbs4j.QueuePairType;
+import org.verbs4j.SendOperation;
 import org.verbs4j.ThreadDomain;
 import org.verbs4j.Verbs;
 import org.verbs4j.cm.ConnectionSetup;
@@ -216,8 +218,9 @@ public final class PerfRunner {
                 s.recvDepth(),
                 o.inline,
                 o.timeout().toNanos(),
-                cm != null ? cmQpSource(cm, pd, s) : parent != null ? onDomain(parent) : null,
-                cm == null ? null : cm::closeData)) {
+                cm != null ? cmQpSource(cm, pd, s) : onDomain(parent != null ? parent : pd),
+                cm == null ? null : cm::closeData,
+                o.newPostSend)) {
             Records r = exchangeRecords(side, conn, cm, s);
             connectQps(side, pd, cm, s, r);
             banner(s, provider, conn);
@@ -258,13 +261,17 @@ public final class PerfRunner {
         return new Setup(ctx, pa, gid, mtu, cycle, cacheLine, ud, type, recvDepth, sendDepth, outReads);
     }
 
-    /** {@code --no_lock}: the data QPs created on the parent domain {@code parent}. */
-    private static PerfSide.QpSource onDomain(ProtectionDomain parent) {
+    /**
+     * The data QPs on {@code domain} (the PD, or with {@code --no_lock} its parent domain), with
+     * {@code --use_new_post_send} of the extended API for the operations of the test.
+     */
+    private PerfSide.QpSource onDomain(ProtectionDomain domain) {
+        Set<SendOperation> ops = o.newPostSend ? operations(o.test) : null;
         return (cq, init, count) -> {
             QueuePair[] q = new QueuePair[count];
             try {
                 for (int i = 0; i < count; i++) {
-                    q[i] = parent.createQueuePair(init);
+                    q[i] = ops != null ? domain.createExtendedQueuePair(init, ops) : domain.createQueuePair(init);
                 }
             } catch (RuntimeException e) {
                 for (QueuePair made : q) {
@@ -275,6 +282,16 @@ public final class PerfRunner {
                 throw e;
             }
             return q;
+        };
+    }
+
+    /** What a test posts, for {@code ibv_create_qp_ex}'s send-ops flags. */
+    static Set<SendOperation> operations(PerfTest test) {
+        return switch (test.verb()) {
+            case WRITE -> EnumSet.of(SendOperation.RDMA_WRITE);
+            case READ -> EnumSet.of(SendOperation.RDMA_READ);
+            case SEND -> EnumSet.of(SendOperation.SEND);
+            case ATOMIC -> EnumSet.of(SendOperation.ATOMIC_CMP_AND_SWP, SendOperation.ATOMIC_FETCH_AND_ADD);
         };
     }
 
@@ -705,6 +722,7 @@ public final class PerfRunner {
         if (o.noLock) {
             out.printf(" Thread domain   : ON (QPs on a parent domain, --no_lock)%n");
         }
+        out.printf(" Post send API   : %s%n", o.newPostSend ? "extended (ibv_wr_*)" : "classic (ibv_post_send)");
         if (printsTxDepth(o)) {
             out.printf(" TX depth        : %d%n", o.tx);
         }

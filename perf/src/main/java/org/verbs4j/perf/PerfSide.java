@@ -46,6 +46,9 @@ final class PerfSide implements AutoCloseable {
     final QueuePair[] qps;
 
     final QueuePair qp;
+    /** Post through the extended API ({@code ibv_wr_*}, {@code --use_new_post_send}) instead of {@code ibv_post_send}. */
+    final boolean extendedPost;
+
     final BufferProvider.PerfBuffer buf;
     final MemorySegment buffer;
     final MemoryRegion mr;
@@ -140,12 +143,14 @@ final class PerfSide implements AutoCloseable {
                 inline,
                 timeoutNanos,
                 null,
-                null);
+                null,
+                false);
     }
 
     /**
      * {@code qpCount} QPs, each with {@code sendDepth} and {@code recvDepth}; they come from
-     * {@code qpSource} when given (rdma_cm's connected QPs), and {@code releaseQp} closes them.
+     * {@code qpSource} when given (rdma_cm's connected QPs; QPs on a parent domain; QPs of the
+     * extended API, which {@code extendedPost} then posts through), and {@code releaseQp} closes them.
      */
     PerfSide(
             ProtectionDomain pd,
@@ -160,11 +165,13 @@ final class PerfSide implements AutoCloseable {
             int inline,
             long timeoutNanos,
             QpSource qpSource,
-            Runnable releaseQp) {
+            Runnable releaseQp,
+            boolean extendedPost) {
         if (qpCount < 1) {
             throw new IllegalArgumentException("at least one QP: " + qpCount);
         }
         this.timeoutNanos = timeoutNanos;
+        this.extendedPost = extendedPost;
         this.releaseQp = releaseQp;
         long s = Math.max(cycleBuffer, maxMessage);
         this.slot = Math.max(4096, (s + 4095L) & ~4095L);
@@ -492,5 +499,14 @@ final class PerfSide implements AutoCloseable {
         }
         buf.close();
         cq.close();
+    }
+
+    /** Posts {@code w} on {@code q}: {@code ibv_post_send}, or {@code ibv_wr_*} with {@link #extendedPost}. */
+    void post(QueuePair q, SendWorkRequests w) {
+        if (extendedPost) {
+            q.postSendExtended(w);
+        } else {
+            q.postSend(w);
+        }
     }
 }

@@ -139,7 +139,7 @@ class PerfOptionsTest {
     }
 
     @Test
-    void deviceMemoryAndNoLockAreOffByDefaultAndRefusedWhereTheyCannotApply() {
+    void deviceMemoryNoLockAndThePostApiAreRefusedWhereTheyCannotApply() {
         PerfOptions off = parse("write_bw").resolve("rxe0");
         assertFalse(off.dm || off.noLock, "both off by default, as in perftest");
         PerfOptions dm = parse("write_bw", "--dm", "host").resolve("rxe0");
