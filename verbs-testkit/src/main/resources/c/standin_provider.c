@@ -907,6 +907,13 @@ static void x_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t remot
     w->imm = remote_qkey;
 }
 
+/* The remote XRC SRQ number of the request being built, where the classic path records it too. */
+static void x_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t remote_srqn)
+{
+    (void)q;
+    wr_cur()->reserved = remote_srqn;
+}
+
 /* create_qp_ex: a struct verbs_qp-shaped QP whose builders are set for the send_ops_flags asked
  * (all others NULL, as a provider leaves the ops it lacks). */
 EXPORT struct ibv_qp *standin_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
@@ -959,6 +966,8 @@ EXPORT struct ibv_qp *standin_create_qp_ex(struct ibv_context *context, struct i
     q->wr_set_inline_data = x_set_inline_data;
     q->wr_set_inline_data_list = x_set_inline_data_list;
     q->wr_set_ud_addr = x_set_ud_addr;
+    if (attr->qp_type == IBV_QPT_XRC_SEND)
+        q->wr_set_xrc_srqn = x_set_xrc_srqn; /* as providers do: only an XRC_SEND QP has it */
     q->wr_start = x_start;
     q->wr_complete = x_complete;
     q->wr_abort = x_abort;

@@ -22,6 +22,7 @@ import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QKEY;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_UD_REMOTE_QPN;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_ID;
 import static org.verbs4j.natives.WorkRequestLayout.SEND_WR_SIZE;
+import static org.verbs4j.natives.WorkRequestLayout.SEND_XRC_REMOTE_SRQN;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_ADDR;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_LENGTH;
 import static org.verbs4j.natives.WorkRequestLayout.SGE_LKEY;
@@ -59,6 +60,8 @@ final class ExtendedPosting {
     final long address;
     private final boolean critical;
     private final boolean ud;
+    /** An XRC_SEND queue pair: each request names the remote XRC SRQ ({@code wr_set_xrc_srqn}). */
+    private final boolean xrc;
     /** Bit (1 << opcode) for every opcode whose builder the provider set. */
     final int opcodes;
     /** Operations asked for at creation. */
@@ -66,7 +69,7 @@ final class ExtendedPosting {
 
     private final MemorySegment start, complete, abort;
     private final MemorySegment send, sendImm, sendInv, write, writeImm, read, cas, faa, localInv, bind, atomicWrite;
-    private final MemorySegment setSge, setSgeList, setInline, setUdAddr;
+    private final MemorySegment setSge, setSgeList, setInline, setUdAddr, setXrcSrqn;
     /** {@code maxInlineData} bytes: an inline request that mixes staged pieces and region SGEs is gathered here. */
     private final MemorySegment gather;
 
@@ -92,6 +95,7 @@ final class ExtendedPosting {
         this.address = qpx.address();
         this.critical = critical;
         this.ud = type == QueuePairType.UD;
+        this.xrc = type == QueuePairType.XRC_SEND;
         this.sendOps = sendOps;
         this.start = fn(QueuePairExLayout.WR_START);
         this.complete = fn(QueuePairExLayout.WR_COMPLETE);
@@ -114,6 +118,7 @@ final class ExtendedPosting {
         this.setSgeList = fn(QueuePairExLayout.WR_SET_SGE_LIST);
         this.setInline = fn(QueuePairExLayout.WR_SET_INLINE_DATA);
         this.setUdAddr = fn(QueuePairExLayout.WR_SET_UD_ADDR);
+        this.setXrcSrqn = fn(QueuePairExLayout.WR_SET_XRC_SRQN);
         MemorySegment[] byOpcode = {write, writeImm, send, sendImm, read, cas, faa, localInv, bind, sendInv};
         int ops = 0;
         for (int op = 0; op < byOpcode.length; op++) {
@@ -217,6 +222,9 @@ final class ExtendedPosting {
         if (ud && setUdAddr.equals(MemorySegment.NULL)) {
             return "the provider's ibv_qp_ex lacks wr_set_ud_addr for a UD queue pair";
         }
+        if (xrc && setXrcSrqn.equals(MemorySegment.NULL)) {
+            return "the provider's ibv_qp_ex lacks wr_set_xrc_srqn for an XRC_SEND queue pair";
+        }
         return null;
     }
 
@@ -274,6 +282,8 @@ final class ExtendedPosting {
                         w.get(JAVA_LONG, o + SEND_UD_AH),
                         w.get(JAVA_INT, o + SEND_UD_REMOTE_QPN),
                         w.get(JAVA_INT, o + SEND_UD_REMOTE_QKEY));
+            } else if (xrc) { // the chain was checked: every request names its SRQ
+                ExtendedPostVerbs.call(c, setXrcSrqn, q, w.get(JAVA_INT, o + SEND_XRC_REMOTE_SRQN));
             }
             int numSge = w.get(JAVA_INT, o + SEND_NUM_SGE);
             if (numSge > 0 && (SendWorkRequests.NO_PAYLOAD_OPCODES & 1 << opcode) == 0) {

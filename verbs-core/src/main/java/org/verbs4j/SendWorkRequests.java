@@ -829,7 +829,8 @@ public final class SendWorkRequests extends WorkRequestChain {
     /**
      * Addresses the current request of an {@link QueuePairType#XRC_SEND} queue pair: the number
      * of the peer's XRC shared receive queue that receives it ({@link SharedReceiveQueue#srqNumber()}
-     * on the receiving side; {@code wr.qp_type.xrc.remote_srqn}).
+     * on the receiving side; {@code wr.qp_type.xrc.remote_srqn} for {@link QueuePair#postSend},
+     * {@code ibv_wr_set_xrc_srqn} for {@link QueuePair#postSendExtended}).
      */
     public SendWorkRequests remoteSrqNumber(int srqNumber) {
         ensureCurrent();

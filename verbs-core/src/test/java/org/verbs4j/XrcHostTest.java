@@ -8,6 +8,7 @@ import static org.verbs4j.HostMisuseTest.refused;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.EnumSet;
 import org.junit.jupiter.api.Test;
 import org.verbs4j.natives.Errno;
 import org.verbs4j.natives.XrcVerbs;
@@ -158,6 +159,36 @@ class XrcHostTest extends StandInHostTest {
         } finally {
             other.close();
         }
+    }
+
+    @Test
+    void theExtendedPostNamesEachRequestsRemoteSrqThroughWrSetXrcSrqn() {
+        QueuePair send = o.pd.createExtendedQueuePair(
+                QueuePairInit.of(QueuePairType.XRC_SEND, o.cq).maxSendWr(8),
+                EnumSet.of(SendOperation.SEND, SendOperation.RDMA_WRITE),
+                h -> p.destroyQpEx(h.address()));
+        send.assumeState(QueuePairState.RTS);
+        try (SendWorkRequests wrs = new SendWorkRequests(2, 1);
+                WorkCompletions wcs = new WorkCompletions(4)) {
+            long before = p.wqeCount();
+            long extended = p.wrExtendedWqes();
+            wrs.send(7).sge(o.mr, 0, 64).remoteSrqNumber(0x700).signaled();
+            wrs.write(8, o.mr.address() + 512, StandInObjects.RKEY)
+                    .sge(o.mr, 64, 64)
+                    .remoteSrqNumber(0x123);
+            send.postSendExtended(wrs);
+            assertEquals(before + 2, p.wqeCount());
+            assertEquals(extended + 2, p.wrExtendedWqes(), "both built by the ibv_wr_* builders");
+            assertEquals(0x700, p.wqeOperand(before), "wr_set_xrc_srqn of request #0");
+            assertEquals(0x123, p.wqeOperand(before + 1), "wr_set_xrc_srqn of request #1");
+            assertEquals(1, o.cq.poll(wcs, 1, Duration.ofSeconds(5)));
+            assertEquals(7, wcs.wrId(0));
+            wrs.clear();
+            wrs.send(9).sge(o.mr, 0, 8);
+            refused("ibv_post_send", Errno.EINVAL, () -> send.postSendExtended(wrs), "names no remote XRC SRQ");
+            assertEquals(before + 2, p.wqeCount(), "nothing reached the provider");
+        }
+        send.close();
     }
 
     @Test

@@ -107,7 +107,10 @@ public final class ExtendedPostVerbs {
         }
     }
 
-    /** A {@code void fn(qp, uint32_t)} member: {@code wr_send_imm} (big-endian immediate), {@code wr_send_inv}, {@code wr_local_inv}. */
+    /**
+     * A {@code void fn(qp, uint32_t)} member: {@code wr_send_imm} (big-endian immediate),
+     * {@code wr_send_inv}, {@code wr_local_inv}, {@code wr_set_xrc_srqn}.
+     */
     public static void call(boolean critical, MemorySegment fn, long qpx, int value) {
         try {
             if (critical) {

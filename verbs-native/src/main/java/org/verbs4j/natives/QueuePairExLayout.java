@@ -35,6 +35,7 @@ public final class QueuePairExLayout {
     public static final long WR_SEND_IMM = 248;
     public static final long WR_SEND_INV = 256;
     public static final long WR_SET_UD_ADDR = 272;
+    public static final long WR_SET_XRC_SRQN = 280;
     public static final long WR_SET_INLINE_DATA = 288;
     public static final long WR_SET_INLINE_DATA_LIST = 296;
     public static final long WR_SET_SGE = 304;

@@ -253,6 +253,7 @@ class LayoutConformanceTest {
             "wr_send_imm",
             "wr_send_inv",
             "wr_set_ud_addr",
+            "wr_set_xrc_srqn",
             "wr_set_inline_data",
             "wr_set_inline_data_list",
             "wr_set_sge",
