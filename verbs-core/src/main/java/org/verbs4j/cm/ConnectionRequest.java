@@ -102,12 +102,12 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
      */
     void expireAfter(long nanos, ScheduledExecutorService timers) {
         WeakReference<ConnectionRequest> ref = new WeakReference<>(this);
-        String as = "rejected: unanswered " + Duration.ofNanos(nanos) + " after it came (the listener's "
-                + "requestTimeout)";
         Future<?> f = timers.schedule(
                 () -> RdmaConnection.releaseLater(() -> {
                     ConnectionRequest r = ref.get();
                     if (r != null) {
+                        String as = "rejected: unanswered " + Duration.ofNanos(nanos)
+                                + " after it came (the listener's requestTimeout)";
                         LOG.debug("{}: {}", r, as);
                         r.closeAs(as);
                     }

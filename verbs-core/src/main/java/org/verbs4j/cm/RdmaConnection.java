@@ -130,6 +130,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private boolean closed; // under lock
     /** The connection reached CONNECTED once (a DISCONNECTED right after is an established connection that ended). */
     private volatile boolean wasEstablished;
+    /**
+     * Active side: {@code rdma_establish} (the RTU) is under way or done, so the peer may see the
+     * connection ESTABLISHED and disconnect before this side marked it CONNECTED (under lock).
+     */
+    private boolean establishing;
     // set once the queue pair exists (under idLock; volatile for the accessors of other threads)
     private volatile Context context;
     /** The device's attributes, from {@link CmDevices} (queried once per device, not per connection). */
@@ -208,9 +213,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * Duration)}: returns at once with a future that completes with the CONNECTED connection, or
      * exceptionally with what the blocking call throws (the same exceptions, naming the verb), within
      * {@code timeout} ({@link VerbsTimeoutException} then). Every step after the first follows this
-     * connection's events: on a channel with its own event thread, the queue pair and the request
-     * are made on the library's setup threads (so that the event thread goes on reading and many
-     * setups proceed at once), the rest on the event thread; on a polled channel, all on the
+     * connection's events: on a channel with its own event thread, the route, the queue pair, the
+     * request and the RTU are made on the library's setup threads (so that the event thread only
+     * reads events and many setups proceed at once); on a polled channel, all on the
      * thread that calls {@link CmEventChannel#processEvents} (which must be called for the future
      * to complete, except by its timeout). One thread can so drive hundreds of connects. On
      * failure, timeout or {@link CompletableFuture#cancel cancel}, the connection is closed before the
@@ -389,7 +394,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             switch (state) {
                 case ADDRESS_RESOLVED -> {
                     if (f.step.compareAndSet(ConnectionState.ADDRESS_RESOLVED, ConnectionState.ROUTE_RESOLVED)) {
-                        resolveRoute(f);
+                        onSetupThread(f, () -> resolveRoute(f));
                     }
                 }
                 case ROUTE_RESOLVED -> {
@@ -407,11 +412,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     /**
-     * Runs {@code step} (the queue pair and the request or the accept: the longest steps, and no
-     * event of this connection can come before they are done) on a setup thread of the library
-     * when the channel has its own event thread, so that the event thread goes on reading events
-     * and the steps of many connections run at once; on a polled channel, here (the polling
-     * thread). A failure fails {@code f}.
+     * Runs {@code step} (route resolution, the queue pair and the request or the accept, the
+     * transitions to RTS and the RTU: every librdmacm and verbs call of a setup after its first)
+     * on a setup thread of the library when the channel has its own event thread, so that the
+     * event thread only reads and routes events and the steps of many connections run at once; on
+     * a polled channel, here (the polling thread). A failure fails {@code f}.
      */
     private void onSetupThread(SetupFuture f, Runnable step) {
         Runnable run = () -> runStep(f, step);
@@ -762,7 +767,17 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                                 : ConnectionFailedException.Reason.REJECTED,
                         e);
             case CONNECT_ERROR -> fail(ConnectionFailedException.Reason.CONNECT_ERROR, e);
-            case CONNECT_RESPONSE -> completeActive(e);
+            case CONNECT_RESPONSE -> {
+                SetupFuture f = setupFuture;
+                if (f == null || f.isDone()) {
+                    completeActive(e);
+                } else {
+                    onSetupThread(f, () -> {
+                        completeActive(e);
+                        advanceSetup();
+                    });
+                }
+            }
             case ESTABLISHED -> {
                 if (ud && active) {
                     udEstablished(raw.ud(), e);
@@ -854,6 +869,16 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             try {
                 toReadyToSend(e.responderResources(), e.initiatorDepth());
+                InetSocketAddress from = CmStructs.peerAddress(id), at = CmStructs.localAddress(id);
+                synchronized (lock) { // a DISCONNECTED read meanwhile is of an established connection
+                    if (closed || state != ConnectionState.CONNECTING) {
+                        return;
+                    }
+                    establishing = true;
+                    peerPrivateData = e.privateData();
+                    peer = from != null ? from : peer;
+                    local = at;
+                }
                 long t0 = SetupTimings.start();
                 LibRdmacm.establish(id);
                 SetupTimings.done("rdma_establish", t0);
@@ -923,11 +948,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 return;
             }
             wasEstablished = true;
-            if (active) {
-                peerPrivateData = e.privateData();
+            if (!establishing) { // (else completeActive read them, under the id's lock)
+                if (active) {
+                    peerPrivateData = e.privateData();
+                }
+                peer = CmStructs.peerAddress(id) != null ? CmStructs.peerAddress(id) : peer;
+                local = CmStructs.localAddress(id);
             }
-            peer = CmStructs.peerAddress(id) != null ? CmStructs.peerAddress(id) : peer;
-            local = CmStructs.localAddress(id);
             state = ConnectionState.CONNECTED;
             lock.notifyAll();
         }
@@ -938,9 +965,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         synchronized (lock) {
             ConnectionState s = state;
             wasUp = s == ConnectionState.CONNECTED;
-            if (s == ConnectionState.ACCEPTING && !ud) {
-                // the peer disconnects only once established on its side: it confirmed the accept and
-                // closed before the confirmation was seen here; an accepted connection that then ended
+            if ((s == ConnectionState.ACCEPTING && !ud) || (s == ConnectionState.CONNECTING && establishing)) {
+                // the peer disconnects only once established on its side: it confirmed the accept (or
+                // got this side's RTU, sent on a setup thread) and closed before the confirmation was
+                // seen here; a connection made that then ended
                 wasEstablished = true;
                 wasUp = true;
                 state = ConnectionState.DISCONNECTED;
