@@ -34,7 +34,7 @@ import org.verbs4j.natives.LibRdmacm;
 /**
  * A connection made through librdmacm: one cm id, and the RC {@link QueuePair} on it (or a UD one,
  * {@link #connectUd}: RDMA_PS_UDP, the peer's QPN, Q_Key and an {@link #addressHandle()})
- * (created with {@code rdma_create_qp}, an ordinary queue pair: same data path, checked mode and
+ * (created with {@code ibv_create_qp}, UD with {@code rdma_create_qp}: an ordinary queue pair, same data path, checked mode and
  * close rules), its completion queues and protection domain. Made by {@link #connect} (active
  * side) or {@link ConnectionRequest#accept} (passive side).
  *
@@ -554,9 +554,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     // ---- the queue pair ----------------------------------------------------------------------
 
     /**
-     * PD, CQs and the QP on the id's device, then INIT with this setup's access. Holds the
-     * id's lock only while it reads the id and while {@code rdma_create_qp} runs (the id is
-     * destroyed under that lock): the rest (queues, the queue pair's object, its transition) runs
+     * PD, CQs and the QP on the id's device ({@code ibv_create_qp}; UD: {@code rdma_create_qp}),
+     * then INIT with this setup's access. Holds the id's lock only while it reads the id and while
+     * {@code rdma_create_qp} runs (the id is destroyed under that lock): the rest (queues, the queue pair's object, its transition) runs
      * beside the steps of other connections. A {@link #close()} meanwhile makes it close what it
      * made and throw.
      */
@@ -569,7 +569,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         });
         MemorySegment verbs = verbsOf[0];
         if (verbs.address() == 0) {
-            throw VerbsException.create("rdma_create_qp", Errno.ENODEV, "the cm id is bound to no RDMA device", null);
+            throw VerbsException.create(createVerb(), Errno.ENODEV, "the cm id is bound to no RDMA device", null);
         }
         CmDevices.Device dev = CmDevices.of(verbs);
         context = dev.context();
@@ -577,7 +577,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         pd = s.pd != null ? s.pd : dev.pd();
         if (pd.context() != context) {
             throw new InvalidRequestException(
-                    "rdma_create_qp",
+                    createVerb(),
                     "the protection domain is of another device context than " + "the connection's ("
                             + context.deviceName() + " as librdmacm opened it)",
                     "allocate it on CmEventChannel.deviceContext(address), or pass none");
@@ -610,42 +610,46 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         t0 = SetupTimings.start();
         QueuePair made;
         try {
+            // RC: ibv_create_qp, RESET, which the library moves to INIT itself below (rdma_create_qp
+            // would make it INIT with rdma_init_qp_attr and an ibv_modify_qp of its own, undone by ours)
             made = CoreAccess.get()
                     .createQueuePair(
                             pd,
                             init,
-                            (pdHandle, attr) -> {
-                                MemorySegment[] q = new MemorySegment[1];
-                                locked("rdma_create_qp", () -> {
-                                    LibRdmacm.createQp(cmId, pdHandle, attr);
-                                    q[0] = CmStructs.qp(cmId);
-                                    // the library makes every transition itself: librdmacm must not touch the QP
-                                    // (it would re-grant its own access flags and take the peer's retry count, 7
-                                    // from rping)
-                                    CmStructs.setQp(cmId, MemorySegment.NULL);
-                                });
-                                return q[0];
-                            },
+                            ud
+                                    ? (pdHandle, attr) -> {
+                                        MemorySegment[] q = new MemorySegment[1];
+                                        locked("rdma_create_qp", () -> {
+                                            LibRdmacm.createQp(cmId, pdHandle, attr);
+                                            q[0] = CmStructs.qp(cmId);
+                                            // the library makes every transition itself: librdmacm must not
+                                            // touch the QP (it would re-grant its own access flags and take the
+                                            // peer's retry count, 7 from rping)
+                                            CmStructs.setQp(cmId, MemorySegment.NULL);
+                                        });
+                                        return q[0];
+                                    }
+                                    : LibIbverbs::createQp,
                             LibIbverbs::destroyQp);
-            SetupTimings.done("rdma_create_qp", t0);
+            SetupTimings.done(ud ? "rdma_create_qp" : "ibv_create_qp", t0);
         } catch (VerbsException e) {
             closeQueues();
-            if (e.errno() != Errno.EINVAL || !"rdma_create_qp".equals(e.verb())) {
+            if (e.errno() != Errno.EINVAL || !("rdma_create_qp".equals(e.verb()) || "ibv_create_qp".equals(e.verb()))) {
                 throw e;
             }
             throw new InvalidRequestException(
-                    "rdma_create_qp",
+                    e.verb(),
                     Errno.EINVAL,
                     context.deviceName() + " refused the queue pair's capacities (maxSendWr " + s.maxSendWr
                             + ", maxRecvWr " + s.maxRecvWr + ", maxSendSge " + s.maxSendSge + ", maxRecvSge "
                             + s.maxRecvSge + ", maxInlineData " + s.maxInlineData + ")"
-                            + (active
+                            + (active || !ud
                                     ? ""
                                     : ", or the connection request is no longer pending (the peer gave up or"
                                             + " its connect timed out before this accept)"),
                     "lower them in the ConnectionSetup: maxInlineData first (the device's limit is not "
                             + "queryable; rxe takes a few hundred bytes), then the work requests and SGEs"
-                            + (active
+                            + (active || !ud
                                     ? ""
                                     : "; if they are within the device's limits, give the peer a longer connect"
                                             + " timeout or accept sooner"));
@@ -673,8 +677,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             return;
         }
         t0 = SetupTimings.start();
-        qp.toInit(portOf[0], remoteAccess); // INIT -> INIT: least privilege, whatever rdma_create_qp granted
+        qp.toInit(portOf[0], remoteAccess); // RESET -> INIT: least privilege
         SetupTimings.done("ibv_modify_qp INIT", t0);
+    }
+
+    /** The verb that makes this connection's queue pair: librdmacm's for UD (it takes the Q_Key), else the verbs'. */
+    private String createVerb() {
+        return ud ? "rdma_create_qp" : "ibv_create_qp";
     }
 
     /** The setup's queue sizes against the device's limits, before any queue pair is made. */
@@ -689,7 +698,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         for (int i = 0; i < checks.length; i++) {
             if (checks[i][0] > checks[i][1]) {
                 throw new InvalidRequestException(
-                        "rdma_create_qp",
+                        createVerb(),
                         names[i] + " " + checks[i][0] + " is more than " + context.deviceName() + " allows: at most "
                                 + checks[i][1],
                         "set " + names[i] + " to at most " + checks[i][1] + " in the ConnectionSetup");
