@@ -741,7 +741,16 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             return;
         }
-        toReadyToSend(peerResponderResources, peerInitiatorDepth);
+        try {
+            toReadyToSend(peerResponderResources, peerInitiatorDepth);
+        } catch (VerbsException e) {
+            if (e.errno() != Errno.EINVAL || !"rdma_init_qp_attr".equals(e.verb())) {
+                throw e;
+            }
+            // the id has no pending request to take the path from: the peer's connect ended first
+            // (rxe's connection manager does not tell this side)
+            throw ConnectionRequest.noLongerPending("rdma_init_qp_attr", peer, null);
+        }
         long t0 = SetupTimings.start();
         try (Arena a = Arena.ofConfined()) {
             LibRdmacm.accept(
