@@ -7,7 +7,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Reports an object that became unreachable without {@code close()} (a work-request chain, a
- * completion array, a connection-manager object), with a warning naming where it was created.
+ * completion array, a connection-manager object), with a warning naming what it was (and where it
+ * was created, with {@code -Dverbs4j.leakSites=true}: a stack trace per object costs tens of
+ * microseconds, too much for a connection setup's path).
  * Without a release action its memory is freed by its own automatic arena and this only makes the
  * leak visible, as the rest of verbs4j does; with one (the connection manager's cm ids and event
  * channels, through {@code CoreAccess.reportLeaks}) the action runs on the cleaner's thread after
@@ -17,7 +19,7 @@ final class LeakReport {
     private static final Logger LOG = LoggerFactory.getLogger(LeakReport.class);
     private static final Cleaner CLEANER = Cleaner.create();
     private static final boolean SITES =
-            Boolean.parseBoolean(System.getProperty(NativeResource.LEAK_SITES_PROPERTY, "true"));
+            Boolean.parseBoolean(System.getProperty(NativeResource.LEAK_SITES_PROPERTY, "false"));
     private static final AtomicLong LEAKS = new AtomicLong();
 
     private final State state;
@@ -69,6 +71,11 @@ final class LeakReport {
     LeakReport(Object owner, String kind, Runnable release) {
         this.state = new State(kind, SITES ? new Throwable(kind + " created here") : null, release);
         CLEANER.register(owner, state);
+    }
+
+    /** Whether the creation's stack trace was recorded ({@code -Dverbs4j.leakSites=true}). */
+    boolean recordedSite() {
+        return state.site != null;
     }
 
     /** The owner was closed: no report. */

@@ -14,7 +14,8 @@ import org.verbs4j.natives.Errno;
  * object it was created from, which refuses to close while it has live children, as the verbs
  * themselves do with EBUSY), exactly one close, and leak detection: an object that becomes
  * unreachable without being closed is released by a {@link Cleaner} and reported with a warning
- * naming where it was created ({@value #LEAK_SITES_PROPERTY}, default true).
+ * naming it, and where it was created when {@value #LEAK_SITES_PROPERTY} is true (default false: a
+ * stack trace per object is too dear for the paths that create objects by the hundred).
  *
  * <p>{@link #close()} is thread-safe and happens once; a second close, and any use after
  * close, throws a {@link VerbsException} naming the verb with {@code EBADF}.
@@ -37,7 +38,7 @@ abstract sealed class NativeResource implements AutoCloseable
     /** Record where each resource was created, for leak reports. */
     public static final String LEAK_SITES_PROPERTY = "verbs4j.leakSites";
 
-    private static final boolean LEAK_SITES = Boolean.parseBoolean(System.getProperty(LEAK_SITES_PROPERTY, "true"));
+    private static final boolean LEAK_SITES = Boolean.parseBoolean(System.getProperty(LEAK_SITES_PROPERTY, "false"));
     private static final Logger LOG = LoggerFactory.getLogger(NativeResource.class);
     private static final Cleaner CLEANER = Cleaner.create();
     private static final VarHandle STATE;

@@ -1,6 +1,7 @@
 package org.verbs4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CountDownLatch;
@@ -63,5 +64,24 @@ class LeakReportTest {
         }
         assertEquals(1, released.get(), "release actions run");
         assertTrue(CoreAccess.get().leaksReported() >= before + 1, "the dropped owner was reported");
+    }
+
+    /** No stack trace per object unless asked for: a dropped owner is still reported (above), naming its kind. */
+    @Test
+    void theCreationSiteIsRecordedOnlyWhenAsked() {
+        Object owner = new Object();
+        LeakReport r = new LeakReport(owner, "test object");
+        try {
+            assertEquals(
+                    Boolean.getBoolean(NativeResource.LEAK_SITES_PROPERTY),
+                    r.recordedSite(),
+                    "a site is recorded exactly when -D" + NativeResource.LEAK_SITES_PROPERTY + "=true");
+            if (System.getProperty(NativeResource.LEAK_SITES_PROPERTY) == null) {
+                assertFalse(r.recordedSite(), "no stack trace by default");
+            }
+        } finally {
+            r.closed();
+            java.lang.ref.Reference.reachabilityFence(owner);
+        }
     }
 }

@@ -342,7 +342,9 @@ public final class CmEventChannel implements AutoCloseable {
                     c.privateData(),
                     c.responderResources(),
                     c.initiatorDepth());
-            LOG.debug("cm event {} on id 0x{}", event, Long.toHexString(c.id()));
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("cm event {} on id 0x{}", event, Long.toHexString(c.id()));
+            }
             if (target == null) {
                 if (type == CmEventType.CONNECT_REQUEST) {
                     // the listener is gone: turn the request away, so that the peer is not left waiting

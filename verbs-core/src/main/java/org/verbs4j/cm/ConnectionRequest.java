@@ -102,12 +102,12 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
      */
     void expireAfter(long nanos, ScheduledExecutorService timers) {
         WeakReference<ConnectionRequest> ref = new WeakReference<>(this);
-        String as = "rejected: unanswered " + Duration.ofNanos(nanos) + " after it came (the listener's "
-                + "requestTimeout)";
         Future<?> f = timers.schedule(
                 () -> RdmaConnection.releaseLater(() -> {
                     ConnectionRequest r = ref.get();
                     if (r != null) {
+                        String as = "rejected: unanswered " + Duration.ofNanos(nanos)
+                                + " after it came (the listener's requestTimeout)";
                         LOG.debug("{}: {}", r, as);
                         r.closeAs(as);
                     }
@@ -276,19 +276,27 @@ public final class ConnectionRequest extends CmEndpoint implements AutoCloseable
                     throw e;
                 }
                 // the connection manager no longer waits for an answer: the peer's connect ended
-                throw new ConnectionFailedException(
-                        ConnectionFailedException.Reason.PEER_DISCONNECTED,
-                        "rdma_reject",
-                        Errno.EINVAL,
-                        "the request from " + peer + " no longer waits for an answer (the peer's connect "
-                                + "ended: it timed out or was closed)",
-                        "nothing reaches the peer now; answer requests before the peer's connect timeout",
-                        abandoned);
+                throw noLongerPending("rdma_reject", peer, abandoned);
             }
         } finally {
             idLock.unlock();
             destroyId();
         }
+    }
+
+    /**
+     * {@code verb} failed with EINVAL because the connection manager no longer waits for an answer
+     * to the request from {@code peer}: the peer's connect ended ({@code e}, or null when unseen).
+     */
+    static ConnectionFailedException noLongerPending(String verb, InetSocketAddress peer, CmEvent e) {
+        return new ConnectionFailedException(
+                ConnectionFailedException.Reason.PEER_DISCONNECTED,
+                verb,
+                Errno.EINVAL,
+                "the request from " + peer + " no longer waits for an answer (the peer's connect "
+                        + "ended: it timed out or was closed)",
+                "nothing reaches the peer now; answer requests before the peer's connect timeout",
+                e);
     }
 
     /** Rejects the request unless it was accepted or rejected already. A second call does nothing. */

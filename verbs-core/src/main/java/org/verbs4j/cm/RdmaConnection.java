@@ -34,7 +34,7 @@ import org.verbs4j.natives.LibRdmacm;
 /**
  * A connection made through librdmacm: one cm id, and the RC {@link QueuePair} on it (or a UD one,
  * {@link #connectUd}: RDMA_PS_UDP, the peer's QPN, Q_Key and an {@link #addressHandle()})
- * (created with {@code rdma_create_qp}, an ordinary queue pair: same data path, checked mode and
+ * (created with {@code ibv_create_qp}, UD with {@code rdma_create_qp}: an ordinary queue pair, same data path, checked mode and
  * close rules), its completion queues and protection domain. Made by {@link #connect} (active
  * side) or {@link ConnectionRequest#accept} (passive side).
  *
@@ -130,6 +130,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     private boolean closed; // under lock
     /** The connection reached CONNECTED once (a DISCONNECTED right after is an established connection that ended). */
     private volatile boolean wasEstablished;
+    /**
+     * Active side: {@code rdma_establish} (the RTU) is under way or done, so the peer may see the
+     * connection ESTABLISHED and disconnect before this side marked it CONNECTED (under lock).
+     */
+    private boolean establishing;
     // set once the queue pair exists (under idLock; volatile for the accessors of other threads)
     private volatile Context context;
     /** The device's attributes, from {@link CmDevices} (queried once per device, not per connection). */
@@ -208,9 +213,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * Duration)}: returns at once with a future that completes with the CONNECTED connection, or
      * exceptionally with what the blocking call throws (the same exceptions, naming the verb), within
      * {@code timeout} ({@link VerbsTimeoutException} then). Every step after the first follows this
-     * connection's events: on a channel with its own event thread, the queue pair and the request
-     * are made on the library's setup threads (so that the event thread goes on reading and many
-     * setups proceed at once), the rest on the event thread; on a polled channel, all on the
+     * connection's events: on a channel with its own event thread, the route, the queue pair, the
+     * request and the RTU are made on the library's setup threads (so that the event thread only
+     * reads events and many setups proceed at once); on a polled channel, all on the
      * thread that calls {@link CmEventChannel#processEvents} (which must be called for the future
      * to complete, except by its timeout). One thread can so drive hundreds of connects. On
      * failure, timeout or {@link CompletableFuture#cancel cancel}, the connection is closed before the
@@ -389,7 +394,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             switch (state) {
                 case ADDRESS_RESOLVED -> {
                     if (f.step.compareAndSet(ConnectionState.ADDRESS_RESOLVED, ConnectionState.ROUTE_RESOLVED)) {
-                        resolveRoute(f);
+                        onSetupThread(f, () -> resolveRoute(f));
                     }
                 }
                 case ROUTE_RESOLVED -> {
@@ -407,11 +412,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     /**
-     * Runs {@code step} (the queue pair and the request or the accept: the longest steps, and no
-     * event of this connection can come before they are done) on a setup thread of the library
-     * when the channel has its own event thread, so that the event thread goes on reading events
-     * and the steps of many connections run at once; on a polled channel, here (the polling
-     * thread). A failure fails {@code f}.
+     * Runs {@code step} (route resolution, the queue pair and the request or the accept, the
+     * transitions to RTS and the RTU: every librdmacm and verbs call of a setup after its first)
+     * on a setup thread of the library when the channel has its own event thread, so that the
+     * event thread only reads and routes events and the steps of many connections run at once; on
+     * a polled channel, here (the polling thread). A failure fails {@code f}.
      */
     private void onSetupThread(SetupFuture f, Runnable step) {
         Runnable run = () -> runStep(f, step);
@@ -549,9 +554,9 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     // ---- the queue pair ----------------------------------------------------------------------
 
     /**
-     * PD, CQs and the QP on the id's device, then INIT with this setup's access. Holds the
-     * id's lock only while it reads the id and while {@code rdma_create_qp} runs (the id is
-     * destroyed under that lock): the rest (queues, the queue pair's object, its transition) runs
+     * PD, CQs and the QP on the id's device ({@code ibv_create_qp}; UD: {@code rdma_create_qp}),
+     * then INIT with this setup's access. Holds the id's lock only while it reads the id and while
+     * {@code rdma_create_qp} runs (the id is destroyed under that lock): the rest (queues, the queue pair's object, its transition) runs
      * beside the steps of other connections. A {@link #close()} meanwhile makes it close what it
      * made and throw.
      */
@@ -564,7 +569,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         });
         MemorySegment verbs = verbsOf[0];
         if (verbs.address() == 0) {
-            throw VerbsException.create("rdma_create_qp", Errno.ENODEV, "the cm id is bound to no RDMA device", null);
+            throw VerbsException.create(createVerb(), Errno.ENODEV, "the cm id is bound to no RDMA device", null);
         }
         CmDevices.Device dev = CmDevices.of(verbs);
         context = dev.context();
@@ -572,7 +577,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         pd = s.pd != null ? s.pd : dev.pd();
         if (pd.context() != context) {
             throw new InvalidRequestException(
-                    "rdma_create_qp",
+                    createVerb(),
                     "the protection domain is of another device context than " + "the connection's ("
                             + context.deviceName() + " as librdmacm opened it)",
                     "allocate it on CmEventChannel.deviceContext(address), or pass none");
@@ -605,42 +610,46 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         t0 = SetupTimings.start();
         QueuePair made;
         try {
+            // RC: ibv_create_qp, RESET, which the library moves to INIT itself below (rdma_create_qp
+            // would make it INIT with rdma_init_qp_attr and an ibv_modify_qp of its own, undone by ours)
             made = CoreAccess.get()
                     .createQueuePair(
                             pd,
                             init,
-                            (pdHandle, attr) -> {
-                                MemorySegment[] q = new MemorySegment[1];
-                                locked("rdma_create_qp", () -> {
-                                    LibRdmacm.createQp(cmId, pdHandle, attr);
-                                    q[0] = CmStructs.qp(cmId);
-                                    // the library makes every transition itself: librdmacm must not touch the QP
-                                    // (it would re-grant its own access flags and take the peer's retry count, 7
-                                    // from rping)
-                                    CmStructs.setQp(cmId, MemorySegment.NULL);
-                                });
-                                return q[0];
-                            },
+                            ud
+                                    ? (pdHandle, attr) -> {
+                                        MemorySegment[] q = new MemorySegment[1];
+                                        locked("rdma_create_qp", () -> {
+                                            LibRdmacm.createQp(cmId, pdHandle, attr);
+                                            q[0] = CmStructs.qp(cmId);
+                                            // the library makes every transition itself: librdmacm must not
+                                            // touch the QP (it would re-grant its own access flags and take the
+                                            // peer's retry count, 7 from rping)
+                                            CmStructs.setQp(cmId, MemorySegment.NULL);
+                                        });
+                                        return q[0];
+                                    }
+                                    : LibIbverbs::createQp,
                             LibIbverbs::destroyQp);
-            SetupTimings.done("rdma_create_qp", t0);
+            SetupTimings.done(ud ? "rdma_create_qp" : "ibv_create_qp", t0);
         } catch (VerbsException e) {
             closeQueues();
-            if (e.errno() != Errno.EINVAL || !"rdma_create_qp".equals(e.verb())) {
+            if (e.errno() != Errno.EINVAL || !("rdma_create_qp".equals(e.verb()) || "ibv_create_qp".equals(e.verb()))) {
                 throw e;
             }
             throw new InvalidRequestException(
-                    "rdma_create_qp",
+                    e.verb(),
                     Errno.EINVAL,
                     context.deviceName() + " refused the queue pair's capacities (maxSendWr " + s.maxSendWr
                             + ", maxRecvWr " + s.maxRecvWr + ", maxSendSge " + s.maxSendSge + ", maxRecvSge "
                             + s.maxRecvSge + ", maxInlineData " + s.maxInlineData + ")"
-                            + (active
+                            + (active || !ud
                                     ? ""
                                     : ", or the connection request is no longer pending (the peer gave up or"
                                             + " its connect timed out before this accept)"),
                     "lower them in the ConnectionSetup: maxInlineData first (the device's limit is not "
                             + "queryable; rxe takes a few hundred bytes), then the work requests and SGEs"
-                            + (active
+                            + (active || !ud
                                     ? ""
                                     : "; if they are within the device's limits, give the peer a longer connect"
                                             + " timeout or accept sooner"));
@@ -668,8 +677,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             return;
         }
         t0 = SetupTimings.start();
-        qp.toInit(portOf[0], remoteAccess); // INIT -> INIT: least privilege, whatever rdma_create_qp granted
+        qp.toInit(portOf[0], remoteAccess); // RESET -> INIT: least privilege
         SetupTimings.done("ibv_modify_qp INIT", t0);
+    }
+
+    /** The verb that makes this connection's queue pair: librdmacm's for UD (it takes the Q_Key), else the verbs'. */
+    private String createVerb() {
+        return ud ? "rdma_create_qp" : "ibv_create_qp";
     }
 
     /** The setup's queue sizes against the device's limits, before any queue pair is made. */
@@ -684,7 +698,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         for (int i = 0; i < checks.length; i++) {
             if (checks[i][0] > checks[i][1]) {
                 throw new InvalidRequestException(
-                        "rdma_create_qp",
+                        createVerb(),
                         names[i] + " " + checks[i][0] + " is more than " + context.deviceName() + " allows: at most "
                                 + checks[i][1],
                         "set " + names[i] + " to at most " + checks[i][1] + " in the ConnectionSetup");
@@ -727,7 +741,16 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             return;
         }
-        toReadyToSend(peerResponderResources, peerInitiatorDepth);
+        try {
+            toReadyToSend(peerResponderResources, peerInitiatorDepth);
+        } catch (VerbsException e) {
+            if (e.errno() != Errno.EINVAL || !"rdma_init_qp_attr".equals(e.verb())) {
+                throw e;
+            }
+            // the id has no pending request to take the path from: the peer's connect ended first
+            // (rxe's connection manager does not tell this side)
+            throw ConnectionRequest.noLongerPending("rdma_init_qp_attr", peer, null);
+        }
         long t0 = SetupTimings.start();
         try (Arena a = Arena.ofConfined()) {
             LibRdmacm.accept(
@@ -762,7 +785,17 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                                 : ConnectionFailedException.Reason.REJECTED,
                         e);
             case CONNECT_ERROR -> fail(ConnectionFailedException.Reason.CONNECT_ERROR, e);
-            case CONNECT_RESPONSE -> completeActive(e);
+            case CONNECT_RESPONSE -> {
+                SetupFuture f = setupFuture;
+                if (f == null || f.isDone()) {
+                    completeActive(e);
+                } else {
+                    onSetupThread(f, () -> {
+                        completeActive(e);
+                        advanceSetup();
+                    });
+                }
+            }
             case ESTABLISHED -> {
                 if (ud && active) {
                     udEstablished(raw.ud(), e);
@@ -854,6 +887,16 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             }
             try {
                 toReadyToSend(e.responderResources(), e.initiatorDepth());
+                InetSocketAddress from = CmStructs.peerAddress(id), at = CmStructs.localAddress(id);
+                synchronized (lock) { // a DISCONNECTED read meanwhile is of an established connection
+                    if (closed || state != ConnectionState.CONNECTING) {
+                        return;
+                    }
+                    establishing = true;
+                    peerPrivateData = e.privateData();
+                    peer = from != null ? from : peer;
+                    local = at;
+                }
                 long t0 = SetupTimings.start();
                 LibRdmacm.establish(id);
                 SetupTimings.done("rdma_establish", t0);
@@ -923,11 +966,13 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 return;
             }
             wasEstablished = true;
-            if (active) {
-                peerPrivateData = e.privateData();
+            if (!establishing) { // (else completeActive read them, under the id's lock)
+                if (active) {
+                    peerPrivateData = e.privateData();
+                }
+                peer = CmStructs.peerAddress(id) != null ? CmStructs.peerAddress(id) : peer;
+                local = CmStructs.localAddress(id);
             }
-            peer = CmStructs.peerAddress(id) != null ? CmStructs.peerAddress(id) : peer;
-            local = CmStructs.localAddress(id);
             state = ConnectionState.CONNECTED;
             lock.notifyAll();
         }
@@ -938,9 +983,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         synchronized (lock) {
             ConnectionState s = state;
             wasUp = s == ConnectionState.CONNECTED;
-            if (s == ConnectionState.ACCEPTING && !ud) {
-                // the peer disconnects only once established on its side: it confirmed the accept and
-                // closed before the confirmation was seen here; an accepted connection that then ended
+            if ((s == ConnectionState.ACCEPTING && !ud) || (s == ConnectionState.CONNECTING && establishing)) {
+                // the peer disconnects only once established on its side: it confirmed the accept (or
+                // got this side's RTU, sent on a setup thread) and closed before the confirmation was
+                // seen here; a connection made that then ended
                 wasEstablished = true;
                 wasUp = true;
                 state = ConnectionState.DISCONNECTED;

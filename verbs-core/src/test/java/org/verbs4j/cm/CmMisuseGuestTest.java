@@ -35,7 +35,7 @@ import org.verbs4j.testing.RdmaTest;
  * Misuse of the connection manager on rxe0 through the public API: request handlers that throw
  * Errors or close their own listener and channel, requests answered twice, used after their
  * listener closed or after their peer gave up, a listener closed while requests wait or while an
- * accept waits, and the refusals of {@code rdma_create_qp} and {@code rdma_reject}. The peer always
+ * accept waits, and the refusals of {@code ibv_create_qp} and {@code rdma_reject}. The peer always
  * gets a true outcome (REJECTED, not a timeout), every refusal names the verb, what was wrong and a
  * fix, with one "failed", and the kernel's counts of cm ids, QPs, CQs and MRs return to where they
  * were after each case.
@@ -311,12 +311,12 @@ class CmMisuseGuestTest {
         VerbsException wr = assertThrows(
                 InvalidRequestException.class,
                 () -> RdmaConnection.connect(client, nobody, new ConnectionSetup().maxSendWr(1 << 30), null, WAIT));
-        assertClear(wr, "rdma_create_qp", "maxSendWr", "at most");
+        assertClear(wr, "ibv_create_qp", "maxSendWr", "at most");
         VerbsException inline = assertThrows(
                 InvalidRequestException.class,
                 () -> RdmaConnection.connect(client, nobody, new ConnectionSetup().maxInlineData(1 << 20), null, WAIT));
         assertEquals(Errno.EINVAL, inline.errno());
-        assertClear(inline, "rdma_create_qp", "maxInlineData");
+        assertClear(inline, "ibv_create_qp", "maxInlineData");
 
         // the passive side: the handler's accept is refused the same way, and the peer is rejected
         int port = CmTestSupport.port();
@@ -331,7 +331,7 @@ class CmMisuseGuestTest {
             });
             Object o = outcome(connectAsync(address(port), LONG));
             assertInstanceOf(ConnectionFailedException.class, o, "the peer's outcome");
-            assertClear(refused.get(), "rdma_create_qp", "maxInlineData");
+            assertClear(refused.get(), "ibv_create_qp", "maxInlineData");
         }
     }
 
