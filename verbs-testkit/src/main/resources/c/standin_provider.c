@@ -726,6 +726,39 @@ EXPORT unsigned long long standin_last_create_qp_ex(int field)
     return field == 0 ? (unsigned long long)last_create_qp_ex_type
          : field == 1 ? (uintptr_t)last_create_qp_ex_xrcd : (uintptr_t)last_create_qp_ex_recv_cq;
 }
+/* open_qp: a handle on the XRC_RECV QP of a domain by its number (0x5151, the number create_qp_ex
+ * gives), holding the domain as a created one does; EINVAL for another number or a mask lacking
+ * NUM, XRCD or TYPE, as the kernel answers. */
+static uint32_t last_open_qp_mask, last_open_qp_num;
+static void *last_open_qp_xrcd;
+static struct ibv_qp *standin_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
+{
+    uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+    last_open_qp_mask = attr->comp_mask;
+    last_open_qp_num = attr->qp_num;
+    last_open_qp_xrcd = attr->xrcd;
+    if ((attr->comp_mask & need) != need || !attr->xrcd || attr->qp_type != IBV_QPT_XRC_RECV
+        || attr->qp_num != 0x5151) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct standin_qpx *s = calloc(1, sizeof(*s));
+    if (!s) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    s->qpx.qp_base.context = context;
+    s->qpx.qp_base.qp_num = attr->qp_num;
+    s->qpx.qp_base.qp_type = IBV_QPT_XRC_RECV;
+    s->qpx.qp_base.qp_context = attr->xrcd; /* the domain it releases when destroyed */
+    xrcd_user(attr->xrcd, 1);
+    return &s->qpx.qp_base;
+}
+/* Field of the last open_qp: 0 comp_mask, 1 qp_num, 2 xrcd. */
+EXPORT unsigned long long standin_last_open_qp(int field)
+{
+    return field == 0 ? last_open_qp_mask : field == 1 ? last_open_qp_num : (uintptr_t)last_open_qp_xrcd;
+}
 /* What ibv_destroy_qp does with a qp of create_qp_ex (an XRC_RECV one releases its domain). */
 EXPORT int standin_destroy_qp_ex(struct ibv_qp *qp)
 {
@@ -1611,6 +1644,7 @@ EXPORT struct ibv_context *standin_make_context(int extended)
         vctx->free_dm = standin_free_dm;
         vctx->reg_dm_mr = standin_reg_dm_mr;
         vctx->open_xrcd = standin_open_xrcd;
+        vctx->open_qp = standin_open_qp;
         vctx->close_xrcd = standin_close_xrcd;
         vctx->create_srq_ex = standin_create_srq_ex;
         vctx->get_srq_num = standin_get_srq_num;

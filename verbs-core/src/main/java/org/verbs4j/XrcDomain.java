@@ -111,6 +111,37 @@ public final class XrcDomain extends NativeResource {
         }
     }
 
+    /**
+     * {@code ibv_open_qp}: a handle on this domain's XRC_RECV queue pair number {@code qpNumber},
+     * made by another process that shares the domain (opened on the same file) or by this one, so
+     * that the queue pair outlives its creator: it lives while any process holds a handle. The
+     * handle's {@link XrcReceiveQueuePair#state()} starts at RESET whatever the creator did with
+     * it; closing the handle ({@code ibv_destroy_qp}) releases this process's hold only. Refused
+     * with EINVAL by the kernel for a number no XRC_RECV queue pair of the domain has.
+     */
+    public XrcReceiveQueuePair openReceiveQueuePair(int qpNumber) {
+        return openReceiveQueuePair(qpNumber, LibIbverbs::destroyQp);
+    }
+
+    /** An opened XRC_RECV handle released by {@code destroy} (a test's stand-in). */
+    XrcReceiveQueuePair openReceiveQueuePair(int qpNumber, Destroyer destroy) {
+        String verb = "ibv_open_qp";
+        pin(verb);
+        try {
+            MemorySegment qp = XrcVerbs.openQp(context.handle, handle, qpNumber);
+            return new XrcReceiveQueuePair(this, qp.reinterpret(ObjectLayout.QP_SIZE), destroy);
+        } catch (VerbsException e) {
+            throw VerbsException.create(
+                    verb,
+                    e.errno(),
+                    "XRC_RECV queue pair " + qpNumber + " of " + describe() + " could not be opened",
+                    "open the number the creating process's XrcReceiveQueuePair.qpNumber() gives, on a domain opened"
+                            + " on the same file");
+        } finally {
+            unpin();
+        }
+    }
+
     @Override
     String describe() {
         return "XrcDomain on " + device();

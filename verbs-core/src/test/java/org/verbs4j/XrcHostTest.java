@@ -97,6 +97,35 @@ class XrcHostTest extends StandInHostTest {
     }
 
     @Test
+    void aReceiveQueuePairIsOpenedByItsNumberAndHoldsTheDomain() {
+        XrcDomain xrcd = domain();
+        XrcReceiveQueuePair recv = xrcd.createReceiveQueuePair(h -> p.destroyQpEx(h.address()));
+        XrcReceiveQueuePair opened = xrcd.openReceiveQueuePair(recv.qpNumber(), h -> p.destroyQpEx(h.address()));
+        assertArrayEquals(
+                new long[] {
+                    XrcVerbs.QP_OPEN_ATTR_NUM | XrcVerbs.QP_OPEN_ATTR_XRCD | XrcVerbs.QP_OPEN_ATTR_TYPE,
+                    recv.qpNumber(),
+                    xrcd.handle().address()
+                },
+                p.lastOpenQp(),
+                "open_qp got the number, the domain and the type");
+        assertEquals(recv.qpNumber(), opened.qpNumber());
+        assertSame(xrcd, opened.domain());
+        recv.close();
+        refused("ibv_close_xrcd", Errno.EBUSY, xrcd::close, "XRC domain", "1 open object");
+        refused(
+                "ibv_open_qp",
+                Errno.EINVAL,
+                () -> xrcd.openReceiveQueuePair(0x999, h -> p.destroyQpEx(h.address())),
+                "XRC_RECV queue pair 2457",
+                "qpNumber()");
+        opened.close();
+        xrcd.close();
+        assertEquals(0, p.xrcDomainsLive());
+        refused("ibv_open_qp", Errno.EBADF, () -> xrcd.openReceiveQueuePair(recv.qpNumber()), "XRC domain is closed");
+    }
+
+    @Test
     void whatAnXrcSrqOrQueuePairUsesRefusesToCloseWhileItIsOpen() {
         XrcDomain xrcd = domain();
         SharedReceiveQueue srq = srq(xrcd, o.cq);

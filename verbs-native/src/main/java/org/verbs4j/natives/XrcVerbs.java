@@ -55,6 +55,16 @@ public final class XrcVerbs {
     public static final long QP_INIT_XRCD = 72;
     public static final int QP_INIT_ATTR_XRCD = 2;
     public static final int QPT_XRC_SEND = 9;
+    /** {@code struct ibv_qp_open_attr} ({@code ibv_open_qp}). */
+    public static final long QP_OPEN_ATTR_SIZE = 32;
+
+    public static final long QP_OPEN_COMP_MASK = 0;
+    public static final long QP_OPEN_QP_NUM = 4;
+    public static final long QP_OPEN_XRCD = 8;
+    public static final long QP_OPEN_QP_TYPE = 24;
+    public static final int QP_OPEN_ATTR_NUM = 1;
+    public static final int QP_OPEN_ATTR_XRCD = 2;
+    public static final int QP_OPEN_ATTR_TYPE = 8;
     public static final int QPT_XRC_RECV = 10;
 
     /** {@code O_RDONLY | O_CREAT} (Linux, every architecture verbs4j runs on) and the mode of a created file. */
@@ -68,6 +78,8 @@ public final class XrcVerbs {
             "verbs_context.create_srq_ex", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), true, false);
     private static final MethodHandle GET_SRQ_NUM_OP = NativeBinding.pointer(
             "verbs_context.get_srq_num", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), true, false);
+    private static final MethodHandle OPEN_QP_OP = NativeBinding.pointer(
+            "verbs_context.open_qp", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), true, false);
     private static final MethodHandle OPEN = NativeBinding.variadic(
             Linker.nativeLinker().defaultLookup(),
             "open",
@@ -87,6 +99,23 @@ public final class XrcVerbs {
             return InlineVerbs.createThroughOp(
                             "ibv_open_xrcd", "open_xrcd", verbs_context.open_xrcd$offset(), OPEN_XRCD_OP, ctx, attr)
                     .reinterpret(XRCD_SIZE);
+        }
+    }
+
+    /**
+     * {@code ibv_open_qp(ctx, &{NUM | XRCD | TYPE, qpNum, xrcd, NULL, IBV_QPT_XRC_RECV})}: a handle on
+     * the XRC_RECV queue pair {@code qpNum} of the domain (made by this or another process), or a
+     * failure with the errno.
+     */
+    public static MemorySegment openQp(MemorySegment ctx, MemorySegment xrcd, int qpNum) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(QP_OPEN_ATTR_SIZE, 8);
+            attr.set(JAVA_INT, QP_OPEN_COMP_MASK, QP_OPEN_ATTR_NUM | QP_OPEN_ATTR_XRCD | QP_OPEN_ATTR_TYPE);
+            attr.set(JAVA_INT, QP_OPEN_QP_NUM, qpNum);
+            attr.set(ADDRESS, QP_OPEN_XRCD, xrcd);
+            attr.set(JAVA_INT, QP_OPEN_QP_TYPE, QPT_XRC_RECV);
+            return InlineVerbs.createThroughOp(
+                    "ibv_open_qp", "open_qp", verbs_context.open_qp$offset(), OPEN_QP_OP, ctx, attr);
         }
     }
 

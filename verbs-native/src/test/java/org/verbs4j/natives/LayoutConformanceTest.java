@@ -346,6 +346,14 @@ class LayoutConformanceTest {
         t(c, "QP_INIT_ATTR_XRCD", "IBV_QP_INIT_ATTR_XRCD");
         t(c, "QPT_XRC_SEND", "IBV_QPT_XRC_SEND");
         t(c, "QPT_XRC_RECV", "IBV_QPT_XRC_RECV");
+        t(c, "QP_OPEN_ATTR_SIZE", "sizeof(struct ibv_qp_open_attr)");
+        t(c, "QP_OPEN_COMP_MASK", off("struct ibv_qp_open_attr", "comp_mask"));
+        t(c, "QP_OPEN_QP_NUM", off("struct ibv_qp_open_attr", "qp_num"));
+        t(c, "QP_OPEN_XRCD", off("struct ibv_qp_open_attr", "xrcd"));
+        t(c, "QP_OPEN_QP_TYPE", off("struct ibv_qp_open_attr", "qp_type"));
+        t(c, "QP_OPEN_ATTR_NUM", "IBV_QP_OPEN_ATTR_NUM");
+        t(c, "QP_OPEN_ATTR_XRCD", "IBV_QP_OPEN_ATTR_XRCD");
+        t(c, "QP_OPEN_ATTR_TYPE", "IBV_QP_OPEN_ATTR_TYPE");
     }
 
     /** The classes whose every public static final int/long must be in {@link #TABLE}. */

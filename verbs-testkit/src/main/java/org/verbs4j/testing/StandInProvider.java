@@ -730,6 +730,15 @@ public final class StandInProvider implements AutoCloseable {
         };
     }
 
+    /** The {@code comp_mask}, {@code qp_num} and {@code xrcd} of the last open_qp. */
+    public long[] lastOpenQp() {
+        return new long[] {
+            lib.ptrCall("standin_last_open_qp", 0),
+            lib.ptrCall("standin_last_open_qp", 1),
+            lib.ptrCall("standin_last_open_qp", 2)
+        };
+    }
+
     /** What {@code ibv_destroy_srq} does with an XRC SRQ of the stand-in (releases its domain). */
     public void destroyXrcSrq(long srq) {
         lib.call("standin_destroy_xrc_srq", srq);
@@ -929,6 +938,7 @@ public final class StandInProvider implements AutoCloseable {
                 Map.entry("standin_last_xrcd", FunctionDescriptor.of(JAVA_INT, JAVA_INT)),
                 Map.entry("standin_last_xrc_srq", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
                 Map.entry("standin_last_create_qp_ex", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
+                Map.entry("standin_last_open_qp", FunctionDescriptor.of(JAVA_LONG, JAVA_INT)),
                 Map.entry("standin_destroy_xrc_srq", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
                 Map.entry("standin_destroy_qp_ex", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
                 Map.entry("standin_last_inline", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT)));
