@@ -1298,17 +1298,25 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /**
      * Disconnects: the queue pair moves to ERR (its outstanding work completes with WR_FLUSH_ERR),
-     * the peer is told ({@code rdma_disconnect}) and sees DISCONNECTED. In any other state than
-     * CONNECTED it does nothing (a connect in progress is abandoned by {@link #close()}).
+     * the peer is told ({@code rdma_disconnect}) and sees DISCONNECTED. After the peer
+     * disconnected, it only makes sure the queue pair is in ERR when it returns; in any other
+     * state than CONNECTED it does nothing (a connect in progress is abandoned by {@link #close()}).
      * Idempotent.
      */
     public void disconnect() {
+        boolean byPeer;
         synchronized (lock) {
-            if (state != ConnectionState.CONNECTED) {
-                return;
+            byPeer = state == ConnectionState.DISCONNECTED;
+            if (state == ConnectionState.CONNECTED) {
+                state = ConnectionState.DISCONNECTED;
+                lock.notifyAll();
             }
-            state = ConnectionState.DISCONNECTED;
-            lock.notifyAll();
+        }
+        if (byPeer) {
+            // the event thread may not have moved the queue pair to ERR yet: do it (or wait for it,
+            // under idLock), so that the queue pair is in ERR whenever this returns
+            flushQueuePair();
+            return;
         }
         flushQueuePair();
         idLock.lock();

@@ -160,7 +160,10 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator impleme
      * one over a caller's pool, or one closed): the queue then makes a domain of its own.
      */
     static Runnable holdDomain(io.netty.buffer.ByteBufAllocator alloc, Context ctx) {
-        if (!(alloc instanceof RdmaByteBufAllocator r) || r.ownedPd == null || r.pd.context() != ctx) {
+        if (!(alloc instanceof RdmaByteBufAllocator r)
+                || r.ownedPd == null
+                || r.pd.context() != ctx
+                || r.closed.get()) {
             return null;
         }
         for (int n; (n = r.domainHolds.get()) > 0; ) {
@@ -178,23 +181,37 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator impleme
 
     private void dropDomainHold() {
         if (domainHolds.decrementAndGet() == 0) {
-            ownedPd.close();
+            try {
+                ownedPd.close();
+            } catch (RuntimeException e) { // refused (EBUSY): the hold stays, so that a later close can retry
+                domainHolds.incrementAndGet();
+                throw e;
+            }
         }
     }
 
     /**
      * Closes the pool this allocator made, and its protection domain once no event loop's shared
      * receive queue holds it any more; refused, with everything left open, while any of its
-     * buffers is leased or in flight. Idempotent. An allocator over a caller's pool closes nothing.
+     * buffers is leased or in flight, or while a connection's queue pair is still on the domain
+     * (EBUSY: close the channels first, then this again). Idempotent once it succeeded. An
+     * allocator over a caller's pool closes nothing.
      */
     @Override
     public void close() {
         if (ownedPd == null || closed.get()) {
             return;
         }
-        pool.close();
+        if (!pool.isClosed()) { // closed by an earlier call whose domain close was refused
+            pool.close();
+        }
         if (closed.compareAndSet(false, true)) {
-            dropDomainHold();
+            try {
+                dropDomainHold();
+            } catch (RuntimeException e) {
+                closed.set(false); // not closed: a later close() retries
+                throw e;
+            }
         }
     }
 

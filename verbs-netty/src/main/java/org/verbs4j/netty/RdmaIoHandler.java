@@ -84,8 +84,12 @@ public final class RdmaIoHandler implements IoHandler {
     private volatile SharedReceives shared;
     // the loop is gone (under this handler's lock): the last reservation given back closes what it left
     private boolean destroyed;
-    // loop thread: this loop's device sent a LAST_WQE_REACHED; it missed one before any came
+    /** Misses in a row, none ever seen, after which a loop stops waiting for LAST_WQE_REACHED. */
+    static final int LAST_WQE_MISSES_TO_STOP = 3;
+    // loop thread: this loop's device sent a LAST_WQE_REACHED; it missed that many in a row before
+    // any came (then: never waited for again, the device does not send it)
     private boolean lastWqeSeen, lastWqeNeverSent;
+    private int lastWqeMissesInARow;
 
     private RdmaIoHandler(RdmaTransportConfig config, boolean unboundedWait, ThreadAwareExecutor executor) {
         this.config = config;
@@ -303,13 +307,13 @@ public final class RdmaIoHandler implements IoHandler {
             }
             p = shared;
             shared = null;
-            ch = channel;
+            ch = channel; // no reservation left: no stream's queue is left on it either
             channel = null;
         }
         if (p != null) {
             p.close();
         }
-        if (ch != null && byQueue.isEmpty()) { // the loop's handles all closed: none of their queues is left on it
+        if (ch != null) {
             try {
                 ch.close();
             } catch (RuntimeException e) {
@@ -339,27 +343,40 @@ public final class RdmaIoHandler implements IoHandler {
      * {@value #LAST_WQE_WAIT_MS} ms) for {@code IBV_EVENT_QP_LAST_WQE_REACHED} of its queue pair,
      * moved to ERR: only then are all of its receive completions in the loop's queue, to be reaped
      * (and their buffers reposted) before the queue pair is destroyed, which would discard them.
-     * A loop whose device let the bound pass before it ever sent one is not waited on again.
+     * A loop whose device let the bound pass {@value #LAST_WQE_MISSES_TO_STOP} times in a row before
+     * it ever sent one is not waited on again (logged at INFO); nor is a device that reported a
+     * fatal error (it sends nothing more).
      */
     void awaitLastWqe(QueuePair qp) {
-        if (qp == null || !qp.isOpen() || qp.state() != QueuePairState.ERR || lastWqeNeverSent) {
+        if (qp == null
+                || !qp.isOpen()
+                || qp.state() != QueuePairState.ERR
+                || lastWqeNeverSent
+                || qp.protectionDomain().context().deviceFailure().isPresent()) {
             return;
         }
         long t0 = System.nanoTime();
         while (!qp.lastWqeReached()) {
             if (System.nanoTime() - t0 > TimeUnit.MILLISECONDS.toNanos(LAST_WQE_WAIT_MS)) {
                 LAST_WQE_MISSED.incrementAndGet();
-                lastWqeNeverSent = !lastWqeSeen;
+                lastWqeNeverSent = !lastWqeSeen && ++lastWqeMissesInARow >= LAST_WQE_MISSES_TO_STOP;
                 LOG.debug(
-                        "verbs4j-netty: no IBV_EVENT_QP_LAST_WQE_REACHED for {} within {} ms; destroying it anyway{}",
+                        "verbs4j-netty: no IBV_EVENT_QP_LAST_WQE_REACHED for {} within {} ms; destroying it anyway",
                         qp,
-                        LAST_WQE_WAIT_MS,
-                        lastWqeNeverSent ? " (this loop's device never sent one: not waited for again)" : "");
+                        LAST_WQE_WAIT_MS);
+                if (lastWqeNeverSent) {
+                    LOG.info(
+                            "verbs4j-netty: {} sent no IBV_EVENT_QP_LAST_WQE_REACHED for {} queue pairs in a row:"
+                                    + " this loop no longer waits for it before destroying a queue pair",
+                            qp.protectionDomain().context().deviceName(),
+                            LAST_WQE_MISSES_TO_STOP);
+                }
                 return;
             }
             java.util.concurrent.locks.LockSupport.parkNanos(50_000);
         }
         lastWqeSeen = true;
+        lastWqeMissesInARow = 0;
         LAST_WQE_ARRIVED.incrementAndGet();
         LAST_WQE_NANOS.addAndGet(System.nanoTime() - t0);
     }

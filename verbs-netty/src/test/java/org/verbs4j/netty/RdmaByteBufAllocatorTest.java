@@ -14,11 +14,15 @@ import io.netty.buffer.ByteBuf;
 import io.netty.util.IllegalReferenceCountException;
 import io.netty.util.ResourceLeakDetector;
 import java.lang.foreign.Arena;
+import java.util.EnumSet;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.verbs4j.Access;
 import org.verbs4j.Context;
 import org.verbs4j.ForeignHandles;
+import org.verbs4j.MemoryRegion;
 import org.verbs4j.ProtectionDomain;
+import org.verbs4j.VerbsException;
 import org.verbs4j.pool.BufferPool;
 
 /**
@@ -112,6 +116,34 @@ class RdmaByteBufAllocatorTest {
         assertTrue(owned.isOpen(), "the allocator's own hold is left");
         a.close();
         assertFalse(owned.isOpen());
+    }
+
+    @Test
+    void aClosedAllocatorGrantsNoNewHold() {
+        ProtectionDomain owned = ForeignHandles.protectionDomain(context, arena.allocate(64, 64));
+        RdmaByteBufAllocator a = owning(owned);
+        Runnable first = RdmaByteBufAllocator.holdDomain(a, context);
+        a.close();
+        assertNull(RdmaByteBufAllocator.holdDomain(a, context), "closed: a new loop makes a domain of its own");
+        first.run();
+        assertFalse(owned.isOpen(), "closed with the hold taken before the allocator's close");
+    }
+
+    @Test
+    void aDomainCloseRefusedWhileARegionIsOnItCanBeRetried() {
+        ProtectionDomain owned = ForeignHandles.protectionDomain(context, arena.allocate(64, 64));
+        RdmaByteBufAllocator a = owning(owned);
+        MemoryRegion child = ForeignHandles.memoryRegion(
+                owned, arena.allocate(4096, 4096), 0x1003, 0x2003, EnumSet.of(Access.LOCAL_WRITE));
+        VerbsException e = assertThrows(VerbsException.class, a::close);
+        assertTrue(e.getMessage().contains("EBUSY"), e.getMessage());
+        assertTrue(owned.isOpen());
+        Runnable hold = RdmaByteBufAllocator.holdDomain(a, context);
+        assertNotNull(hold, "not closed: it still grants holds");
+        hold.run();
+        child.close();
+        a.close(); // the retry closes the domain
+        assertFalse(owned.isOpen(), "closed by the retry");
     }
 
     @Test
