@@ -1078,10 +1078,29 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /** The exception of a setup step that got no answer in time ({@code target}: the state it waited for). */
     VerbsTimeoutException timeoutException(ConnectionState target, String doing) {
+        return timeoutException(verbFor(target), doing, state, lastEvent);
+    }
+
+    /**
+     * The exception of a setup step that got no answer in time. Its message is built without
+     * string concatenation: each concatenation site is linked on its first run, by every thread
+     * that runs it then (a hundred setups timing out together in a fresh JVM did so at once).
+     */
+    static VerbsTimeoutException timeoutException(String verb, String doing, ConnectionState state, CmEvent lastEvent) {
+        StringBuilder detail = new StringBuilder("no answer within the timeout while ")
+                .append(doing)
+                .append(" (state ")
+                .append(state);
+        if (lastEvent != null) {
+            detail.append(", last event ")
+                    .append(lastEvent.name())
+                    .append(" (status ")
+                    .append(lastEvent.status())
+                    .append(')');
+        }
         return new VerbsTimeoutException(
-                verbFor(target),
-                "no answer within the timeout while " + doing + " (state " + state
-                        + (lastEvent != null ? ", last event " + lastEvent : "") + ")",
+                verb,
+                detail.append(')').toString(),
                 "check that the peer is up and listening, or allow more time (TCG guests are slow)");
     }
 
@@ -1384,18 +1403,34 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         if (wasConnected == null) {
             return;
         }
-        java.util.concurrent.atomic.AtomicInteger releasing = channel.core().releasing;
-        releasing.incrementAndGet();
-        releaseLater(() -> {
+        channel.core().releasing.incrementAndGet();
+        releaseLater(new Release(wasConnected, deadline));
+    }
+
+    /**
+     * The release of {@link #closeInBackground} (a class, not a lambda: a lambda is linked on its
+     * first run, by the thread that runs it, and that would be a caller at its deadline).
+     */
+    private final class Release implements Runnable {
+        private final boolean wasConnected;
+        private final long deadline;
+
+        Release(boolean wasConnected, long deadline) {
+            this.wasConnected = wasConnected;
+            this.deadline = deadline;
+        }
+
+        @Override
+        public void run() {
             try {
                 release(wasConnected);
                 SetupTimings.late("connection released", deadline);
             } catch (RuntimeException | Error e) {
                 LOG.warn("verbs4j: releasing a connection whose setup failed: {}", e.toString(), e);
             } finally {
-                releasing.decrementAndGet();
+                channel.core().releasing.decrementAndGet();
             }
-        });
+        }
     }
 
     /** Disconnects if it was connected, destroys the id, closes the queue pair and the queues (once, from close). */

@@ -34,6 +34,33 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         TIMERS = new ScheduledThreadPoolExecutor(
                 1, Thread.ofPlatform().daemon().name("verbs4j-cm-deadlines").factory());
         TIMERS.setRemoveOnCancelPolicy(true);
+        // the first setup of the JVM: link the timeout path now, on a thread of its own, not at a deadline
+        Thread.ofPlatform().daemon().name("verbs4j-cm-warm-up").start(new WarmUp());
+    }
+
+    /**
+     * Runs once what a timeout does the first time in a JVM and costs there: the link of the
+     * {@code strerror} downcall that every exception's message reads (made under a class's
+     * initialisation, which every other thread waits for), the classes of an exceptional
+     * completion, and the release queue's thread. Cold, that took 0.3 s on the host and seconds
+     * in a TCG guest; done at the deadline of a hundred setups timing out together, it made every
+     * one of them return that much after its bound.
+     */
+    private static final class WarmUp implements Runnable {
+        @Override
+        public void run() {
+            try {
+                RuntimeException x = RdmaConnection.timeoutException(
+                        "rdma_connect", "warming up", ConnectionState.ROUTE_RESOLVED, null);
+                CompletableFuture<Object> f = new CompletableFuture<>();
+                f.completeExceptionally(x);
+                f.exceptionNow();
+                RdmaConnection.releaseLater(() -> {});
+                SetupTimings.warmUp();
+            } catch (RuntimeException | Error e) { // only the first timeout is slower then
+                org.slf4j.LoggerFactory.getLogger(SetupFuture.class).debug("warm-up: {}", e.toString());
+            }
+        }
     }
 
     /**
@@ -83,7 +110,9 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         timer = TIMERS.schedule(
                 () -> {
                     SetupTimings.late("deadline timer fired", deadline);
-                    RdmaConnection.releaseLater(this::timeOut);
+                    if (!isDone()) { // (a blocking caller fails its own setup at the deadline)
+                        RdmaConnection.releaseLater(this::timeOut);
+                    }
                 },
                 Math.max(0, left),
                 TimeUnit.NANOSECONDS);
@@ -92,12 +121,17 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         }
     }
 
-    /** The deadline passed: fails with the timeout exception of the step in progress, unless settled. */
-    void timeOut() {
+    /**
+     * The deadline passed: fails with the timeout exception of the step in progress, unless
+     * settled; returns that exception when this call settled the future, else null.
+     */
+    RuntimeException timeOut() {
         SetupTimings.late("timeout handling began", deadline);
-        if (!isDone()) {
-            fail(connection.timeoutException(step.get(), doing));
+        if (isDone()) {
+            return null;
         }
+        RuntimeException x = connection.timeoutException(step.get(), doing);
+        return fail(x) ? x : null;
     }
 
     /** Completes with the connection, unless settled. */
@@ -108,10 +142,10 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         }
     }
 
-    /** Fails with {@code x} (closing an owned connection first), unless settled. */
-    void fail(Throwable x) {
+    /** Fails with {@code x} (closing an owned connection first), unless settled; whether this call settled it. */
+    boolean fail(Throwable x) {
         if (!settled.compareAndSet(false, true)) {
-            return;
+            return false;
         }
         try {
             if (ownsConnection) {
@@ -122,6 +156,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
             done();
             SetupTimings.late("future completed", deadline);
         }
+        return true;
     }
 
     /**
@@ -147,7 +182,9 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
 
     private void done() {
         ScheduledFuture<?> t = timer;
-        if (t != null) {
+        // past the deadline the timer's task is due: it sees the future done; a cancel would only
+        // queue here for the timer's lock, behind a timer thread that may be running late
+        if (t != null && deadline - System.nanoTime() > 0) {
             t.cancel(false);
         }
         connection.wakeAll(); // a blocking connect or accept waits on the connection's lock
@@ -166,7 +203,13 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
                     DeadlinePassed::new);
         } catch (DeadlinePassed e) {
             SetupTimings.late("the blocking caller woke", deadline);
-            timeOut(); // outside the connection's lock: a failure closes the connection (channel lock first)
+            // this thread fails its own setup (outside the connection's lock) and throws at once,
+            // whatever the deadline timer is doing; unless another thread settled it first
+            RuntimeException x = timeOut();
+            if (x != null) {
+                SetupTimings.late("the blocking caller returns", deadline);
+                throw x;
+            }
         }
         RuntimeException x = outcome();
         SetupTimings.late("the blocking caller returns", deadline);

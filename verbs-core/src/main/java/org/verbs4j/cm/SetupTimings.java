@@ -49,14 +49,30 @@ final class SetupTimings {
         }
     }
 
-    /** Logs how long after {@code deadline} (a {@link System#nanoTime} value) step {@code step} ran; nothing before it. */
+    /**
+     * Logs how long after {@code deadline} (a {@link System#nanoTime} value) step {@code step} ran;
+     * nothing before it. Built without string concatenation (its sites are linked on their first
+     * run, by each thread running them then: a hundred setups timed out at once in a fresh JVM).
+     */
     static void late(String step, long deadline) {
         if (LOG.isDebugEnabled()) {
             long late = System.nanoTime() - deadline;
             if (late >= 0) {
-                Lines.QUEUE.add("after the deadline: " + step + " " + late / 1000 + " us on "
-                        + Thread.currentThread().getName());
+                Lines.QUEUE.add(new StringBuilder("after the deadline: ")
+                        .append(step)
+                        .append(' ')
+                        .append(late / 1000)
+                        .append(" us on ")
+                        .append(Thread.currentThread().getName())
+                        .toString());
             }
+        }
+    }
+
+    /** Starts the logging thread now when the timings are on (not at the first deadline). */
+    static void warmUp() {
+        if (LOG.isDebugEnabled()) {
+            Lines.QUEUE.size();
         }
     }
 }
