@@ -87,10 +87,19 @@ abstract class CmEndpoint {
      * it waits.
      */
     final <T> T await(Duration timeout, Supplier<T> ready, Supplier<? extends RuntimeException> onTimeout) {
+        return await(lock, timeout, ready, onTimeout);
+    }
+
+    /**
+     * {@link #await(Duration, Supplier, Supplier)} on {@code monitor} instead of {@link #lock}:
+     * {@code ready} is checked under it, and whoever makes it ready notifies it.
+     */
+    final <T> T await(
+            Object monitor, Duration timeout, Supplier<T> ready, Supplier<? extends RuntimeException> onTimeout) {
         long deadline = Timeouts.deadline("rdma_get_cm_event", timeout);
         while (true) {
             long left;
-            synchronized (lock) {
+            synchronized (monitor) {
                 T r = ready.get();
                 if (r != null) {
                     return r;
@@ -101,7 +110,7 @@ abstract class CmEndpoint {
                 }
                 if (!channel.isPolled() && !channel.isEventThread()) {
                     try {
-                        lock.wait(Math.max(1, Math.min(left / 1_000_000L, 1000)));
+                        monitor.wait(Math.max(1, Math.min(left / 1_000_000L, 1000)));
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                         throw new VerbsException(
@@ -114,12 +123,6 @@ abstract class CmEndpoint {
                 throw onTimeout.get();
             }
             channel.drive(Math.max(1, Math.min(left / 1_000_000L, 50)));
-        }
-    }
-
-    final void wakeAll() {
-        synchronized (lock) {
-            lock.notifyAll();
         }
     }
 }

@@ -93,6 +93,13 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
 
     private volatile ScheduledFuture<?> timer;
 
+    /**
+     * What a blocking connect or accept waits on, notified once, when the future is settled: not
+     * the connection's lock, which every event of the setup notifies (each notify woke the
+     * waiting caller for nothing, and the event thread then handed it the lock as it left).
+     */
+    private final Object settledMonitor = new Object();
+
     SetupFuture(
             RdmaConnection connection, long deadline, boolean ownsConnection, String doing, ConnectionState target) {
         this.connection = connection;
@@ -187,7 +194,9 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         if (t != null && deadline - System.nanoTime() > 0) {
             t.cancel(false);
         }
-        connection.wakeAll(); // a blocking connect or accept waits on the connection's lock
+        synchronized (settledMonitor) { // a blocking connect or accept waits on it
+            settledMonitor.notifyAll();
+        }
     }
 
     /**
@@ -198,6 +207,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
     RdmaConnection await() {
         try {
             connection.await(
+                    settledMonitor,
                     Duration.ofNanos(Math.max(1, deadline - System.nanoTime())),
                     () -> isDone() ? Boolean.TRUE : null,
                     DeadlinePassed::new);
