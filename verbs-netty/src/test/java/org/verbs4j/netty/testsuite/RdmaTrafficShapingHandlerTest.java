@@ -9,9 +9,12 @@ import java.util.List;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.verbs4j.netty.OverTransport;
 
-/** Netty's {@link TrafficShapingHandlerTest} over the transport under test. */
+/**
+ * Netty's {@link TrafficShapingHandlerTest} over the transport under test, after the shaping
+ * handlers ran once ({@link ShapingWarmUp}).
+ */
 @OverTransport(inTier = false)
-@ExtendWith(SuiteWarmUp.class)
+@ExtendWith({SuiteWarmUp.class, ShapingWarmUp.class})
 class RdmaTrafficShapingHandlerTest extends TrafficShapingHandlerTest {
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
