@@ -10,7 +10,9 @@ import java.lang.invoke.MethodType;
 import java.lang.invoke.MutableCallSite;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -51,6 +53,14 @@ record NativeBinding(
     private static final Linker LINKER = Linker.nativeLinker();
     /** Every link made so far (classes register theirs when they initialise). */
     static final List<NativeBinding> ALL = new CopyOnWriteArrayList<>();
+    /** The handles that link on first call, by the invoker the field holds. */
+    private static final Map<MethodHandle, Lazy> LAZY = new ConcurrentHashMap<>();
+
+    /** Whether {@code h}, a handle this class returned, is linked yet (a critical one always is). */
+    static boolean linked(MethodHandle h) {
+        Lazy l = LAZY.get(h);
+        return l == null || l.isLinked();
+    }
 
     /** An exported symbol (it must exist), linked with errno captured. */
     static MethodHandle symbol(SymbolLookup lib, String name, FunctionDescriptor fd) {
@@ -106,7 +116,10 @@ record NativeBinding(
         if (address.isEmpty()) {
             type = type.insertParameterTypes(0, MemorySegment.class); // the function pointer
         }
-        return record(name, fd, new Lazy(type, address, fd, opts).invoker(), capture, critical, firstVariadic);
+        Lazy lazy = new Lazy(type, address, fd, opts);
+        MethodHandle invoker = lazy.invoker();
+        LAZY.put(invoker, lazy);
+        return record(name, fd, invoker, capture, critical, firstVariadic);
     }
 
     private static MethodHandle downcall(Optional<MemorySegment> address, FunctionDescriptor fd, Linker.Option[] opts) {
@@ -143,6 +156,10 @@ record NativeBinding(
 
         MethodHandle invoker() {
             return site.dynamicInvoker();
+        }
+
+        synchronized boolean isLinked() {
+            return linked != null;
         }
 
         /** Links once (a thread that still sees the old target gets the same handle). */
