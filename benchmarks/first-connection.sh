@@ -54,7 +54,7 @@ first() { # TRANSPORT [JVM options...]
     local t=$1
     shift
     timeout 600 java --enable-native-access=ALL-UNNAMED "$@" -cp "$BENCH_JAR" \
-        org.verbs4j.bench.NettyFirstConnection "$IP" "$t"
+        org.verbs4j.bench.NettyFirstConnection "$IP" "$t" || echo "[first-connection] $t: the JVM exited with status $?"
 }
 for ((i = 1; i <= RUNS; i++)); do
     echo "[first-connection] rdma, fresh JVM $i"
