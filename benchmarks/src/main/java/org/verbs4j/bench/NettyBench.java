@@ -491,7 +491,7 @@ public final class NettyBench implements Callable<Integer> {
         }
     }
 
-    private static IoHandlerFactory factory(String transport) throws ReflectiveOperationException {
+    static IoHandlerFactory factory(String transport) throws ReflectiveOperationException {
         return switch (transport) {
             case "nio" -> NioIoHandler.newFactory();
             case "rdma" ->
@@ -515,14 +515,14 @@ public final class NettyBench implements Callable<Integer> {
     }
 
     @SuppressWarnings("unchecked")
-    private static Class<? extends ServerChannel> serverChannel(String transport) {
+    static Class<? extends ServerChannel> serverChannel(String transport) {
         return transport.equals("nio")
                 ? NioServerSocketChannel.class
                 : (Class<? extends ServerChannel>) rdma("RdmaServerSocketChannel");
     }
 
     @SuppressWarnings("unchecked")
-    private static Class<? extends Channel> clientChannel(String transport) {
+    static Class<? extends Channel> clientChannel(String transport) {
         return transport.equals("nio") ? NioSocketChannel.class : (Class<? extends Channel>) rdma("RdmaSocketChannel");
     }
 

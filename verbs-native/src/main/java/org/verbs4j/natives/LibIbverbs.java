@@ -12,9 +12,9 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 
 /**
- * The exported (non-inline) libibverbs functions, each resolved once into a
- * {@code static final} downcall handle that captures errno at the call; the first argument of
- * every handle is the capture segment ({@link Errno#captureSegment()}).
+ * The exported (non-inline) libibverbs functions, each a {@code static final} downcall handle,
+ * linked on its first call ({@link NativeBinding}), that captures errno at the call; the first
+ * argument of every handle is the capture segment ({@link Errno#captureSegment()}).
  *
  * <p>The thin static methods below call a handle, turn a {@code NULL} pointer or a non-zero
  * return into a {@link VerbsFailure} naming the verb and the errno, and are the raw escape

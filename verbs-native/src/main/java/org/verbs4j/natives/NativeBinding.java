@@ -5,9 +5,14 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.invoke.MutableCallSite;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -16,6 +21,15 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * compare every hand-written descriptor, argument by argument, with jextract's descriptor of the
  * same C function (or with one derived from the C prototype in the installed header), and can
  * find a handle that was linked anywhere else.
+ *
+ * <p>A handle that is not {@code critical} links on its first call, not when its class
+ * initialises: each distinct function type costs the JDK a generated class (tens of milliseconds
+ * on a fast machine, seconds on an emulated one), and a class such as {@link LibIbverbs} holds
+ * dozens of types an application may never call. The {@code static final} field holds a
+ * {@link MutableCallSite}'s invoker of the handle's exact type; the first call links the
+ * downcall and makes it the site's target, which the JIT then treats as a constant, as it treats
+ * the handle itself. The symbol is looked up at once, so that a missing one still fails when its
+ * class initialises. Critical handles (the data path) are linked at once.
  *
  * @param name          the C symbol ({@code ibv_reg_mr}, {@code poll}) or, for a function pointer
  *                      read out of a struct, {@code struct.member} ({@code ibv_context_ops.post_send})
@@ -39,6 +53,14 @@ record NativeBinding(
     private static final Linker LINKER = Linker.nativeLinker();
     /** Every link made so far (classes register theirs when they initialise). */
     static final List<NativeBinding> ALL = new CopyOnWriteArrayList<>();
+    /** The handles that link on first call, by the invoker the field holds. */
+    private static final Map<MethodHandle, Lazy> LAZY = new ConcurrentHashMap<>();
+
+    /** Whether {@code h}, a handle this class returned, is linked yet (a critical one always is). */
+    static boolean linked(MethodHandle h) {
+        Lazy l = LAZY.get(h);
+        return l == null || l.isLinked();
+    }
 
     /** An exported symbol (it must exist), linked with errno captured. */
     static MethodHandle symbol(SymbolLookup lib, String name, FunctionDescriptor fd) {
@@ -84,9 +106,71 @@ record NativeBinding(
             options.add(Linker.Option.critical(false));
         }
         Linker.Option[] opts = options.toArray(Linker.Option[]::new);
-        MethodHandle h =
-                address.isPresent() ? LINKER.downcallHandle(address.get(), fd, opts) : LINKER.downcallHandle(fd, opts);
-        return record(name, fd, h, capture, critical, firstVariadic);
+        if (critical) {
+            return record(name, fd, downcall(address, fd, opts), capture, critical, firstVariadic);
+        }
+        MethodType type = fd.toMethodType();
+        if (capture) {
+            type = type.insertParameterTypes(0, MemorySegment.class);
+        }
+        if (address.isEmpty()) {
+            type = type.insertParameterTypes(0, MemorySegment.class); // the function pointer
+        }
+        Lazy lazy = new Lazy(type, address, fd, opts);
+        MethodHandle invoker = lazy.invoker();
+        LAZY.put(invoker, lazy);
+        return record(name, fd, invoker, capture, critical, firstVariadic);
+    }
+
+    private static MethodHandle downcall(Optional<MemorySegment> address, FunctionDescriptor fd, Linker.Option[] opts) {
+        return address.isPresent() ? LINKER.downcallHandle(address.get(), fd, opts) : LINKER.downcallHandle(fd, opts);
+    }
+
+    /** A downcall linked on its first call, through a call site whose target it then becomes. */
+    private static final class Lazy {
+        private static final MethodHandle LINK;
+
+        static {
+            try {
+                LINK = MethodHandles.lookup()
+                        .findVirtual(Lazy.class, "link", MethodType.methodType(MethodHandle.class));
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        private final MutableCallSite site;
+        private final Optional<MemorySegment> address;
+        private final FunctionDescriptor fd;
+        private final Linker.Option[] opts;
+        private MethodHandle linked;
+
+        Lazy(MethodType type, Optional<MemorySegment> address, FunctionDescriptor fd, Linker.Option[] opts) {
+            this.address = address;
+            this.fd = fd;
+            this.opts = opts;
+            // until linked: (args) -> link().invokeExact(args)
+            site = new MutableCallSite(
+                    MethodHandles.foldArguments(MethodHandles.exactInvoker(type), LINK.bindTo(this)));
+        }
+
+        MethodHandle invoker() {
+            return site.dynamicInvoker();
+        }
+
+        synchronized boolean isLinked() {
+            return linked != null;
+        }
+
+        /** Links once (a thread that still sees the old target gets the same handle). */
+        private synchronized MethodHandle link() {
+            if (linked == null) {
+                MethodHandle h = downcall(address, fd, opts);
+                site.setTarget(h); // throws if the type computed above were not the linker's
+                linked = h;
+            }
+            return linked;
+        }
     }
 
     private static MethodHandle record(

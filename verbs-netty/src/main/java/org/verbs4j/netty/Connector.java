@@ -22,13 +22,20 @@ final class Connector {
 
     private Connector() {}
 
-    private static final class Channel {
-        static final CmEventChannel CM = CmEventChannel.open();
-    }
+    /** Opened on first use; guarded by {@code Connector.class}. */
+    private static CmEventChannel cm;
 
-    /** The connection-manager event channel of every connection of this transport. */
-    static CmEventChannel cm() {
-        return Channel.CM;
+    /**
+     * The connection-manager event channel of every connection of this transport, opened on first
+     * use. Where it cannot be opened (no RDMA device) each call throws the {@link VerbsException}
+     * that says why, which the bind or connect turns into its own exception; a class initialiser
+     * would throw it once, wrapped in an error, and every later call a {@link NoClassDefFoundError}.
+     */
+    static synchronized CmEventChannel cm() {
+        if (cm == null) {
+            cm = CmEventChannel.open();
+        }
+        return cm;
     }
 
     /** Runs blocking setup work on a connecting thread. */

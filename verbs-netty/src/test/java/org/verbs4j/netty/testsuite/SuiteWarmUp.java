@@ -4,11 +4,13 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.verbs4j.netty.TestTransport;
@@ -41,19 +43,44 @@ final class SuiteWarmUp implements BeforeAllCallback {
     }
 
     private static void run() throws Exception {
+        int[] sizes = new int[ROUND_TRIPS + LARGE];
+        java.util.Arrays.fill(sizes, 0, ROUND_TRIPS, 1024);
+        java.util.Arrays.fill(sizes, ROUND_TRIPS, sizes.length, 64 * 1024);
+        long[] t = echo(() -> null, () -> null, sizes);
+        System.out.printf(
+                "suite warm-up (%s): bind %d ms, connect %d ms, %d round trips of 1 KiB and %d of 64 KiB %d ms%n",
+                TestTransport.current().name(), ms(t[0]), ms(t[1]), ROUND_TRIPS, LARGE, ms(t[2]));
+    }
+
+    /**
+     * One connection through the suite's groups ({@link TransportTestPermutation}), the server
+     * echoing, the client sending a message of each of {@code sizes} in turn and checking each byte
+     * of its echo before the next; the handlers the suppliers give (none where null) go first in
+     * the server's child and the client's pipeline. Returns the nanoseconds of the bind (the groups
+     * made on first use included), the connect and the echoes.
+     */
+    static long[] echo(Supplier<ChannelHandler> serverFirst, Supplier<ChannelHandler> clientFirst, int... sizes)
+            throws Exception {
         long t0 = System.nanoTime();
         ServerBootstrap sb = TransportTestPermutation.socket().getFirst().newServerInstance();
         Bootstrap cb = TransportTestPermutation.socket().getFirst().newClientInstance();
-        sb.childHandler(new ChannelInboundHandlerAdapter() {
+        sb.childHandler(new ChannelInitializer<>() {
             @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                ctx.writeAndFlush(msg);
+            protected void initChannel(Channel ch) {
+                addIfAny(ch, serverFirst);
+                ch.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ctx.writeAndFlush(msg);
+                    }
+                });
             }
         });
         Checker checker = new Checker();
         cb.handler(new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
+                addIfAny(ch, clientFirst);
                 ch.pipeline().addLast(checker);
             }
         });
@@ -63,8 +90,7 @@ final class SuiteWarmUp implements BeforeAllCallback {
         try {
             client = cb.connect(server.localAddress()).sync().channel();
             long connected = System.nanoTime();
-            for (int i = 0; i < ROUND_TRIPS + LARGE; i++) {
-                int size = i < ROUND_TRIPS ? 1024 : 64 * 1024;
+            for (int size : sizes) {
                 CompletableFuture<Void> echoed = checker.expect(size);
                 ByteBuf out = client.alloc().buffer(size);
                 for (int k = 0; k < size; k++) {
@@ -74,15 +100,7 @@ final class SuiteWarmUp implements BeforeAllCallback {
                 client.writeAndFlush(out);
                 echoed.get(BOUND_SECONDS, TimeUnit.SECONDS);
             }
-            long echoedAll = System.nanoTime();
-            System.out.printf(
-                    "suite warm-up (%s): bind %d ms, connect %d ms, %d round trips of 1 KiB and %d of 64 KiB %d ms%n",
-                    TestTransport.current().name(),
-                    ms(bound - t0),
-                    ms(connected - bound),
-                    ROUND_TRIPS,
-                    LARGE,
-                    ms(echoedAll - connected));
+            return new long[] {bound - t0, connected - bound, System.nanoTime() - connected};
         } finally {
             if (client != null) {
                 client.close().sync();
@@ -91,7 +109,14 @@ final class SuiteWarmUp implements BeforeAllCallback {
         }
     }
 
-    private static long ms(long nanos) {
+    private static void addIfAny(Channel ch, Supplier<ChannelHandler> first) {
+        ChannelHandler h = first.get();
+        if (h != null) {
+            ch.pipeline().addLast(h);
+        }
+    }
+
+    static long ms(long nanos) {
         return TimeUnit.NANOSECONDS.toMillis(nanos);
     }
 
