@@ -437,13 +437,20 @@ class ZeroCopyGuestTest {
                 RdmaIoHandler.stats().registeredBytes() - before.registeredBytes(),
                 "the chunk of the buffers held stays registered");
         assertTrue(clientGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(30, TimeUnit.SECONDS), "shut down");
+        assertEquals(
+                (long) SharedReceives.CHUNK * frame,
+                RdmaIoHandler.stats().registeredBytes() - before.registeredBytes(),
+                "the chunk stays registered past the loop's shutdown");
 
         // released after the loop is gone: the last lets the chunk and the queue's domain go
-        ByteBuf last = secondRound.getLast();
+        ByteBuf heldAtShutdown = secondRound.getFirst();
+        assertTrue(inPlace(heldAtShutdown), "held in place at the shutdown");
+        assertArrayEquals(
+                java.util.Arrays.copyOfRange(sent, frame, 2 * frame), readAll(List.of(heldAtShutdown)), "its bytes");
         for (ByteBuf kept : secondRound) {
             assertTrue(kept.release(), "released after the loop's shutdown: " + kept);
         }
-        assertThrows(IllegalReferenceCountException.class, last::release, "a second release");
+        assertThrows(IllegalReferenceCountException.class, heldAtShutdown::release, "a second release");
         RdmaStats after = RdmaIoHandler.stats();
         assertEquals(before.connections(), after.connections(), "connections");
         assertEquals(before.registeredBytes(), after.registeredBytes(), "registered bytes");
