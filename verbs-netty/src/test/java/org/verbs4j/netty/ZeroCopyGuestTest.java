@@ -460,6 +460,44 @@ class ZeroCopyGuestTest {
         assertEquals(pdBefore, rdmaResCount("pd"), "protection domains (rdma res)");
     }
 
+    @Test
+    void aSharedQueueLoopShutDownWithReadsHeldLetsItsMemoryGoWithTheLastRelease() throws Exception {
+        int frame = 4096, frames = 20, held = Credits.maxHeld(8);
+        EventLoopGroup clientGroup = new MultiThreadIoEventLoopGroup(
+                1, RdmaIoHandler.newFactory(RdmaTransportConfig.defaults().withSharedReceiveQueue(8, frame)));
+        byte[] sent = new byte[frame * frames];
+        new Random(19).nextBytes(sent);
+        RdmaStats before = RdmaIoHandler.stats();
+        long mrBefore = rdmaResCount("mr"), pdBefore = rdmaResCount("pd"), srqBefore = rdmaResCount("srq");
+        Channel server = serve(
+                new ServerBootstrap().childOption(RdmaChannelOption.BUFFER_SIZE, frame),
+                PORT + 4,
+                () -> new Sender(sent, frame));
+        Keeper keeper = new Keeper();
+        keeper.expect(sent.length);
+        try {
+            connectOn(clientGroup, new Bootstrap().option(RdmaChannelOption.ZERO_COPY_READS, true), PORT + 4, keeper);
+            keeper.done.get(60, TimeUnit.SECONDS);
+            assertTrue(inPlace(keeper.kept.get(held - 1)), "the first reads held in place");
+            // the loop shuts down with the connection open and its reads held: it closes the channel
+            assertTrue(clientGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(30, TimeUnit.SECONDS), "down");
+        } finally {
+            closeAll(null, server);
+            TestTransport.close(null, clientGroup);
+        }
+        assertEquals(srqBefore, rdmaResCount("srq"), "the queue closed with buffers held (rdma res srq)");
+        assertEquals(
+                (long) SharedReceives.CHUNK * frame,
+                RdmaIoHandler.stats().registeredBytes() - before.registeredBytes(),
+                "the chunk of the buffers held stays registered");
+        assertArrayEquals(sent, takeAndRelease(keeper.kept), "every byte, read after the loop's shutdown");
+        RdmaStats after = RdmaIoHandler.stats();
+        assertEquals(before.registeredBytes(), after.registeredBytes(), "registered bytes");
+        assertEquals(before.sharedPostedReceives(), after.sharedPostedReceives(), "posted to shared queues");
+        assertEquals(mrBefore, rdmaResCount("mr"), "memory regions (rdma res)");
+        assertEquals(pdBefore, rdmaResCount("pd"), "protection domains (rdma res)");
+    }
+
     /** A client on {@code clients} connected to {@code port} of the guest's address. */
     private static Channel connectOn(EventLoopGroup clients, Bootstrap b, int port, ChannelHandler handler)
             throws InterruptedException {
