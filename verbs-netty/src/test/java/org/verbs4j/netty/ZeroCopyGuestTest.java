@@ -431,11 +431,7 @@ class ZeroCopyGuestTest {
             children.clear();
             TestTransport.close(server, serverGroup);
         }
-        assertEquals(srqBefore, rdmaResCount("srq"), "the queue closed with buffers held (rdma res srq)");
-        assertEquals(
-                (long) SharedReceives.CHUNK * frame,
-                RdmaIoHandler.stats().registeredBytes() - before.registeredBytes(),
-                "the chunk of the buffers held stays registered");
+        assertChunkHeld(before, srqBefore, frame);
         assertTrue(clientGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(30, TimeUnit.SECONDS), "shut down");
         assertEquals(
                 (long) SharedReceives.CHUNK * frame,
@@ -451,13 +447,7 @@ class ZeroCopyGuestTest {
             assertTrue(kept.release(), "released after the loop's shutdown: " + kept);
         }
         assertThrows(IllegalReferenceCountException.class, heldAtShutdown::release, "a second release");
-        RdmaStats after = RdmaIoHandler.stats();
-        assertEquals(before.connections(), after.connections(), "connections");
-        assertEquals(before.registeredBytes(), after.registeredBytes(), "registered bytes");
-        assertEquals(before.postedReceives(), after.postedReceives(), "posted receives");
-        assertEquals(before.sharedPostedReceives(), after.sharedPostedReceives(), "posted to shared queues");
-        assertEquals(mrBefore, rdmaResCount("mr"), "memory regions (rdma res)");
-        assertEquals(pdBefore, rdmaResCount("pd"), "protection domains (rdma res)");
+        assertBack(before, mrBefore, pdBefore);
     }
 
     @Test
@@ -485,14 +475,26 @@ class ZeroCopyGuestTest {
             closeAll(null, server);
             TestTransport.close(null, clientGroup);
         }
+        assertChunkHeld(before, srqBefore, frame);
+        assertArrayEquals(sent, takeAndRelease(keeper.kept), "every byte, read after the loop's shutdown");
+        assertBack(before, mrBefore, pdBefore);
+    }
+
+    /** The loop's queue closed with buffers held: only the chunk they lie in is still registered. */
+    private static void assertChunkHeld(RdmaStats before, long srqBefore, int frame) throws Exception {
         assertEquals(srqBefore, rdmaResCount("srq"), "the queue closed with buffers held (rdma res srq)");
         assertEquals(
                 (long) SharedReceives.CHUNK * frame,
                 RdmaIoHandler.stats().registeredBytes() - before.registeredBytes(),
                 "the chunk of the buffers held stays registered");
-        assertArrayEquals(sent, takeAndRelease(keeper.kept), "every byte, read after the loop's shutdown");
+    }
+
+    /** Every buffer released: the totals and {@code rdma res} as {@code before}. */
+    private static void assertBack(RdmaStats before, long mrBefore, long pdBefore) throws Exception {
         RdmaStats after = RdmaIoHandler.stats();
+        assertEquals(before.connections(), after.connections(), "connections");
         assertEquals(before.registeredBytes(), after.registeredBytes(), "registered bytes");
+        assertEquals(before.postedReceives(), after.postedReceives(), "posted receives");
         assertEquals(before.sharedPostedReceives(), after.sharedPostedReceives(), "posted to shared queues");
         assertEquals(mrBefore, rdmaResCount("mr"), "memory regions (rdma res)");
         assertEquals(pdBefore, rdmaResCount("pd"), "protection domains (rdma res)");
