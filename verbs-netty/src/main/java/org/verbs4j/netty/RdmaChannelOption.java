@@ -36,8 +36,11 @@ public final class RdmaChannelOption<T> extends ChannelOption<T> {
      * is released. At most {@code (RECEIVE_BUFFERS - 1) / 2} such buffers are held by the
      * application at once: frames beyond that are copied into the allocator's buffers, as without
      * this option, so that handlers that keep what they read (aggregators, decoders waiting for
-     * more) never stop the peer. A buffer released after the channel closed only drops its memory.
-     * Default false.
+     * more) never stop the peer. On a loop with a shared receive queue the frame is handed up in
+     * the loop's buffer, and the cap counts the connection's credits
+     * ({@link RdmaTransportConfig#withSharedReceiveQueue(int, int)}). A buffer released after the
+     * channel closed keeps its memory until released: then it only drops it, or gives the loop's
+     * buffer back. Default false.
      */
     public static final ChannelOption<Boolean> ZERO_COPY_READS =
             valueOf(RdmaChannelOption.class, "RDMA_ZERO_COPY_READS");

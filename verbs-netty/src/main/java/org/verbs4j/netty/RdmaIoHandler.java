@@ -172,11 +172,6 @@ public final class RdmaIoHandler implements IoHandler {
         CompletionChannel ch = completionChannel(ctx);
         ProtectionDomain pd = RdmaByteBufAllocator.domainFor(alloc, ctx);
         boolean share = config.shared();
-        if (share && zeroCopyReads) {
-            throw new IllegalStateException("RDMA_ZERO_COPY_READS is refused on a loop with a shared receive queue"
-                    + " (RdmaTransportConfig.withSharedReceiveQueue): the loop's buffers cannot be held by one"
-                    + " connection's reader; turn the option off, or use a group without the shared receive queue");
-        }
         int credits = share ? config.sharedReceiveCredits() : receiveBuffers;
         SharedReceives pool = null;
         if (share) {

@@ -704,6 +704,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     /** A buffer handed up in place was released (any thread): its receive is reposted on the loop. */
     private void readReleased(RdmaStream s, int slot) {
+        if (s.returnedIfOrphaned(slot)) {
+            return; // the connection is gone: straight back to the loop's shared queue, from this thread
+        }
         EventLoop loop = eventLoop();
         if (loop.inEventLoop()) {
             repostReleased(s, slot);
@@ -712,14 +715,15 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         try {
             loop.execute(() -> repostReleased(s, slot));
         } catch (RejectedExecutionException e) {
-            // the loop is gone and with it the connection: the buffer's memory goes with the buffer
+            s.returnedAfterClose(slot); // the loop is gone and with it the connection
         }
     }
 
     /** On the loop: reposts a released receive; the credit it owes may let writes and credits go. */
     private void repostReleased(RdmaStream s, int slot) {
         if (stream != s || state != State.ACTIVE) {
-            return; // closed: the stream was released, nothing is reposted
+            s.returnedAfterClose(slot); // closed: a buffer of the loop's shared queue goes back to it
+            return;
         }
         try {
             s.returned(slot);

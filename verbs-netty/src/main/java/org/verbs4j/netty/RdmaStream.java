@@ -48,7 +48,10 @@ import org.verbs4j.cm.ConnectionSetup;
  * buffers) are reserved from that pool, and its receive completions reach it through the pool
  * ({@link #arrivedShared}); a peer that sends more frames than it was granted credits would take
  * buffers reserved for other connections, so it is found out ({@link Credits#frameArrived}) and
- * the connection closed. Only the send completions come to {@link #cq}.
+ * the connection closed. Only the send completions come to {@link #cq}. A frame handed up in
+ * place holds its buffer of the loop's queue ({@link SharedReceives#hold}); released while the
+ * connection is up, it is reposted and its credit owed to the peer, as a buffer of its own would
+ * be; released after, it goes back to the loop's queue ({@link #returnedAfterClose}).
  *
  * <p>Made on a connecting thread (the memory is registered and the receives posted before the
  * connection request or the accept goes out); from then on used by the channel's event loop
@@ -105,7 +108,8 @@ final class RdmaStream implements OutboundFrames.Frames {
     static final long RELEASE_POLL_MS = 20, RELEASE_WAIT_S = 120;
     private long probeSentAt;
     // zero-copy reads: frames handed up in their receive buffers and not released yet, at most maxHeld
-    private boolean zeroCopyReads;
+    // (with a shared queue guarded by its lock: a buffer may come back on any thread once closed)
+    private boolean zeroCopyReads, heldOrphaned;
     private int held;
     private final int maxHeld;
 
@@ -528,9 +532,18 @@ final class RdmaStream implements OutboundFrames.Frames {
             return null;
         }
         int slot = ready.drop();
-        held++;
+        ByteBuffer frame;
+        if (shared != null) {
+            synchronized (shared) {
+                held++;
+                frame = shared.hold(slot, length);
+            }
+        } else {
+            held++;
+            frame = recvBytes.slice(slot * bufferSize, length);
+        }
         RdmaStats.READ_IN_PLACE.addAndGet(length);
-        return ReceivedByteBuf.of(alloc, recvBytes.slice(slot * bufferSize, length), returns, this, slot);
+        return ReceivedByteBuf.of(alloc, frame, returns, this, slot);
     }
 
     /**
@@ -540,11 +553,63 @@ final class RdmaStream implements OutboundFrames.Frames {
      * @throws IOException the buffer could not be reposted (the connection is down or broken)
      */
     void returned(int slot) throws IOException {
+        if (shared != null) {
+            synchronized (shared) {
+                if (heldOrphaned) {
+                    shared.giveBack(slot, true);
+                    return;
+                }
+                held--;
+                shared.giveBack(slot, false);
+            }
+            if (!down) {
+                credits.reposted(1);
+            }
+            return;
+        }
         if (released) {
             return;
         }
         held--;
         repost(slot);
+    }
+
+    /**
+     * With a shared queue, once the stream was released: gives the released buffer over
+     * {@code slot} back to the loop's queue (any thread); else false (the loop hears of it).
+     */
+    boolean returnedIfOrphaned(int slot) {
+        if (shared == null) {
+            return false;
+        }
+        synchronized (shared) {
+            if (!heldOrphaned) {
+                return false;
+            }
+        }
+        returnedAfterClose(slot);
+        return true;
+    }
+
+    /**
+     * The buffer {@link #takeInPlace} handed up over receive buffer {@code slot} was released
+     * after the channel closed (any thread, the loop perhaps gone): with a shared queue it goes
+     * back to the loop's queue, no credit owed; with buffers of its own nothing is reposted.
+     */
+    void returnedAfterClose(int slot) {
+        if (shared == null) {
+            return;
+        }
+        try {
+            synchronized (shared) {
+                if (!heldOrphaned) {
+                    held--;
+                }
+                shared.giveBack(slot, heldOrphaned);
+            }
+        } catch (IOException e) {
+            RdmaIoHandler.LOG.warn("verbs4j-netty: {}", e.getMessage());
+        }
     }
 
     /**
@@ -739,6 +804,8 @@ final class RdmaStream implements OutboundFrames.Frames {
                     repostSharedQuietly(early[i]);
                 }
                 earlyCount = 0;
+                shared.orphan(held); // the buffers still held in place stay reserved until released
+                heldOrphaned = true;
             }
         }
         for (int slot = 0; slot < sendBuffers; slot++) {

@@ -75,8 +75,9 @@ public record RdmaTransportConfig(
     /**
      * This configuration with a shared receive queue per loop: each connection grants its peer
      * {@code credits} buffers of {@code bufferSize} bytes (the channel's
-     * {@link RdmaChannelOption#RECEIVE_BUFFERS} and {@link RdmaChannelOption#ZERO_COPY_READS}
-     * then do not apply; a channel asking for zero-copy reads is refused). {@code credits} 0 turns
+     * {@link RdmaChannelOption#RECEIVE_BUFFERS} then does not apply; with
+     * {@link RdmaChannelOption#ZERO_COPY_READS} frames are handed up in the loop's buffers, at most
+     * {@code (credits - 1) / 2} held per connection). {@code credits} 0 turns
      * it off, else 4 to {@link #MAX_SHARED_CREDITS}; {@code bufferSize} 64 bytes to 16 MiB.
      */
     public RdmaTransportConfig withSharedReceiveQueue(int credits, int bufferSize) {

@@ -15,8 +15,9 @@ import java.nio.ByteBuffer;
  * returned only on release.
  *
  * <p>The memory stays valid for as long as the buffer is reachable, even after its connection
- * closed and its region was deregistered: the receive memory of such a connection belongs to an
- * automatic arena, which the buffer keeps alive, so that a late read never touches freed memory.
+ * closed and its region was deregistered: the receive memory of such a connection (or of the
+ * loop's shared receive queue) belongs to an automatic arena, which the buffer keeps alive, so
+ * that a late read never touches freed memory.
  */
 final class ReceivedByteBuf extends UnpooledDirectByteBuf {
     /** Where a released buffer's receive goes back. */

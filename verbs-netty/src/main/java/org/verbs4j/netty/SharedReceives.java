@@ -3,6 +3,8 @@ package org.verbs4j.netty;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import org.verbs4j.Access;
@@ -32,8 +34,17 @@ import org.verbs4j.WorkCompletions;
  * reads never wait on a connecting thread's registration; polling and {@link #close} run on the
  * loop thread only (or, once the loop is gone, on the thread that gave the last reservation back).
  *
+ * <p>With zero-copy reads a frame is handed up in its buffer ({@link #hold}) and comes back when
+ * released ({@link #giveBack}, any thread): reposted, or once the queue is closed only counted.
+ * The chunks' memory lives in automatic arenas, so a buffer read after everything closed still
+ * reads valid memory; a chunk with buffers held at {@link #close} stays registered (and the
+ * protection domain held) until the last of them comes back. Buffers held by connections already
+ * gone ({@link #orphan}) count against the cap as reservations do, so that the buffers posted
+ * still cover every credit granted.
+ *
  * <p>It owns a hold on its protection domain for as long as it lives: its own, or one held on a
- * connection's allocator's ({@link RdmaByteBufAllocator#holdDomain}), released by {@link #close}.
+ * connection's allocator's ({@link RdmaByteBufAllocator#holdDomain}), released by {@link #close}
+ * (or by the last buffer given back after it).
  */
 final class SharedReceives {
     /** Buffers per registered chunk. */
@@ -55,13 +66,15 @@ final class SharedReceives {
 
     private final List<MemoryRegion> chunks = new ArrayList<>();
     private final List<ByteBuf> views = new ArrayList<>();
+    private final List<ByteBuffer> bytes = new ArrayList<>();
+    private final HeldReceives held;
     private final ReceiveWorkRequests recvs = new ReceiveWorkRequests(1, 1);
     private final WorkCompletions wcs = new WorkCompletions(32);
     private final QpTable<RdmaStream> streams = new QpTable<>();
     private final List<RdmaStream> touched = new ArrayList<>();
-    private int sliced, reserved;
+    private int sliced, reserved, registeredChunks;
     private long posted;
-    private boolean closed, polling;
+    private boolean closed, polling, pdReleased;
 
     /**
      * A queue on {@code pd} held until {@code releasePd} (the hold is released here if this fails),
@@ -80,6 +93,7 @@ final class SharedReceives {
             this.maxBuffers =
                     (int) Math.min(Math.min(maxBytes / bufferSize, MAX_DEPTH), Math.min(dev.maxSrqWr(), dev.maxCqe()));
             this.pd = pd != null ? pd : ctx.allocateProtectionDomain();
+            this.held = new HeldReceives((maxBuffers + CHUNK - 1) / CHUNK, CHUNK);
         } catch (RuntimeException e) {
             if (pd != null) {
                 releasePd.run();
@@ -114,6 +128,11 @@ final class SharedReceives {
         return sliced;
     }
 
+    /** Buffers handed up in place whose connection is gone, not given back yet. */
+    synchronized int orphans() {
+        return held.orphans();
+    }
+
     /** Buffers posted and not yet completed. */
     synchronized long posted() {
         return posted;
@@ -124,7 +143,7 @@ final class SharedReceives {
      * The buffers posted cover it only after {@link #cover}.
      */
     synchronized boolean claim(int n) {
-        if (closed || reserved + n > maxBuffers) {
+        if (closed || reserved + held.orphans() + n > maxBuffers) {
             return false;
         }
         reserved += n;
@@ -141,12 +160,13 @@ final class SharedReceives {
             while (true) {
                 int buffers;
                 synchronized (this) {
-                    if (closed || sliced >= reserved) {
+                    if (closed || sliced >= reserved + held.orphans()) {
                         return;
                     }
                     buffers = Math.min(CHUNK, maxBuffers - sliced);
                 }
-                MemoryRegion mr = pd.allocateMemoryRegion((long) buffers * bufferSize, Access.LOCAL_WRITE);
+                MemoryRegion mr = // a buffer handed up keeps its chunk's memory alive
+                        pd.register(Arena.ofAuto().allocate((long) buffers * bufferSize, 4096), Access.LOCAL_WRITE);
                 synchronized (this) {
                     if (closed) {
                         mr.close();
@@ -166,7 +186,9 @@ final class SharedReceives {
         int first = chunks.size() * CHUNK; // slot s lies in chunk s / CHUNK; only the last chunk may be short
         RdmaStats.REGISTERED.addAndGet(mr.length());
         chunks.add(mr);
-        views.add(Unpooled.wrappedBuffer(mr.segment().asByteBuffer()));
+        registeredChunks++;
+        bytes.add(mr.segment().asByteBuffer());
+        views.add(Unpooled.wrappedBuffer(bytes.getLast()));
         for (int i = 0; i < buffers; i++) {
             postLocked(first + i);
         }
@@ -189,6 +211,35 @@ final class SharedReceives {
     /** The bytes of buffer {@code slot}'s chunk (slot {@code s} at {@code (s % CHUNK) × bufferSize}). */
     synchronized ByteBuf view(int slot) {
         return views.get(slot / CHUNK);
+    }
+
+    /**
+     * Hands buffer {@code slot} up in place: its first {@code length} bytes, which stay valid for as
+     * long as the view is reachable; {@link #giveBack} once released.
+     */
+    synchronized ByteBuffer hold(int slot, int length) {
+        held.hold(slot);
+        return bytes.get(slot / CHUNK).slice(slot % CHUNK * bufferSize, length);
+    }
+
+    /** {@code n} buffers held in place belonged to a connection now gone: they stay reserved until given back. */
+    synchronized void orphan(int n) {
+        held.orphan(n);
+    }
+
+    /**
+     * A buffer {@link #hold} handed up was released (any thread; {@code orphan}: its connection is
+     * gone): reposted, or once closed counted back, its chunk deregistered with the last.
+     *
+     * @throws IOException the repost failed
+     */
+    synchronized void giveBack(int slot, boolean orphan) throws IOException {
+        int c = held.giveBack(slot, orphan);
+        if (c == HeldReceives.REPOST) {
+            repost(slot);
+        } else if (c != HeldReceives.KEEP) {
+            deregister(c);
+        }
     }
 
     /** Posts buffer {@code slot} again (its bytes were handed up); nothing once closed. */
@@ -289,13 +340,15 @@ final class SharedReceives {
 
     /**
      * Loop thread (or any once the loop is gone), no reservation left: destroys the queues,
-     * deregisters the chunks and lets the protection domain go.
+     * deregisters the chunks (those with buffers still held in place when the last comes back)
+     * and lets the protection domain go once none is left.
      */
     synchronized void close() {
         if (closed) {
             return;
         }
         closed = true;
+        held.close();
         RdmaStats.POSTED.addAndGet(-posted);
         RdmaStats.SHARED_POSTED.addAndGet(-posted);
         posted = 0;
@@ -305,29 +358,50 @@ final class SharedReceives {
         } catch (RuntimeException e) {
             RdmaIoHandler.LOG.warn("verbs4j-netty: closing the loop's shared receive queue failed: {}", e.toString());
         }
-        for (MemoryRegion mr : chunks) {
-            RdmaStats.REGISTERED.addAndGet(-mr.length());
-            try {
-                mr.close();
-            } catch (RuntimeException e) {
-                RdmaIoHandler.LOG.warn("verbs4j-netty: deregistering a shared receive chunk failed: {}", e.toString());
+        recvs.close();
+        wcs.close();
+        for (int c = 0; c < chunks.size(); c++) {
+            if (held.heldIn(c) == 0) {
+                deregister(c);
             }
         }
-        chunks.clear();
+        releasePdIfDone();
+    }
+
+    /** Deregisters chunk {@code c} (closed, none of its buffers held), and lets the domain go after the last. */
+    private void deregister(int c) {
+        MemoryRegion mr = chunks.get(c);
+        if (mr == null) {
+            return;
+        }
+        chunks.set(c, null);
+        registeredChunks--;
+        RdmaStats.REGISTERED.addAndGet(-mr.length());
+        try {
+            mr.close();
+        } catch (RuntimeException e) {
+            RdmaIoHandler.LOG.warn("verbs4j-netty: deregistering a shared receive chunk failed: {}", e.toString());
+        }
+        releasePdIfDone();
+    }
+
+    private void releasePdIfDone() {
+        if (!closed || registeredChunks > 0 || pdReleased) {
+            return;
+        }
+        pdReleased = true;
         try {
             releasePd.run();
         } catch (RuntimeException e) {
             RdmaIoHandler.LOG.warn("verbs4j-netty: closing the shared receive domain failed: {}", e.toString());
         }
-        recvs.close();
-        wcs.close();
     }
 
     /** Bytes registered for it now. */
     synchronized long registeredBytes() {
         long b = 0;
         for (MemoryRegion mr : chunks) {
-            b += mr.length();
+            b += mr == null ? 0 : mr.length();
         }
         return b;
     }

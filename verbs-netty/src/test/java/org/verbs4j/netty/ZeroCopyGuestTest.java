@@ -16,17 +16,20 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.util.IllegalReferenceCountException;
 import java.io.ByteArrayOutputStream;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -43,8 +46,11 @@ import org.verbs4j.testing.RdmaTestSupport;
  * every frame is handed up in the receive buffer it arrived in (no byte copied on the read side),
  * reposted once released; a handler that keeps every buffer it reads gets the bound's worth in
  * place and the rest copied, and its peer never stops; buffers released after the channel closed
- * still hold their bytes and repost nothing. Every byte is compared; afterwards the pool, the
- * transport's totals and {@code rdma res} are back where they were.
+ * still hold their bytes and repost nothing. On loops with a shared receive queue the same holds
+ * with the loop's buffers, given back to the loop's queue when released, even after the channel
+ * closed, and kept registered past the queue's close (and the loop's shutdown) until the last is
+ * released. Every byte is compared; afterwards the pool, the transport's totals and
+ * {@code rdma res} are back where they were.
  */
 @RdmaTest
 class ZeroCopyGuestTest {
@@ -337,6 +343,202 @@ class ZeroCopyGuestTest {
         assertEquals(before.postedReceives(), after.postedReceives(), "posted receives: none after the close");
         assertEquals(mrBefore, rdmaResCount("mr"), "memory regions (rdma res)");
         assertEquals(qpBefore, rdmaResCount("qp"), "queue pairs (rdma res)");
+    }
+
+    @Test
+    void onASharedReceiveQueueReadsArriveInTheLoopsBuffersWhichOutliveTheChannelAndTheLoop() throws Exception {
+        int frame = 4096, frames = 20, credits = 8, held = Credits.maxHeld(credits);
+        RdmaTransportConfig shared = RdmaTransportConfig.defaults().withSharedReceiveQueue(credits, frame);
+        EventLoopGroup clientGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(shared));
+        EventLoopGroup serverGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(shared));
+        try {
+            sharedQueueReads(clientGroup, serverGroup, frame, frames, held);
+        } finally {
+            TestTransport.close(null, clientGroup); // already shut down, unless the test failed
+            TestTransport.close(null, serverGroup);
+        }
+    }
+
+    private static void sharedQueueReads(
+            EventLoopGroup clientGroup, EventLoopGroup serverGroup, int frame, int frames, int held) throws Exception {
+        EventLoop loop = clientGroup.next();
+        byte[] sent = new byte[frame * frames];
+        new Random(17).nextBytes(sent);
+        RdmaStats before = RdmaIoHandler.stats();
+        long mrBefore = rdmaResCount("mr"), pdBefore = rdmaResCount("pd"), srqBefore = rdmaResCount("srq");
+        Channel server = RdmaEchoGuestTest.within(
+                        new ServerBootstrap()
+                                .group(serverGroup)
+                                .channel(RdmaServerSocketChannel.class)
+                                .childOption(RdmaChannelOption.BUFFER_SIZE, frame)
+                                .childOption(RdmaChannelOption.ZERO_COPY_READS, true)
+                                .childHandler(new ChannelInitializer<SocketChannel>() {
+                                    @Override
+                                    protected void initChannel(SocketChannel ch) {
+                                        children.add(ch);
+                                        ch.pipeline().addLast(new Sender(sent, frame));
+                                    }
+                                })
+                                .bind(new InetSocketAddress(RdmaTestSupport.guestIp(), PORT + 3)),
+                        "bind")
+                .channel();
+        Keeper keeper = new Keeper();
+        List<ByteBuf> secondRound;
+        try {
+            // a second connection on the client's loop keeps its queue open after the first closed
+            RdmaEchoGuestTest.Collector other = new RdmaEchoGuestTest.Collector(sent.length);
+            Channel b = connectOn(clientGroup, new Bootstrap(), PORT + 3, other);
+            assertArrayEquals(sent, other.done.get(60, TimeUnit.SECONDS), "every byte of the other connection");
+            RdmaStats start = RdmaIoHandler.stats();
+            keeper.expect(sent.length);
+            Channel a = connectOn(
+                    clientGroup, new Bootstrap().option(RdmaChannelOption.ZERO_COPY_READS, true), PORT + 3, keeper);
+            keeper.done.get(60, TimeUnit.SECONDS);
+            assertRead(start, held * frame, (frames - held) * frame);
+            int firstRound = keeper.kept.size();
+            for (int i = 0; i < firstRound; i++) {
+                assertEquals(i < held, inPlace(keeper.kept.get(i)), "read " + i + " in place");
+            }
+            long full = RdmaIoHandler.stats(loop).sharedRegisteredBytes() / frame;
+            assertEquals(SharedReceives.CHUNK, full, "the client loop's buffers (one chunk)");
+            awaitPosted(loop, full - held, "the held buffers are not posted");
+            assertArrayEquals(sent, takeAndRelease(keeper.kept.subList(0, firstRound)), "every byte of round 1");
+            awaitPosted(loop, full, "released off the loop, each buffer is reposted");
+
+            // round 2: the server reads the request in place from its loop's queue too
+            RdmaStats afterFirst = RdmaIoHandler.stats();
+            keeper.expect(sent.length);
+            RdmaEchoGuestTest.within(a.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {1})), "request");
+            keeper.done.get(60, TimeUnit.SECONDS);
+            assertRead(afterFirst, held * frame + 1, (frames - held) * frame);
+            secondRound = new ArrayList<>(keeper.kept.subList(firstRound, keeper.kept.size()));
+            assertTrue(inPlace(secondRound.getFirst()), "round 2 in place again");
+
+            // the connection closes with three buffers held: one released while the queue is open goes back to it
+            assertTrue(a.close().await(30, TimeUnit.SECONDS), "the first connection closed");
+            awaitLoop(loop, l -> l.connections() == 1, "the first connection's reservation given back");
+            assertArrayEquals(sent, readAll(secondRound), "every byte of round 2, read after the close");
+            assertTrue(secondRound.removeFirst().release(), "released after the close");
+            awaitPosted(loop, full - (held - 1), "a buffer released after its channel closed is reposted");
+
+            // the last connection goes, and with it the loop's queue: the chunk of the buffers held stays registered
+            assertTrue(b.close().await(30, TimeUnit.SECONDS), "the second connection closed");
+            awaitLoop(loop, new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0)::equals, "the loop's queue closed");
+        } finally {
+            for (Channel ch : children) {
+                assertTrue(ch.closeFuture().await(30, TimeUnit.SECONDS), "the server's side closed: " + ch);
+            }
+            children.clear();
+            TestTransport.close(server, serverGroup);
+        }
+        assertChunkHeld(before, srqBefore, frame);
+        assertTrue(clientGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(30, TimeUnit.SECONDS), "shut down");
+        assertEquals(
+                (long) SharedReceives.CHUNK * frame,
+                RdmaIoHandler.stats().registeredBytes() - before.registeredBytes(),
+                "the chunk stays registered past the loop's shutdown");
+
+        // released after the loop is gone: the last lets the chunk and the queue's domain go
+        ByteBuf heldAtShutdown = secondRound.getFirst();
+        assertTrue(inPlace(heldAtShutdown), "held in place at the shutdown");
+        assertArrayEquals(
+                java.util.Arrays.copyOfRange(sent, frame, 2 * frame), readAll(List.of(heldAtShutdown)), "its bytes");
+        for (ByteBuf kept : secondRound) {
+            assertTrue(kept.release(), "released after the loop's shutdown: " + kept);
+        }
+        assertThrows(IllegalReferenceCountException.class, heldAtShutdown::release, "a second release");
+        assertBack(before, mrBefore, pdBefore);
+    }
+
+    @Test
+    void aSharedQueueLoopShutDownWithReadsHeldLetsItsMemoryGoWithTheLastRelease() throws Exception {
+        int frame = 4096, frames = 20, held = Credits.maxHeld(8);
+        EventLoopGroup clientGroup = new MultiThreadIoEventLoopGroup(
+                1, RdmaIoHandler.newFactory(RdmaTransportConfig.defaults().withSharedReceiveQueue(8, frame)));
+        byte[] sent = new byte[frame * frames];
+        new Random(19).nextBytes(sent);
+        RdmaStats before = RdmaIoHandler.stats();
+        long mrBefore = rdmaResCount("mr"), pdBefore = rdmaResCount("pd"), srqBefore = rdmaResCount("srq");
+        Channel server = serve(
+                new ServerBootstrap().childOption(RdmaChannelOption.BUFFER_SIZE, frame),
+                PORT + 4,
+                () -> new Sender(sent, frame));
+        Keeper keeper = new Keeper();
+        keeper.expect(sent.length);
+        try {
+            connectOn(clientGroup, new Bootstrap().option(RdmaChannelOption.ZERO_COPY_READS, true), PORT + 4, keeper);
+            keeper.done.get(60, TimeUnit.SECONDS);
+            assertTrue(inPlace(keeper.kept.get(held - 1)), "the first reads held in place");
+            // the loop shuts down with the connection open and its reads held: it closes the channel
+            assertTrue(clientGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(30, TimeUnit.SECONDS), "down");
+        } finally {
+            closeAll(null, server);
+            TestTransport.close(null, clientGroup);
+        }
+        assertChunkHeld(before, srqBefore, frame);
+        assertArrayEquals(sent, takeAndRelease(keeper.kept), "every byte, read after the loop's shutdown");
+        assertBack(before, mrBefore, pdBefore);
+    }
+
+    /** The loop's queue closed with buffers held: only the chunk they lie in is still registered. */
+    private static void assertChunkHeld(RdmaStats before, long srqBefore, int frame) throws Exception {
+        assertEquals(srqBefore, rdmaResCount("srq"), "the queue closed with buffers held (rdma res srq)");
+        assertEquals(
+                (long) SharedReceives.CHUNK * frame,
+                RdmaIoHandler.stats().registeredBytes() - before.registeredBytes(),
+                "the chunk of the buffers held stays registered");
+    }
+
+    /** Every buffer released: the totals and {@code rdma res} as {@code before}. */
+    private static void assertBack(RdmaStats before, long mrBefore, long pdBefore) throws Exception {
+        RdmaStats after = RdmaIoHandler.stats();
+        assertEquals(before.connections(), after.connections(), "connections");
+        assertEquals(before.registeredBytes(), after.registeredBytes(), "registered bytes");
+        assertEquals(before.postedReceives(), after.postedReceives(), "posted receives");
+        assertEquals(before.sharedPostedReceives(), after.sharedPostedReceives(), "posted to shared queues");
+        assertEquals(mrBefore, rdmaResCount("mr"), "memory regions (rdma res)");
+        assertEquals(pdBefore, rdmaResCount("pd"), "protection domains (rdma res)");
+    }
+
+    /** A client on {@code clients} connected to {@code port} of the guest's address. */
+    private static Channel connectOn(EventLoopGroup clients, Bootstrap b, int port, ChannelHandler handler)
+            throws InterruptedException {
+        return RdmaEchoGuestTest.within(
+                        b.group(clients)
+                                .channel(RdmaSocketChannel.class)
+                                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 20_000)
+                                .handler(handler)
+                                .connect(new InetSocketAddress(RdmaTestSupport.guestIp(), port)),
+                        "connect")
+                .channel();
+    }
+
+    /** Waits (at most 10 s) until {@code loop}'s shared queue has {@code posted} buffers posted. */
+    private static void awaitPosted(EventLoop loop, long posted, String what) throws InterruptedException {
+        awaitLoop(loop, l -> l.sharedPostedReceives() == posted, what + " (" + posted + " posted)");
+    }
+
+    /** Waits (at most 10 s) until {@code loop}'s stats pass {@code check}. */
+    private static void awaitLoop(EventLoop loop, Predicate<RdmaLoopStats> check, String what)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        RdmaLoopStats now = RdmaIoHandler.stats(loop);
+        while (!check.test(now) && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+            now = RdmaIoHandler.stats(loop);
+        }
+        assertTrue(check.test(now), what + ": " + now);
+    }
+
+    /** The bytes of {@code buffers}, in order, read without moving their reader index or releasing them. */
+    private static byte[] readAll(List<ByteBuf> buffers) {
+        ByteArrayOutputStream got = new ByteArrayOutputStream();
+        for (ByteBuf b : buffers) {
+            byte[] a = new byte[b.readableBytes()];
+            b.getBytes(b.readerIndex(), a);
+            got.writeBytes(a);
+        }
+        return got.toByteArray();
     }
 
     /** Since {@code from}: {@code inPlace} bytes read in place, {@code copied} read copied. */
