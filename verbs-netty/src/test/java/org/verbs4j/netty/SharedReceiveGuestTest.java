@@ -88,8 +88,8 @@ class SharedReceiveGuestTest {
                 }
             }
             loops.assertBackAfter(CHURN + " connections in batches of 20");
-            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), loops.client());
-            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), loops.serverLoop());
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0, 0, 0), loops.client());
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0, 0, 0), loops.serverLoop());
         }
     }
 
@@ -184,7 +184,7 @@ class SharedReceiveGuestTest {
             assertTrue(refused.await(WAIT_S, TimeUnit.SECONDS), "the refusal reaches the connect promise");
             assertInstanceOf(ConnectException.class, refused.cause());
             awaitRes(before, "after a connect nothing listened for");
-            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), RdmaIoHandler.stats(group.next()));
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0, 0, 0), RdmaIoHandler.stats(group.next()));
 
             ChannelFuture past = bootstrap(capped, null).connect(nobody);
             assertTrue(past.await(WAIT_S, TimeUnit.SECONDS), "the refusal reaches the connect promise");
