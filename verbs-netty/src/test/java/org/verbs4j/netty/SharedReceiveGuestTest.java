@@ -31,11 +31,12 @@ import org.verbs4j.testing.RdmaTestSupport;
  * The shared receive queue per event loop ({@link RdmaTransportConfig#withSharedReceiveQueue}) on
  * rxe: {@value #DEFAULT_CONNECTIONS} connections (system property {@code verbs4j.netty.sharedConnections})
  * held open at once through one client loop and one server loop, an echo on each with every byte
- * checked, once with the shared queue and once with per-connection receive buffers; the registered
- * memory at the peak is printed for both and must be lower with the shared queue, the loops'
- * reservations within their cap and covered by the buffers posted, and the device's objects
+ * checked, with the shared queue and the loop's shared send buffers, with the shared queue and
+ * per-connection send buffers, and with per-connection buffers alone; the registered memory at the
+ * peak is printed for each and must fall in that order, the loops' reservations within their cap
+ * and covered by the buffers posted, their shared send buffers within theirs, and the device's objects
  * ({@code rdma res}) back to where they were once the connections closed; the same after
- * connections opened, used and closed in batches. And the cap: a
+ * connections opened, used and closed in batches, and through one shared send buffer per loop. And the cap: a
  * connection past it is refused, in either mode and on either side, the loop's other connections
  * unaffected; and zero-copy reads, refused on a loop with the shared queue.
  */
@@ -55,15 +56,48 @@ class SharedReceiveGuestTest {
     @Test
     void connectionsHeldOpenOnOneLoopRegisterLessWithASharedReceiveQueue() throws Exception {
         long cap = 64L << 20;
-        long shared = peakRegistered(
-                "shared receive queue",
-                RdmaTransportConfig.defaults().withSharedReceiveQueue().withMaxReceiveBytes(cap));
-        long own = peakRegistered("per-connection receive buffers", RdmaTransportConfig.defaults());
+        RdmaTransportConfig sharedQueue =
+                RdmaTransportConfig.defaults().withSharedReceiveQueue().withMaxReceiveBytes(cap);
+        long both = peakRegistered("shared receive queue and send buffers", sharedQueue);
+        long shared =
+                peakRegistered("shared receive queue, per-connection send buffers", sharedQueue.withSharedSendBytes(0));
+        long own = peakRegistered("per-connection receive and send buffers", RdmaTransportConfig.defaults());
         System.out.printf(
                 "[shared-receive] %d connections on one loop per side: %d bytes registered with the shared receive"
-                        + " queue, %d with per-connection buffers (%.2fx)%n",
-                CONNECTIONS, shared, own, (double) shared / own);
+                        + " queue and send buffers (%.2fx), %d with the shared receive queue alone (%.2fx), %d with"
+                        + " per-connection buffers%n",
+                CONNECTIONS, both, (double) both / own, shared, (double) shared / own, own);
         assertTrue(shared < own, "the shared receive queue registers less: " + shared + " < " + own);
+        assertTrue(both < shared, "the shared send buffers register less again: " + both + " < " + shared);
+    }
+
+    /**
+     * One shared send buffer per loop for {@link #CONNECTIONS} connections: writes wait for it
+     * (never fail) and every byte of every echo arrives; nothing is left in use or registered.
+     */
+    @Test
+    void connectionsSharingOneSendBufferPerLoopSendEveryByte() throws Exception {
+        RdmaTransportConfig config =
+                RdmaTransportConfig.defaults().withSharedReceiveQueue().withSharedSendBytes(1);
+        try (Loops loops = new Loops(config)) {
+            List<Conn> echoes = new ArrayList<>();
+            for (int i = 0; i < CONNECTIONS; i++) {
+                echoes.add(connect(loops.clientGroup, loops.server, i));
+            }
+            for (Conn e : echoes) {
+                e.sendAll(CHUNK);
+            }
+            for (Conn e : echoes) {
+                e.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            }
+            for (RdmaLoopStats loop : List.of(loops.client(), loops.serverLoop())) {
+                assertEquals(BUFFER, loop.sharedSendRegisteredBytes(), "one buffer, the cap's: " + loop);
+            }
+            for (Conn e : echoes) {
+                e.channel.close().syncUninterruptibly();
+            }
+            loops.assertBackAfter(CONNECTIONS + " connections through one send buffer per loop");
+        }
     }
 
     /**
@@ -301,12 +335,22 @@ class SharedReceiveGuestTest {
                 } else {
                     assertEquals(0, loop.sharedPostedReceives(), "no shared queue: " + loop);
                 }
+                if (config.sharedSends()) {
+                    assertTrue(
+                            loop.sharedSendRegisteredBytes() >= BUFFER
+                                    && loop.sharedSendRegisteredBytes() <= config.sharedSendBytes(),
+                            "shared send buffers registered, within their cap: " + loop);
+                    assertTrue(loop.sharedSendBytesInUse() <= loop.sharedSendRegisteredBytes(), "in use: " + loop);
+                } else {
+                    assertEquals(0, loop.sharedSendRegisteredBytes(), "no shared send buffers: " + loop);
+                }
             }
             for (Conn e : echoes) {
                 e.channel.close().syncUninterruptibly();
             }
             loops.assertBackAfter(mode);
             assertEquals(0, loops.client().sharedRegisteredBytes(), "the idle loop's queue is gone");
+            assertEquals(0, loops.client().sharedSendRegisteredBytes(), "the idle loop's send buffers are gone");
             return peak;
         }
     }
@@ -448,7 +492,7 @@ class SharedReceiveGuestTest {
         final EventLoopGroup serverGroup, clientGroup;
         final BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
         final Map<String, Long> resBefore;
-        final long registeredBefore;
+        final long registeredBefore, sendRegisteredBefore;
         Channel server;
 
         Loops(RdmaTransportConfig config) throws Exception {
@@ -456,6 +500,7 @@ class SharedReceiveGuestTest {
             clientGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
             resBefore = rdmaRes();
             registeredBefore = RdmaIoHandler.stats().registeredBytes();
+            sendRegisteredBefore = RdmaIoHandler.stats().sharedSendRegisteredBytes();
             server = echoServer(serverGroup, children);
         }
 
@@ -478,6 +523,14 @@ class SharedReceiveGuestTest {
             System.out.println("[shared-receive] " + what + ", after close: registered " + registeredAfter
                     + " B, client loop " + client() + ", server loop " + serverLoop() + ", rdma res " + resAfter);
             assertEquals(registeredBefore, registeredAfter, "registered bytes once every connection closed");
+            for (RdmaLoopStats loop : List.of(client(), serverLoop())) {
+                assertEquals(0, loop.sharedSendBytesInUse(), "no shared send buffer held: " + loop);
+                assertEquals(0, loop.sharedSendRegisteredBytes(), "the loop's shared send buffers are gone: " + loop);
+            }
+            assertEquals(
+                    sendRegisteredBefore,
+                    RdmaIoHandler.stats().sharedSendRegisteredBytes(),
+                    "the loops' shared send bytes once every connection closed");
             for (String k : List.of("qp", "cq", "mr", "srq")) {
                 assertEquals(resBefore.get(k), resAfter.get(k), "rdma res " + k + " once every connection closed");
             }
