@@ -29,7 +29,8 @@ import org.verbs4j.testing.RdmaTestSupport;
 
 /**
  * The shared receive queue per event loop ({@link RdmaTransportConfig#withSharedReceiveQueue}) on
- * rxe: {@value #DEFAULT_CONNECTIONS} connections (system property {@code verbs4j.netty.sharedConnections})
+ * rxe: {@value #CONNECTIONS} connections (and, for the measurement, as many more as
+ * {@code --config=verbs4j.netty.sharedConnections=N} or that system property asks)
  * held open at once through one client loop and one server loop, an echo on each with every byte
  * checked, with the shared queue and the loop's shared send buffers, with the shared queue and
  * per-connection send buffers, and with per-connection buffers alone; the registered memory at the
@@ -42,8 +43,15 @@ import org.verbs4j.testing.RdmaTestSupport;
  */
 @RdmaTest
 class SharedReceiveGuestTest {
-    private static final int DEFAULT_CONNECTIONS = 20;
-    private static final int CONNECTIONS = Integer.getInteger("verbs4j.netty.sharedConnections", DEFAULT_CONNECTIONS);
+    private static final int CONNECTIONS = 20;
+    /** A larger count measured too, when asked (0: none). */
+    private static int larger = Integer.getInteger("verbs4j.netty.sharedConnections", 0);
+
+    @org.junit.jupiter.api.extension.RegisterExtension
+    static final org.junit.jupiter.api.extension.BeforeAllCallback LARGER =
+            c -> c.getConfigurationParameter("verbs4j.netty.sharedConnections")
+                    .map(Integer::parseInt)
+                    .ifPresent(n -> larger = n);
     /** Connections opened, used and closed in batches of 20 (system property {@code verbs4j.netty.sharedChurn}). */
     private static final int CHURN = Integer.getInteger("verbs4j.netty.sharedChurn", 40);
 
@@ -55,18 +63,26 @@ class SharedReceiveGuestTest {
 
     @Test
     void connectionsHeldOpenOnOneLoopRegisterLessWithASharedReceiveQueue() throws Exception {
+        measure(CONNECTIONS);
+        if (larger > 0 && larger != CONNECTIONS) {
+            measure(larger);
+        }
+    }
+
+    private static void measure(int connections) throws Exception {
         long cap = 64L << 20;
         RdmaTransportConfig sharedQueue =
                 RdmaTransportConfig.defaults().withSharedReceiveQueue().withMaxReceiveBytes(cap);
-        long both = peakRegistered("shared receive queue and send buffers", sharedQueue);
-        long shared =
-                peakRegistered("shared receive queue, per-connection send buffers", sharedQueue.withSharedSendBytes(0));
-        long own = peakRegistered("per-connection receive and send buffers", RdmaTransportConfig.defaults());
+        long both = peakRegistered("shared receive queue and send buffers", sharedQueue, connections);
+        long shared = peakRegistered(
+                "shared receive queue, per-connection send buffers", sharedQueue.withSharedSendBytes(0), connections);
+        long own =
+                peakRegistered("per-connection receive and send buffers", RdmaTransportConfig.defaults(), connections);
         System.out.printf(
                 "[shared-receive] %d connections on one loop per side: %d bytes registered with the shared receive"
                         + " queue and send buffers (%.2fx), %d with the shared receive queue alone (%.2fx), %d with"
                         + " per-connection buffers%n",
-                CONNECTIONS, both, (double) both / own, shared, (double) shared / own, own);
+                connections, both, (double) both / own, shared, (double) shared / own, own);
         assertTrue(shared < own, "the shared receive queue registers less: " + shared + " < " + own);
         assertTrue(both < shared, "the shared send buffers register less again: " + both + " < " + shared);
     }
@@ -305,11 +321,11 @@ class SharedReceiveGuestTest {
         }
     }
 
-    /** Runs the echo on {@link #CONNECTIONS} connections with {@code config}; returns the registered bytes at the peak. */
-    private static long peakRegistered(String mode, RdmaTransportConfig config) throws Exception {
+    /** Runs the echo on {@code connections} connections with {@code config}; returns the registered bytes at the peak. */
+    private static long peakRegistered(String mode, RdmaTransportConfig config, int connections) throws Exception {
         try (Loops loops = new Loops(config)) {
             List<Conn> echoes = new ArrayList<>();
-            for (int i = 0; i < CONNECTIONS; i++) {
+            for (int i = 0; i < connections; i++) {
                 echoes.add(connect(loops.clientGroup, loops.server, i));
             }
             for (Conn e : echoes) {
@@ -325,10 +341,10 @@ class SharedReceiveGuestTest {
             System.out.println("[shared-receive] " + mode + ", peak: registered +" + peak + " B, client loop " + client
                     + ", server loop " + serverLoop + ", rdma res " + rdmaRes());
             for (RdmaLoopStats loop : List.of(client, serverLoop)) {
-                assertEquals(CONNECTIONS, loop.connections(), "connections reserved on the loop: " + loop);
+                assertEquals(connections, loop.connections(), "connections reserved on the loop: " + loop);
                 assertTrue(loop.receiveBytesReserved() <= loop.maxReceiveBytes(), "within the cap: " + loop);
                 if (config.shared()) {
-                    assertEquals(CONNECTIONS * SHARED_RESERVATION, loop.receiveBytesReserved(), "reserved: " + loop);
+                    assertEquals(connections * SHARED_RESERVATION, loop.receiveBytesReserved(), "reserved: " + loop);
                     assertTrue(
                             loop.sharedPostedReceives() * BUFFER >= loop.receiveBytesReserved(),
                             "the buffers posted cover every credit granted and the probe buffers: " + loop);
