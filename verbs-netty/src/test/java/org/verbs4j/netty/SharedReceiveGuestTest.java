@@ -88,14 +88,17 @@ class SharedReceiveGuestTest {
     }
 
     /**
-     * One shared send buffer per loop for {@link #CONNECTIONS} connections: writes wait for it
-     * (never fail) and every byte of every echo arrives; nothing is left in use or registered.
+     * One shared send buffer per loop for {@link #CONNECTIONS} connections and an anchor: writes
+     * wait for it (never fail) and every byte of every echo arrives; half the connections close
+     * with their writes in flight or waiting, and the anchor's echo still comes (the one buffer
+     * came back on each side); none is left in use, and nothing registered once all closed.
      */
     @Test
     void connectionsSharingOneSendBufferPerLoopSendEveryByte() throws Exception {
         RdmaTransportConfig config =
                 RdmaTransportConfig.defaults().withSharedReceiveQueue().withSharedSendBytes(1);
         try (Loops loops = new Loops(config)) {
+            Conn anchor = connect(loops.clientGroup, loops.server, 1000);
             List<Conn> echoes = new ArrayList<>();
             for (int i = 0; i < CONNECTIONS; i++) {
                 echoes.add(connect(loops.clientGroup, loops.server, i));
@@ -103,16 +106,31 @@ class SharedReceiveGuestTest {
             for (Conn e : echoes) {
                 e.sendAll(CHUNK);
             }
-            for (Conn e : echoes) {
+            for (Conn e : echoes.subList(0, CONNECTIONS / 2)) {
+                e.channel.close().syncUninterruptibly(); // its writes in flight, or waiting for the buffer
+            }
+            for (Conn e : echoes.subList(CONNECTIONS / 2, CONNECTIONS)) {
                 e.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            }
+            anchor.sendAll(CHUNK);
+            anchor.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            for (RdmaLoopStats loop = loops.client();
+                    loop.sharedSendBytesInUse() + loops.serverLoop().sharedSendBytesInUse() > 0;
+                    loop = loops.client()) {
+                assertTrue(System.nanoTime() - deadline < 0, "the send buffers come back: " + loop);
+                Thread.sleep(50);
             }
             for (RdmaLoopStats loop : List.of(loops.client(), loops.serverLoop())) {
                 assertEquals(BUFFER, loop.sharedSendRegisteredBytes(), "one buffer, the cap's: " + loop);
             }
-            for (Conn e : echoes) {
+            System.out.println("[shared-receive] one send buffer per loop: client loop " + loops.client()
+                    + ", server loop " + loops.serverLoop());
+            for (Conn e : echoes.subList(CONNECTIONS / 2, CONNECTIONS)) {
                 e.channel.close().syncUninterruptibly();
             }
-            loops.assertBackAfter(CONNECTIONS + " connections through one send buffer per loop");
+            anchor.channel.close().syncUninterruptibly();
+            loops.assertBackAfter(CONNECTIONS + " connections and an anchor through one send buffer per loop");
         }
     }
 
