@@ -28,10 +28,14 @@ final class OutboundFrames {
         /** Whether a data frame may be posted now. */
         boolean canSendData();
 
-        /** The buffer the next frame is copied into, at {@link #sendOffset()}. */
+        /**
+         * The buffer the next frame is copied into, at {@link #sendOffset()}; asked for only when a
+         * frame has bytes to copy. Null: none is free now (a loop's shared send buffers): the bytes
+         * wait, and the frames have the channel flush again when one may be.
+         */
         ByteBuf sendBuffer();
 
-        /** Where in {@link #sendBuffer()} the next frame goes. */
+        /** Where in {@link #sendBuffer()} the next frame goes (after it returned a buffer). */
         int sendOffset();
 
         /** Posts the next frame with {@code length} stream bytes. */
@@ -79,7 +83,7 @@ final class OutboundFrames {
             }
             int n = copier.filled;
             if (n == 0) {
-                drained = true;
+                drained = !copier.starved; // else bytes wait for a send buffer
                 return;
             }
             ByteBuf inPlace = copier.inPlace;
@@ -146,22 +150,24 @@ final class OutboundFrames {
     /**
      * Copies flushed bytes, after the first {@code skip} (already in flight), into a send buffer;
      * or, for a buffer the frames post in place, takes the next chunk of it alone ({@link
-     * #inPlace}, from {@link #inPlaceIndex}) and copies nothing. One instance, reused.
+     * #inPlace}, from {@link #inPlaceIndex}) and copies nothing; or copies nothing and sets {@link
+     * #starved} when the frames have no send buffer now. One instance, reused.
      */
     private static final class Copier implements ChannelOutboundBuffer.MessageProcessor {
         long skip;
         Frames frames;
         ByteBuf dst, inPlace;
         int offset, room, filled, inPlaceIndex;
+        boolean starved;
 
         void reset(long skip, Frames frames, int room) {
             this.skip = skip;
             this.frames = frames;
-            this.dst = frames.sendBuffer();
-            this.offset = frames.sendOffset();
+            this.dst = null; // taken at the first byte to copy
             this.room = room;
             this.filled = 0;
             this.inPlace = null;
+            this.starved = false;
         }
 
         @Override
@@ -180,6 +186,13 @@ final class OutboundFrames {
                     filled = Math.min(readable - (int) skip, room);
                 }
                 return false;
+            }
+            if (dst == null) {
+                if ((dst = frames.sendBuffer()) == null) {
+                    starved = true;
+                    return false;
+                }
+                offset = frames.sendOffset();
             }
             int n = Math.min(readable - (int) skip, room - filled);
             b.getBytes(from, dst, offset + filled, n);

@@ -18,7 +18,11 @@ public final class RdmaChannelOption<T> extends ChannelOption<T> {
     public static final ChannelOption<Integer> RECEIVE_BUFFERS =
             valueOf(RdmaChannelOption.class, "RDMA_RECEIVE_BUFFERS");
 
-    /** Send buffers each connection copies outgoing bytes into: frames in flight (default 16, at least 4). */
+    /**
+     * Send buffers each connection copies outgoing bytes into: frames in flight (default 16, at
+     * least 4). On a loop whose connections share its send buffers
+     * ({@link RdmaTransportConfig#sharedSendBytes()}) it bounds the frames in flight only.
+     */
     public static final ChannelOption<Integer> SEND_BUFFERS = valueOf(RdmaChannelOption.class, "RDMA_SEND_BUFFERS");
 
     /**

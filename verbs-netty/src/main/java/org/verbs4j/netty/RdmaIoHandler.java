@@ -82,6 +82,8 @@ public final class RdmaIoHandler implements IoHandler {
     private long reservedBytes;
     private int reservations, creditsReserved;
     private volatile SharedReceives shared;
+    /** The loop's shared send buffers: made and closed with {@link #shared} (null without). */
+    private volatile SharedSends sends;
     // the loop is gone (under this handler's lock): the last reservation given back closes what it left
     private boolean destroyed;
     /** Misses in a row, none ever seen, after which a loop stops waiting for LAST_WQE_REACHED. */
@@ -145,13 +147,16 @@ public final class RdmaIoHandler implements IoHandler {
 
     private synchronized RdmaLoopStats loopStats() {
         SharedReceives p = shared;
+        SharedSends q = sends;
         return new RdmaLoopStats(
                 reservations,
                 creditsReserved,
                 reservedBytes,
                 config.maxReceiveBytes(),
                 p == null ? 0 : p.registeredBytes(),
-                p == null ? 0 : p.posted());
+                p == null ? 0 : p.posted(),
+                q == null ? 0 : q.registeredBytes(),
+                q == null ? 0 : q.bytesInUse());
     }
 
     /**
@@ -184,14 +189,23 @@ public final class RdmaIoHandler implements IoHandler {
         } else {
             reserve((long) (credits + RdmaStream.SPARE_RECEIVES) * bufferSize, credits, true);
         }
+        SharedSends sendPool = pool == null ? null : sends;
+        SharedSends.Account account = sendPool == null ? null : sendPool.join(null);
         try {
             if (pool != null) {
                 pool.cover(); // registers outside the locks the loop's reads take
             }
+            if (sendPool != null) {
+                sendPool.cover(); // a send buffer for this connection, registered on this thread
+            }
             RdmaStream s = new RdmaStream(ctx, ch, bufferSize, credits, sendBuffers, pd, pool, this);
             s.zeroCopyReads(zeroCopyReads);
+            s.sharedSends(sendPool, account);
             return s;
         } catch (RuntimeException e) {
+            if (account != null) {
+                sendPool.leave(account);
+            }
             unreserve(credits, pool == null ? bufferSize : pool.bufferSize, pool);
             throw e;
         }
@@ -228,6 +242,7 @@ public final class RdmaIoHandler implements IoHandler {
                     config.sharedBufferSize(),
                     config.maxReceiveBytes());
             shared = p;
+            sends = config.sharedSends() ? newSharedSends(p) : null;
         }
         int n = credits + RdmaStream.SPARE_RECEIVES;
         long bytes = (long) n * p.bufferSize;
@@ -237,6 +252,22 @@ public final class RdmaIoHandler implements IoHandler {
             reserve(bytes, credits, true); // refused: past the cap
         }
         return p;
+    }
+
+    /** The loop's shared send buffers, registered on the shared receive queue's protection domain. */
+    private SharedSends newSharedSends(SharedReceives p) {
+        return new SharedSends(
+                config.sharedBufferSize(),
+                config.sharedSendBytes(),
+                bytes -> {
+                    org.verbs4j.MemoryRegion mr = p.pd.allocateMemoryRegion(bytes, org.verbs4j.Access.LOCAL_WRITE);
+                    return new SharedSends.Chunk(
+                            mr,
+                            io.netty.buffer.Unpooled.wrappedBuffer(mr.segment().asByteBuffer()),
+                            bytes,
+                            mr::close);
+                },
+                executor);
     }
 
     private long sharedDepth() {
@@ -295,6 +326,7 @@ public final class RdmaIoHandler implements IoHandler {
     /** Any thread, once the loop is destroyed: the shared queue and the completion channel go with the last reservation. */
     private void releaseAfterDestroy() {
         SharedReceives p;
+        SharedSends q;
         CompletionChannel ch;
         synchronized (this) {
             if (!destroyed || reservations > 0) {
@@ -302,8 +334,13 @@ public final class RdmaIoHandler implements IoHandler {
             }
             p = shared;
             shared = null;
+            q = sends;
+            sends = null;
             ch = channel; // no reservation left: no stream's queue is left on it either
             channel = null;
+        }
+        if (q != null) {
+            q.close(); // before the domain goes with the receive queue
         }
         if (p != null) {
             p.close();
@@ -379,12 +416,18 @@ public final class RdmaIoHandler implements IoHandler {
     /** Loop thread, after a connection closed: the shared receive queue goes once no connection holds it. */
     void closeSharedIfIdle() {
         SharedReceives p;
+        SharedSends q;
         synchronized (this) {
             p = shared;
             if (p == null || p.reserved() > 0 || destroyed) {
                 return;
             }
             shared = null;
+            q = sends;
+            sends = null;
+        }
+        if (q != null) {
+            q.close(); // before the domain goes with the receive queue
         }
         p.close();
     }

@@ -19,6 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * @param sharedPostedReceives receive buffers posted now to the loops' shared receive queues (of
  *     {@code postedReceives}; {@link RdmaTransportConfig#withSharedReceiveQueue}); one loop's:
  *     {@link RdmaIoHandler#stats(io.netty.channel.EventLoop)}
+ * @param sharedSendRegisteredBytes bytes registered now for the loops' shared send buffers (of
+ *     {@code registeredBytes}; {@link RdmaTransportConfig#sharedSendBytes()})
  */
 public record RdmaStats(
         long registeredBytes,
@@ -29,7 +31,8 @@ public record RdmaStats(
         long bytesSentInPlace,
         long bytesReadCopied,
         long bytesReadInPlace,
-        long sharedPostedReceives) {
+        long sharedPostedReceives,
+        long sharedSendRegisteredBytes) {
     static final AtomicLong REGISTERED = new AtomicLong();
     static final AtomicLong CONNECTIONS = new AtomicLong();
     static final AtomicLong POSTED = new AtomicLong();
@@ -39,6 +42,7 @@ public record RdmaStats(
     static final AtomicLong READ_COPIED = new AtomicLong();
     static final AtomicLong READ_IN_PLACE = new AtomicLong();
     static final AtomicLong SHARED_POSTED = new AtomicLong();
+    static final AtomicLong SHARED_SEND_REGISTERED = new AtomicLong();
 
     /** The totals now. */
     public static RdmaStats snapshot() {
@@ -51,6 +55,7 @@ public record RdmaStats(
                 SENT_IN_PLACE.get(),
                 READ_COPIED.get(),
                 READ_IN_PLACE.get(),
-                SHARED_POSTED.get());
+                SHARED_POSTED.get(),
+                SHARED_SEND_REGISTERED.get());
     }
 }

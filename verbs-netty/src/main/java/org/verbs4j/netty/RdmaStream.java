@@ -51,7 +51,9 @@ import org.verbs4j.cm.ConnectionSetup;
  * the connection closed. Only the send completions come to {@link #cq}. A frame handed up in
  * place holds its buffer of the loop's queue ({@link SharedReceives#hold}); released while the
  * connection is up, it is reposted and its credit owed to the peer, as a buffer of its own would
- * be; released after, it goes back to the loop's queue ({@link #returnedAfterClose}).
+ * be; released after, it goes back to the loop's queue ({@link #returnedAfterClose}). Its copied
+ * frames go from the loop's shared send buffers ({@link SharedSends}): one is taken when bytes are
+ * to be copied and given back when that frame's send completed, or at {@link #release()}.
  *
  * <p>Made on a connecting thread (the memory is registered and the receives posted before the
  * connection request or the accept goes out); from then on used by the channel's event loop
@@ -82,6 +84,12 @@ final class RdmaStream implements OutboundFrames.Frames {
     private int earlyCount;
     private IOException sharedFailure;
     private RdmaIoHandle handle;
+    // the loop's shared send buffers (or null: the send ring's own region); the buffer each posted
+    // slot's frame was copied into (-1: none), and the one taken for the frame being copied
+    private SharedSends sendPool;
+    private SharedSends.Account account;
+    private final int[] sendBuf;
+    private int staged = -1;
     private boolean notified;
     private MemoryRegion recvMr, sendMr;
     private ByteBuf recvView, sendView;
@@ -143,9 +151,30 @@ final class RdmaStream implements OutboundFrames.Frames {
         this.wcs = new WorkCompletions(32);
         this.sendLength = new int[sendBuffers];
         this.pinned = new RegisteredByteBuf[sendBuffers];
+        this.sendBuf = new int[sendBuffers];
+        java.util.Arrays.fill(sendBuf, -1);
         this.ownPd = pd;
         this.ready = new ReceivedFrames(receiveBuffers + SPARE_RECEIVES);
         this.maxHeld = Credits.maxHeld(receiveBuffers);
+    }
+
+    /**
+     * Copies frames into the loop's shared send buffers ({@code pool}, this stream's share
+     * {@code account}) instead of a region of its own; before {@link #setup()}. Null: its own.
+     */
+    void sharedSends(SharedSends pool, SharedSends.Account account) {
+        this.sendPool = pool;
+        this.account = account;
+        if (account != null) {
+            account.wake = this::sendBufferFree;
+        }
+    }
+
+    /** Loop thread: the loop's shared send pool may have a buffer for the writes that waited on it. */
+    private void sendBufferFree() {
+        if (!released && handle != null) {
+            handle.completionsReady(false); // reaps, then resumes the flush
+        }
     }
 
     /** Hands frames up in their receive buffers ({@link RdmaChannelOption#ZERO_COPY_READS}); before {@link #setup()}. */
@@ -183,9 +212,11 @@ final class RdmaStream implements OutboundFrames.Frames {
         this.qp = qp;
         this.pd = pd;
         if (shared != null) {
-            sendMr = pd.allocateMemoryRegion((long) sendBuffers * bufferSize, Access.LOCAL_WRITE);
-            RdmaStats.REGISTERED.addAndGet(sendMr.length());
-            sendView = Unpooled.wrappedBuffer(sendMr.segment().asByteBuffer());
+            if (sendPool == null) {
+                sendMr = pd.allocateMemoryRegion((long) sendBuffers * bufferSize, Access.LOCAL_WRITE);
+                RdmaStats.REGISTERED.addAndGet(sendMr.length());
+                sendView = Unpooled.wrappedBuffer(sendMr.segment().asByteBuffer());
+            }
             qpn = qp.qpNumber();
             shared.register(qpn, this);
             return;
@@ -336,7 +367,7 @@ final class RdmaStream implements OutboundFrames.Frames {
     /** The largest chunk of stream bytes one frame carries. */
     @Override
     public int chunkSize() {
-        return Math.min(bufferSize, peerBufferSize);
+        return Math.min(sendPool == null ? bufferSize : Math.min(bufferSize, sendPool.bufferSize), peerBufferSize);
     }
 
     /** Whether a data frame can be posted now (a credit and a free send buffer). */
@@ -345,16 +376,25 @@ final class RdmaStream implements OutboundFrames.Frames {
         return !down && sendHead - sendTail < sendBuffers && credits.canSendData();
     }
 
-    /** The registered bytes of the next send buffer, to copy into (at most {@link #chunkSize()}). */
+    /**
+     * The registered bytes of the next send buffer, to copy into (at most {@link #chunkSize()}); null
+     * when the loop's shared send buffers have none for it now (it is told when they may).
+     */
     @Override
     public ByteBuf sendBuffer() {
-        return sendView;
+        if (sendPool == null) {
+            return sendView;
+        }
+        if (staged < 0 && (released || (staged = sendPool.take(account)) < 0)) {
+            return null;
+        }
+        return sendPool.chunk(staged).view();
     }
 
     /** Where in {@link #sendBuffer()} the next frame goes. */
     @Override
     public int sendOffset() {
-        return (int) (sendHead % sendBuffers) * bufferSize;
+        return sendPool == null ? (int) (sendHead % sendBuffers) * bufferSize : sendPool.offset(staged);
     }
 
     /**
@@ -384,10 +424,18 @@ final class RdmaStream implements OutboundFrames.Frames {
     private void post(int length, int flags) throws IOException {
         int slot = (int) (sendHead % sendBuffers);
         sends.clear().sendWithImmediate(SEND_TAG | slot, credits.owed() | flags);
-        if (length > 0) {
+        int buf = -1;
+        if (length > 0 && sendPool != null) {
+            buf = staged;
+            sends.sge(sendPool.chunk(buf).region(), sendPool.offset(buf), length);
+        } else if (length > 0) {
             sends.sge(sendMr, (long) slot * bufferSize, length);
         }
         send(slot, length, null);
+        if (buf >= 0) {
+            sendBuf[slot] = buf; // held until the send completed
+            staged = -1;
+        }
         RdmaStats.COPIED.addAndGet(length);
     }
 
@@ -668,6 +716,7 @@ final class RdmaStream implements OutboundFrames.Frames {
                 posted--;
                 RdmaStats.POSTED.decrementAndGet();
             } else {
+                unpin((int) (sendTail % sendBuffers)); // the device is done with it
                 sendTail++; // its bytes did not arrive: the channel fails or already failed its writes
             }
             if (down && wcs.status(i) == CompletionStatus.WR_FLUSH_ERR) {
@@ -738,11 +787,17 @@ final class RdmaStream implements OutboundFrames.Frames {
         }
     }
 
+    /** Send slot {@code slot}'s frame is done with: its registered buffer unpinned, its shared send buffer given back. */
     private void unpin(int slot) {
         RegisteredByteBuf b = pinned[slot];
         if (b != null) {
             pinned[slot] = null;
             b.unpin();
+        }
+        int buf = sendBuf[slot];
+        if (buf >= 0) {
+            sendBuf[slot] = -1;
+            sendPool.give(account, buf);
         }
     }
 
@@ -810,6 +865,13 @@ final class RdmaStream implements OutboundFrames.Frames {
         }
         for (int slot = 0; slot < sendBuffers; slot++) {
             unpin(slot); // the queue pair is gone: no send reads them any more
+        }
+        if (account != null) {
+            if (staged >= 0) {
+                sendPool.give(account, staged); // taken, never posted
+                staged = -1;
+            }
+            sendPool.leave(account);
         }
         closeQuietly(recvMr);
         closeQuietly(sendMr);

@@ -34,8 +34,37 @@ class OutboundFramesTest {
     void framesCarryTheWrittenBytesInWriteOrder(
             @ForAll long seed,
             @ForAll @IntRange(min = 1, max = 300) int chunk,
-            @ForAll @IntRange(min = 1, max = 8) int slots) {
-        new Run(seed, chunk, slots).run();
+            @ForAll @IntRange(min = 1, max = 8) int slots,
+            @ForAll @IntRange(min = 1, max = 9) int buffers) {
+        new Run(seed, chunk, slots, buffers).run();
+    }
+
+    /**
+     * Copy buffers all held by frames in flight (a loop's exhausted shared send buffers): the
+     * write waits without a frame or a retry, the channel turns unwritable at its high water mark,
+     * and as sends complete every byte goes, in order, and the channel turns writable again.
+     */
+    @org.junit.jupiter.api.Test
+    void writesWaitForASendBufferAndResumeWhenOneComesBack() {
+        FakeFrames frames = new FakeFrames(100, 8, 2);
+        TestChannel ch = new TestChannel(frames);
+        ch.config().setWriteBufferWaterMark(new WriteBufferWaterMark(150, 300));
+        byte[] bytes = new byte[1000];
+        new Random(1).nextBytes(bytes);
+        ChannelFuture f = ch.writeAndFlush(Unpooled.wrappedBuffer(bytes));
+        assertEquals(2, frames.pending(), "two frames, one per send buffer");
+        assertEquals(0, frames.buffers, "every send buffer held");
+        assertEquals(1, frames.starved, "one refused ask, no retry");
+        ch.flush();
+        assertEquals(2, frames.pending(), "a flush without a free buffer posts nothing");
+        assertTrue(!ch.isWritable(), "unwritable past the high water mark while the bytes wait");
+        while (frames.pending() > 0) {
+            ch.complete(1);
+        }
+        assertTrue(f.isSuccess(), "the write completed");
+        assertTrue(ch.isWritable(), "writable again");
+        assertEquals(2, frames.buffers, "every send buffer given back");
+        assertArrayEquals(bytes, frames.wire.toByteArray(), "every byte, in order");
     }
 
     /** One random conversation: writes from the test, from promise listeners and from writability changes. */
@@ -48,9 +77,9 @@ class OutboundFramesTest {
         int budget = 300; // messages still to write
         long directBytes; // written in direct buffers, which the fake frames post in place
 
-        Run(long seed, int chunk, int slots) {
+        Run(long seed, int chunk, int slots, int buffers) {
             random = new Random(seed);
-            frames = new FakeFrames(chunk, slots);
+            frames = new FakeFrames(chunk, slots, buffers);
             ch = new TestChannel(frames);
             ch.config().setWriteBufferWaterMark(new WriteBufferWaterMark(64, 256));
             ch.pipeline().addLast(new ChannelInboundHandlerAdapter() {
@@ -99,6 +128,7 @@ class OutboundFramesTest {
             }
             ch.runPendingTasks();
             assertEquals(0, frames.pending(), "every frame completed");
+            assertEquals(frames.maxBuffers, frames.buffers, "every send buffer given back");
             assertArrayEquals(expected.toByteArray(), frames.wire.toByteArray(), "the bytes on the wire");
             assertEquals(
                     directBytes, frames.inPlaceBytes, "the direct buffers' bytes were posted in place, not copied");
@@ -135,17 +165,26 @@ class OutboundFramesTest {
         }
     }
 
-    /** Send frames of {@code chunk} bytes, {@code slots} in flight at most; what is posted lands on {@link #wire}. */
+    /**
+     * Send frames of {@code chunk} bytes, {@code slots} in flight at most, copied frames each
+     * holding one of {@code buffers} send buffers until they complete (as the loop's shared ones
+     * are held); what is posted lands on {@link #wire}.
+     */
     private static final class FakeFrames implements OutboundFrames.Frames {
         final ByteBuf buffer;
-        final int chunk, slots;
+        final int chunk, slots, maxBuffers;
         final ArrayDeque<Integer> posted = new ArrayDeque<>();
+        final ArrayDeque<Boolean> copied = new ArrayDeque<>();
         final ByteArrayOutputStream wire = new ByteArrayOutputStream();
         long head, inPlaceBytes;
+        int buffers, starved;
+        boolean staged;
 
-        FakeFrames(int chunk, int slots) {
+        FakeFrames(int chunk, int slots, int buffers) {
             this.chunk = chunk;
             this.slots = slots;
+            this.maxBuffers = buffers;
+            this.buffers = buffers;
             this.buffer = Unpooled.buffer(chunk * slots);
         }
 
@@ -157,6 +196,7 @@ class OutboundFramesTest {
             long bytes = 0;
             for (int i = 0; i < n; i++) {
                 bytes += posted.removeFirst();
+                buffers += copied.removeFirst() ? 1 : 0;
             }
             return bytes;
         }
@@ -173,6 +213,14 @@ class OutboundFramesTest {
 
         @Override
         public ByteBuf sendBuffer() {
+            if (!staged) {
+                if (buffers == 0) {
+                    starved++;
+                    return null;
+                }
+                buffers--;
+                staged = true;
+            }
             return buffer;
         }
 
@@ -184,9 +232,12 @@ class OutboundFramesTest {
         @Override
         public void post(int length) {
             byte[] b = new byte[length];
+            assertTrue(staged, "a copied frame took a send buffer");
+            staged = false;
             buffer.getBytes(sendOffset(), b);
             wire.writeBytes(b);
             posted.addLast(length);
+            copied.addLast(true);
             head++;
         }
 
@@ -206,6 +257,7 @@ class OutboundFramesTest {
             wire.writeBytes(bytes);
             inPlaceBytes += length;
             posted.addLast(length);
+            copied.addLast(false);
             head++;
         }
     }

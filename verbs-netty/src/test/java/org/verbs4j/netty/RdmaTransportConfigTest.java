@@ -24,6 +24,11 @@ class RdmaTransportConfigTest {
         assertEquals(RdmaTransportConfig.DEFAULT_SHARED_CREDITS, s.sharedReceiveCredits());
         assertEquals(1 << 20, s.maxReceiveBytes());
         assertFalse(s.withSharedReceiveQueue(0, 4096).shared(), "0 credits: off");
+        assertFalse(c.sharedSends(), "shared sends only on a shared receive queue");
+        assertTrue(s.sharedSends());
+        assertEquals(RdmaTransportConfig.DEFAULT_SHARED_SEND_BYTES, s.sharedSendBytes());
+        assertFalse(s.withSharedSendBytes(0).sharedSends(), "0: each connection's own send buffers");
+        assertEquals(1 << 20, s.withSharedSendBytes(1 << 20).withBusyPoll(false).sharedSendBytes());
     }
 
     @Test
@@ -35,6 +40,8 @@ class RdmaTransportConfigTest {
         assertThrows(IllegalArgumentException.class, () -> c.withSharedReceiveQueue(8, 63));
         e = assertThrows(IllegalArgumentException.class, () -> c.withMaxReceiveBytes(0));
         assertTrue(e.getMessage().contains("maxReceiveBytes 0"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> c.withSharedSendBytes(-1));
+        assertTrue(e.getMessage().contains("sharedSendBytes -1"), e.getMessage());
     }
 
     @Test
@@ -64,7 +71,7 @@ class RdmaTransportConfigTest {
         try {
             group.next().submit(() -> {}).syncUninterruptibly(); // the loop runs (and waits) before it is shut down
             RdmaLoopStats s = RdmaIoHandler.stats(group.next());
-            assertEquals(new RdmaLoopStats(0, 0, 0, 12345, 0, 0), s);
+            assertEquals(new RdmaLoopStats(0, 0, 0, 12345, 0, 0, 0, 0), s);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> RdmaIoHandler.stats(other));
             assertTrue(e.getMessage().contains("not a live event loop of RdmaIoHandler"), e.getMessage());
         } finally {

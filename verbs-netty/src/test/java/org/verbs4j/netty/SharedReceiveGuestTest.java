@@ -29,20 +29,29 @@ import org.verbs4j.testing.RdmaTestSupport;
 
 /**
  * The shared receive queue per event loop ({@link RdmaTransportConfig#withSharedReceiveQueue}) on
- * rxe: {@value #DEFAULT_CONNECTIONS} connections (system property {@code verbs4j.netty.sharedConnections})
+ * rxe: {@value #CONNECTIONS} connections (and, for the measurement, as many more as
+ * {@code --config=verbs4j.netty.sharedConnections=N} or that system property asks)
  * held open at once through one client loop and one server loop, an echo on each with every byte
- * checked, once with the shared queue and once with per-connection receive buffers; the registered
- * memory at the peak is printed for both and must be lower with the shared queue, the loops'
- * reservations within their cap and covered by the buffers posted, and the device's objects
+ * checked, with the shared queue and the loop's shared send buffers, with the shared queue and
+ * per-connection send buffers, and with per-connection buffers alone; the registered memory at the
+ * peak is printed for each and must fall in that order, the loops' reservations within their cap
+ * and covered by the buffers posted, their shared send buffers within theirs, and the device's objects
  * ({@code rdma res}) back to where they were once the connections closed; the same after
- * connections opened, used and closed in batches. And the cap: a
+ * connections opened, used and closed in batches, and through one shared send buffer per loop. And the cap: a
  * connection past it is refused, in either mode and on either side, the loop's other connections
  * unaffected; and zero-copy reads, refused on a loop with the shared queue.
  */
 @RdmaTest
 class SharedReceiveGuestTest {
-    private static final int DEFAULT_CONNECTIONS = 20;
-    private static final int CONNECTIONS = Integer.getInteger("verbs4j.netty.sharedConnections", DEFAULT_CONNECTIONS);
+    private static final int CONNECTIONS = 20;
+    /** A larger count measured too, when asked (0: none). */
+    private static int larger = Integer.getInteger("verbs4j.netty.sharedConnections", 0);
+
+    @org.junit.jupiter.api.extension.RegisterExtension
+    static final org.junit.jupiter.api.extension.BeforeAllCallback LARGER =
+            c -> c.getConfigurationParameter("verbs4j.netty.sharedConnections")
+                    .map(Integer::parseInt)
+                    .ifPresent(n -> larger = n);
     /** Connections opened, used and closed in batches of 20 (system property {@code verbs4j.netty.sharedChurn}). */
     private static final int CHURN = Integer.getInteger("verbs4j.netty.sharedChurn", 40);
 
@@ -54,16 +63,75 @@ class SharedReceiveGuestTest {
 
     @Test
     void connectionsHeldOpenOnOneLoopRegisterLessWithASharedReceiveQueue() throws Exception {
+        measure(CONNECTIONS);
+        if (larger > 0 && larger != CONNECTIONS) {
+            measure(larger);
+        }
+    }
+
+    private static void measure(int connections) throws Exception {
         long cap = 64L << 20;
+        RdmaTransportConfig sharedQueue =
+                RdmaTransportConfig.defaults().withSharedReceiveQueue().withMaxReceiveBytes(cap);
+        long both = peakRegistered("shared receive queue and send buffers", sharedQueue, connections);
         long shared = peakRegistered(
-                "shared receive queue",
-                RdmaTransportConfig.defaults().withSharedReceiveQueue().withMaxReceiveBytes(cap));
-        long own = peakRegistered("per-connection receive buffers", RdmaTransportConfig.defaults());
+                "shared receive queue, per-connection send buffers", sharedQueue.withSharedSendBytes(0), connections);
+        long own =
+                peakRegistered("per-connection receive and send buffers", RdmaTransportConfig.defaults(), connections);
         System.out.printf(
                 "[shared-receive] %d connections on one loop per side: %d bytes registered with the shared receive"
-                        + " queue, %d with per-connection buffers (%.2fx)%n",
-                CONNECTIONS, shared, own, (double) shared / own);
+                        + " queue and send buffers (%.2fx), %d with the shared receive queue alone (%.2fx), %d with"
+                        + " per-connection buffers%n",
+                connections, both, (double) both / own, shared, (double) shared / own, own);
         assertTrue(shared < own, "the shared receive queue registers less: " + shared + " < " + own);
+        assertTrue(both < shared, "the shared send buffers register less again: " + both + " < " + shared);
+    }
+
+    /**
+     * One shared send buffer per loop for {@link #CONNECTIONS} connections and an anchor: writes
+     * wait for it (never fail) and every byte of every echo arrives; half the connections close
+     * with their writes in flight or waiting, and the anchor's echo still comes (the one buffer
+     * came back on each side); none is left in use, and nothing registered once all closed.
+     */
+    @Test
+    void connectionsSharingOneSendBufferPerLoopSendEveryByte() throws Exception {
+        RdmaTransportConfig config =
+                RdmaTransportConfig.defaults().withSharedReceiveQueue().withSharedSendBytes(1);
+        try (Loops loops = new Loops(config)) {
+            Conn anchor = connect(loops.clientGroup, loops.server, 1000);
+            List<Conn> echoes = new ArrayList<>();
+            for (int i = 0; i < CONNECTIONS; i++) {
+                echoes.add(connect(loops.clientGroup, loops.server, i));
+            }
+            for (Conn e : echoes) {
+                e.sendAll(CHUNK);
+            }
+            for (Conn e : echoes.subList(0, CONNECTIONS / 2)) {
+                e.channel.close().syncUninterruptibly(); // its writes in flight, or waiting for the buffer
+            }
+            for (Conn e : echoes.subList(CONNECTIONS / 2, CONNECTIONS)) {
+                e.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            }
+            anchor.sendAll(CHUNK);
+            anchor.echoed.get(WAIT_S, TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            for (RdmaLoopStats loop = loops.client();
+                    loop.sharedSendBytesInUse() + loops.serverLoop().sharedSendBytesInUse() > 0;
+                    loop = loops.client()) {
+                assertTrue(System.nanoTime() - deadline < 0, "the send buffers come back: " + loop);
+                Thread.sleep(50);
+            }
+            for (RdmaLoopStats loop : List.of(loops.client(), loops.serverLoop())) {
+                assertEquals(BUFFER, loop.sharedSendRegisteredBytes(), "one buffer, the cap's: " + loop);
+            }
+            System.out.println("[shared-receive] one send buffer per loop: client loop " + loops.client()
+                    + ", server loop " + loops.serverLoop());
+            for (Conn e : echoes.subList(CONNECTIONS / 2, CONNECTIONS)) {
+                e.channel.close().syncUninterruptibly();
+            }
+            anchor.channel.close().syncUninterruptibly();
+            loops.assertBackAfter(CONNECTIONS + " connections and an anchor through one send buffer per loop");
+        }
     }
 
     /**
@@ -88,8 +156,8 @@ class SharedReceiveGuestTest {
                 }
             }
             loops.assertBackAfter(CHURN + " connections in batches of 20");
-            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), loops.client());
-            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), loops.serverLoop());
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0, 0, 0), loops.client());
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0, 0, 0), loops.serverLoop());
         }
     }
 
@@ -184,7 +252,7 @@ class SharedReceiveGuestTest {
             assertTrue(refused.await(WAIT_S, TimeUnit.SECONDS), "the refusal reaches the connect promise");
             assertInstanceOf(ConnectException.class, refused.cause());
             awaitRes(before, "after a connect nothing listened for");
-            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0), RdmaIoHandler.stats(group.next()));
+            assertEquals(new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0, 0, 0), RdmaIoHandler.stats(group.next()));
 
             ChannelFuture past = bootstrap(capped, null).connect(nobody);
             assertTrue(past.await(WAIT_S, TimeUnit.SECONDS), "the refusal reaches the connect promise");
@@ -271,11 +339,11 @@ class SharedReceiveGuestTest {
         }
     }
 
-    /** Runs the echo on {@link #CONNECTIONS} connections with {@code config}; returns the registered bytes at the peak. */
-    private static long peakRegistered(String mode, RdmaTransportConfig config) throws Exception {
+    /** Runs the echo on {@code connections} connections with {@code config}; returns the registered bytes at the peak. */
+    private static long peakRegistered(String mode, RdmaTransportConfig config, int connections) throws Exception {
         try (Loops loops = new Loops(config)) {
             List<Conn> echoes = new ArrayList<>();
-            for (int i = 0; i < CONNECTIONS; i++) {
+            for (int i = 0; i < connections; i++) {
                 echoes.add(connect(loops.clientGroup, loops.server, i));
             }
             for (Conn e : echoes) {
@@ -291,15 +359,24 @@ class SharedReceiveGuestTest {
             System.out.println("[shared-receive] " + mode + ", peak: registered +" + peak + " B, client loop " + client
                     + ", server loop " + serverLoop + ", rdma res " + rdmaRes());
             for (RdmaLoopStats loop : List.of(client, serverLoop)) {
-                assertEquals(CONNECTIONS, loop.connections(), "connections reserved on the loop: " + loop);
+                assertEquals(connections, loop.connections(), "connections reserved on the loop: " + loop);
                 assertTrue(loop.receiveBytesReserved() <= loop.maxReceiveBytes(), "within the cap: " + loop);
                 if (config.shared()) {
-                    assertEquals(CONNECTIONS * SHARED_RESERVATION, loop.receiveBytesReserved(), "reserved: " + loop);
+                    assertEquals(connections * SHARED_RESERVATION, loop.receiveBytesReserved(), "reserved: " + loop);
                     assertTrue(
                             loop.sharedPostedReceives() * BUFFER >= loop.receiveBytesReserved(),
                             "the buffers posted cover every credit granted and the probe buffers: " + loop);
                 } else {
                     assertEquals(0, loop.sharedPostedReceives(), "no shared queue: " + loop);
+                }
+                if (config.sharedSends()) {
+                    assertTrue(
+                            loop.sharedSendRegisteredBytes() >= BUFFER
+                                    && loop.sharedSendRegisteredBytes() <= config.sharedSendBytes(),
+                            "shared send buffers registered, within their cap: " + loop);
+                    assertTrue(loop.sharedSendBytesInUse() <= loop.sharedSendRegisteredBytes(), "in use: " + loop);
+                } else {
+                    assertEquals(0, loop.sharedSendRegisteredBytes(), "no shared send buffers: " + loop);
                 }
             }
             for (Conn e : echoes) {
@@ -307,6 +384,7 @@ class SharedReceiveGuestTest {
             }
             loops.assertBackAfter(mode);
             assertEquals(0, loops.client().sharedRegisteredBytes(), "the idle loop's queue is gone");
+            assertEquals(0, loops.client().sharedSendRegisteredBytes(), "the idle loop's send buffers are gone");
             return peak;
         }
     }
@@ -437,7 +515,7 @@ class SharedReceiveGuestTest {
         final EventLoopGroup serverGroup, clientGroup;
         final BlockingQueue<Channel> children = new LinkedBlockingQueue<>();
         final Map<String, Long> resBefore;
-        final long registeredBefore;
+        final long registeredBefore, sendRegisteredBefore;
         Channel server;
 
         Loops(RdmaTransportConfig config) throws Exception {
@@ -445,6 +523,7 @@ class SharedReceiveGuestTest {
             clientGroup = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory(config));
             resBefore = rdmaRes();
             registeredBefore = RdmaIoHandler.stats().registeredBytes();
+            sendRegisteredBefore = RdmaIoHandler.stats().sharedSendRegisteredBytes();
             server = echoServer(serverGroup, children);
         }
 
@@ -467,6 +546,14 @@ class SharedReceiveGuestTest {
             System.out.println("[shared-receive] " + what + ", after close: registered " + registeredAfter
                     + " B, client loop " + client() + ", server loop " + serverLoop() + ", rdma res " + resAfter);
             assertEquals(registeredBefore, registeredAfter, "registered bytes once every connection closed");
+            for (RdmaLoopStats loop : List.of(client(), serverLoop())) {
+                assertEquals(0, loop.sharedSendBytesInUse(), "no shared send buffer held: " + loop);
+                assertEquals(0, loop.sharedSendRegisteredBytes(), "the loop's shared send buffers are gone: " + loop);
+            }
+            assertEquals(
+                    sendRegisteredBefore,
+                    RdmaIoHandler.stats().sharedSendRegisteredBytes(),
+                    "the loops' shared send bytes once every connection closed");
             for (String k : List.of("qp", "cq", "mr", "srq")) {
                 assertEquals(resBefore.get(k), resAfter.get(k), "rdma res " + k + " once every connection closed");
             }
