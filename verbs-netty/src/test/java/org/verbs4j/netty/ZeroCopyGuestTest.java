@@ -423,7 +423,7 @@ class ZeroCopyGuestTest {
 
             // the last connection goes, and with it the loop's queue: the chunk of the buffers held stays registered
             assertTrue(b.close().await(30, TimeUnit.SECONDS), "the second connection closed");
-            awaitLoop(loop, new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0)::equals, "the loop's queue closed");
+            awaitLoop(loop, new RdmaLoopStats(0, 0, 0, Long.MAX_VALUE, 0, 0, 0, 0)::equals, "the loop's queue closed");
         } finally {
             for (Channel ch : children) {
                 assertTrue(ch.closeFuture().await(30, TimeUnit.SECONDS), "the server's side closed: " + ch);
