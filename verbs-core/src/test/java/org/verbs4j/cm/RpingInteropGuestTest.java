@@ -191,7 +191,7 @@ class RpingInteropGuestTest {
                 assertTrue(rping.waitFor(30, TimeUnit.SECONDS), "rping did not exit");
                 String out = new String(rping.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
                 System.out.println("RpingInteropGuestTest: rping -c said:\n" + out);
-                assertEquals(0, rping.exitValue(), out);
+                assertTrue(rping.exitValue() == 0 || rpingsOwnTeardownRace(rping.exitValue(), out), out);
                 assertEquals(PINGS, count(out, "ping data: rdma-ping-"), out);
                 assertTrue(!out.contains("mismatch"), out);
             } finally {
@@ -276,5 +276,20 @@ class RpingInteropGuestTest {
             n++;
         }
         return n;
+    }
+
+    /**
+     * rping's client, once it saw its DISCONNECTED event, destroys its event channel while its own
+     * cm thread is back in {@code rdma_get_cm_event}, which then fails with EBADF and the thread
+     * calls {@code exit(-1)}: a race inside rping after the connection ended, whichever server it
+     * ran against. Only that exit, after the disconnect, with that one error line, is let pass.
+     */
+    private static boolean rpingsOwnTeardownRace(int exit, String out) {
+        int disconnect = out.indexOf("client DISCONNECT EVENT");
+        int race = out.indexOf("rdma_get_cm_event: Bad file descriptor");
+        return exit == 255
+                && disconnect >= 0
+                && race > disconnect
+                && out.lines().filter(l -> l.contains("rdma_get_cm_event")).count() == 1;
     }
 }
