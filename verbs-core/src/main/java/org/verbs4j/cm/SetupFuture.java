@@ -100,6 +100,10 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
      */
     private final Object settledMonitor = new Object();
 
+    /** Blocking callers in {@link #await}: while there is one, it times the setup out, not the timer. */
+    private final java.util.concurrent.atomic.AtomicInteger blockingCallers =
+            new java.util.concurrent.atomic.AtomicInteger();
+
     SetupFuture(
             RdmaConnection connection, long deadline, boolean ownsConnection, String doing, ConnectionState target) {
         this.connection = connection;
@@ -117,7 +121,10 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         timer = TIMERS.schedule(
                 () -> {
                     SetupTimings.late("deadline timer fired", deadline);
-                    if (!isDone()) { // (a blocking caller fails its own setup at the deadline)
+                    // a blocking caller fails its own setup at the deadline: racing it would leave it
+                    // waiting for the releaser thread, which settles the setups that time out together
+                    // one after another
+                    if (!isDone() && blockingCallers.get() == 0) {
                         RdmaConnection.releaseLater(this::timeOut);
                     }
                 },
@@ -205,6 +212,19 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
      * setup failed with, as it was raised (naming its verb).
      */
     RdmaConnection await() {
+        blockingCallers.incrementAndGet();
+        try {
+            return awaitSettled();
+        } finally {
+            // a caller that left otherwise (interrupted) after the deadline hands the timeout on,
+            // as the timer, which saw it waiting, did not
+            if (blockingCallers.decrementAndGet() == 0 && !isDone() && deadline - System.nanoTime() <= 0) {
+                RdmaConnection.releaseLater(this::timeOut);
+            }
+        }
+    }
+
+    private RdmaConnection awaitSettled() {
         try {
             connection.await(
                     settledMonitor,
