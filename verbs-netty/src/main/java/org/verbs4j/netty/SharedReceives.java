@@ -160,10 +160,10 @@ final class SharedReceives {
             while (true) {
                 int buffers;
                 synchronized (this) {
-                    if (closed || sliced >= reserved + held.orphans()) {
+                    buffers = closed ? 0 : nextChunk(sliced, reserved + held.orphans(), maxBuffers);
+                    if (buffers == 0) {
                         return;
                     }
-                    buffers = Math.min(CHUNK, maxBuffers - sliced);
                 }
                 MemoryRegion mr = // a buffer handed up keeps its chunk's memory alive
                         pd.register(Arena.ofAuto().allocate((long) buffers * bufferSize, 4096), Access.LOCAL_WRITE);
@@ -176,6 +176,16 @@ final class SharedReceives {
                 }
             }
         }
+    }
+
+    /**
+     * Buffers of the next chunk to register when {@code sliced} are registered, {@code wanted}
+     * reserved (orphans included) and at most {@code maxBuffers} may be: 0 when none is needed or
+     * the cap is reached (a connection going orphans its held buffers before it unreserves, so
+     * for a moment {@code wanted} may pass the cap), never a chunk of no buffers.
+     */
+    static int nextChunk(int sliced, int wanted, int maxBuffers) {
+        return sliced >= Math.min(wanted, maxBuffers) ? 0 : Math.min(CHUNK, maxBuffers - sliced);
     }
 
     synchronized void unreserve(int n) {
