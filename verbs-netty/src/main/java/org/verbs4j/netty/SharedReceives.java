@@ -38,7 +38,8 @@ import org.verbs4j.WorkCompletions;
  * released ({@link #giveBack}, any thread): reposted, or once the queue is closed only counted.
  * The chunks' memory lives in automatic arenas, so a buffer read after everything closed still
  * reads valid memory; a chunk with buffers held at {@link #close} stays registered (and the
- * protection domain held) until the last of them comes back. Buffers held by connections already
+ * protection domain held) until the last of them comes back; the queue lets go of every chunk's
+ * memory at its close, so a buffer still held keeps only its own chunk's. Buffers held by connections already
  * gone ({@link #orphan}) count against the cap as reservations do, so that the buffers posted
  * still cover every credit granted.
  *
@@ -218,7 +219,7 @@ final class SharedReceives {
         }
     }
 
-    /** The bytes of buffer {@code slot}'s chunk (slot {@code s} at {@code (s % CHUNK) × bufferSize}). */
+    /** The bytes of buffer {@code slot}'s chunk (slot {@code s} at {@code (s % CHUNK) × bufferSize}); null once closed. */
     synchronized ByteBuf view(int slot) {
         return views.get(slot / CHUNK);
     }
@@ -371,6 +372,8 @@ final class SharedReceives {
         recvs.close();
         wcs.close();
         for (int c = 0; c < chunks.size(); c++) {
+            views.set(c, null); // nothing reads a chunk once closed: a buffer held keeps its own bytes alive
+            bytes.set(c, null);
             if (held.heldIn(c) == 0) {
                 deregister(c);
             }
