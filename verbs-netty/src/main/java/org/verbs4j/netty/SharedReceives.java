@@ -38,7 +38,8 @@ import org.verbs4j.WorkCompletions;
  * released ({@link #giveBack}, any thread): reposted, or once the queue is closed only counted.
  * The chunks' memory lives in automatic arenas, so a buffer read after everything closed still
  * reads valid memory; a chunk with buffers held at {@link #close} stays registered (and the
- * protection domain held) until the last of them comes back. Buffers held by connections already
+ * protection domain held) until the last of them comes back; the queue lets go of every chunk's
+ * memory at its close, so a buffer still held keeps only its own chunk's. Buffers held by connections already
  * gone ({@link #orphan}) count against the cap as reservations do, so that the buffers posted
  * still cover every credit granted.
  *
@@ -160,10 +161,10 @@ final class SharedReceives {
             while (true) {
                 int buffers;
                 synchronized (this) {
-                    if (closed || sliced >= reserved + held.orphans()) {
+                    buffers = closed ? 0 : nextChunk(sliced, reserved + held.orphans(), maxBuffers);
+                    if (buffers == 0) {
                         return;
                     }
-                    buffers = Math.min(CHUNK, maxBuffers - sliced);
                 }
                 MemoryRegion mr = // a buffer handed up keeps its chunk's memory alive
                         pd.register(Arena.ofAuto().allocate((long) buffers * bufferSize, 4096), Access.LOCAL_WRITE);
@@ -176,6 +177,16 @@ final class SharedReceives {
                 }
             }
         }
+    }
+
+    /**
+     * Buffers of the next chunk to register when {@code sliced} are registered, {@code wanted}
+     * reserved (orphans included) and at most {@code maxBuffers} may be: 0 when none is needed or
+     * the cap is reached (a connection going orphans its held buffers before it unreserves, so
+     * for a moment {@code wanted} may pass the cap), never a chunk of no buffers.
+     */
+    static int nextChunk(int sliced, int wanted, int maxBuffers) {
+        return sliced >= Math.min(wanted, maxBuffers) ? 0 : Math.min(CHUNK, maxBuffers - sliced);
     }
 
     synchronized void unreserve(int n) {
@@ -208,7 +219,7 @@ final class SharedReceives {
         }
     }
 
-    /** The bytes of buffer {@code slot}'s chunk (slot {@code s} at {@code (s % CHUNK) × bufferSize}). */
+    /** The bytes of buffer {@code slot}'s chunk (slot {@code s} at {@code (s % CHUNK) × bufferSize}); null once closed. */
     synchronized ByteBuf view(int slot) {
         return views.get(slot / CHUNK);
     }
@@ -361,6 +372,8 @@ final class SharedReceives {
         recvs.close();
         wcs.close();
         for (int c = 0; c < chunks.size(); c++) {
+            views.set(c, null); // nothing reads a chunk once closed: a buffer held keeps its own bytes alive
+            bytes.set(c, null);
             if (held.heldIn(c) == 0) {
                 deregister(c);
             }

@@ -99,6 +99,12 @@ class HeldReceivesTest {
         held.hold(1);
         assertThrows(IllegalStateException.class, () -> held.giveBack(1, true), "an orphan never orphaned");
         assertEquals(1, held.heldIn(0), "the refused give-back changed nothing");
+        held.hold(0); // slots 0 and 1 of chunk 0 held: slot 0 given back twice is still refused
+        assertEquals(HeldReceives.REPOST, held.giveBack(0, false));
+        assertThrows(IllegalStateException.class, () -> held.giveBack(0, false), "slot 0 again, slot 1 held");
+        assertEquals(1, held.heldIn(0), "slot 1 still held");
+        assertThrows(IllegalStateException.class, () -> held.giveBack(2, false), "a slot never held");
+        assertEquals(HeldReceives.REPOST, held.giveBack(1, false));
     }
 
     @Test

@@ -39,7 +39,7 @@ import org.verbs4j.testing.RdmaTestSupport;
  * ({@code rdma res}) back to where they were once the connections closed; the same after
  * connections opened, used and closed in batches, and through one shared send buffer per loop. And the cap: a
  * connection past it is refused, in either mode and on either side, the loop's other connections
- * unaffected; and zero-copy reads, refused on a loop with the shared queue.
+ * unaffected.
  */
 @RdmaTest
 class SharedReceiveGuestTest {
