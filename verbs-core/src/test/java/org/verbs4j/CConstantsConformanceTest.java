@@ -311,7 +311,8 @@ class CConstantsConformanceTest {
                 "Gate.CLOSE_WAIT_NANOS",
                 "NativeResource.CLOSING_WAIT_NANOS",
                 "BufferPool.MAX_PARK_NANOS",
-                "LeaseViews.CLOSE_WAIT_NANOS");
+                "LeaseViews.CLOSE_WAIT_NANOS",
+                "SetupFuture.SETTLING_NANOS");
         notC(
                 "a state of verbs4j's own lifecycle machines",
                 "Gate.IDLE",

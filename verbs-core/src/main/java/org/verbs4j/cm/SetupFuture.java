@@ -4,13 +4,16 @@ import java.time.Duration;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.verbs4j.ResourceClosedException;
 
 /**
@@ -209,7 +212,8 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
     /**
      * The blocking call's wait: until settled or the deadline (driving a polled channel, or the
      * channel from its own event thread, meanwhile); returns the connection or throws what the
-     * setup failed with, as it was raised (naming its verb).
+     * setup failed with, as it was raised (naming its verb). Never waits more than
+     * {@link #SETTLING_NANOS} past the deadline: then it throws the step's timeout exception.
      */
     RdmaConnection await() {
         blockingCallers.incrementAndGet();
@@ -241,7 +245,11 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
                 throw x;
             }
         }
-        RuntimeException x = outcome();
+        // settled, though maybe not yet completed: a timer's releaser that settled it first may
+        // still be closing the connection; its outcome is waited for only a little past the deadline
+        RuntimeException x = outcome(
+                Math.max(0, deadline - System.nanoTime()) + SETTLING_NANOS,
+                () -> connection.timeoutException(step.get(), doing));
         SetupTimings.late("the blocking caller returns", deadline);
         if (x != null) {
             throw x;
@@ -258,15 +266,23 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         }
     }
 
-    /** The exception this future completed with (an Error is thrown), or null after success. */
-    private RuntimeException outcome() {
+    /** How long past the deadline a blocking caller waits for the thread that settled its setup to complete it. */
+    static final long SETTLING_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+
+    /**
+     * The exception this future completed with (an Error is thrown), or null after success; when
+     * it is not completed within {@code waitNanos} (or the wait is interrupted), {@code late}'s.
+     */
+    RuntimeException outcome(long waitNanos, Supplier<RuntimeException> late) {
         try {
-            join();
+            get(waitNanos, TimeUnit.NANOSECONDS);
             return null;
-        } catch (CancellationException e) {
-            return new ResourceClosedException(
-                    "rdma_connect", "the setup was cancelled while " + doing, "cancel only a setup you give up on");
-        } catch (CompletionException e) {
+        } catch (TimeoutException e) {
+            return late.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return late.get();
+        } catch (ExecutionException e) {
             Throwable c = e.getCause();
             if (c instanceof RuntimeException r) {
                 return r;
@@ -274,7 +290,10 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
             if (c instanceof Error er) {
                 throw er;
             }
-            return e;
+            return new CompletionException(c);
+        } catch (CancellationException e) {
+            return new ResourceClosedException(
+                    "rdma_connect", "the setup was cancelled while " + doing, "cancel only a setup you give up on");
         }
     }
 }

@@ -62,6 +62,26 @@ record NativeBinding(
         return l == null || l.isLinked();
     }
 
+    /** Whether {@code h}, a handle this class returned, links on its first call (it is not critical). */
+    static boolean lazy(MethodHandle h) {
+        return LAZY.containsKey(h);
+    }
+
+    /**
+     * Tests only: links every handle not linked yet, so that a descriptor the linker rejects fails
+     * a test rather than its first call; how many were linked by this call.
+     */
+    static int linkAll() {
+        int n = 0;
+        for (Lazy l : LAZY.values()) {
+            if (!l.isLinked()) {
+                l.link();
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** An exported symbol (it must exist), linked with errno captured. */
     static MethodHandle symbol(SymbolLookup lib, String name, FunctionDescriptor fd) {
         return link(name, Optional.of(lib.findOrThrow(name)), fd, true, false, -1);

@@ -145,8 +145,8 @@ class FunctionDescriptorConformanceTest {
 
     private static CBoundary.Probe probe, rdmacmProbe, memberProbe;
 
-    @BeforeAll
-    static void link() throws Exception {
+    /** Initialises every class of this module that binds downcalls (each records its bindings). */
+    static void loadBindingClasses() throws ClassNotFoundException {
         for (String k : List.of(
                 "LibIbverbs",
                 "InlineVerbs",
@@ -158,6 +158,11 @@ class FunctionDescriptorConformanceTest {
                 "XrcVerbs")) {
             Class.forName("org.verbs4j.natives." + k, true, FunctionDescriptorConformanceTest.class.getClassLoader());
         }
+    }
+
+    @BeforeAll
+    static void link() throws Exception {
+        loadBindingClasses();
         bindings = List.copyOf(NativeBinding.ALL);
         loadIbverbsForTheGeneratedLookup();
         Map<String, String> consts = new LinkedHashMap<>();

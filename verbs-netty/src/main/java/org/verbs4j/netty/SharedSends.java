@@ -17,17 +17,19 @@ import org.verbs4j.MemoryRegion;
  * device may read it, never while a connection waits for credits. Frames without bytes (credit
  * returns, probes, their answers, the end of stream) take none, so they never wait here.
  *
- * <p>Each connection ({@link Account}) is sure of one buffer: one is registered for it when it
- * joins (up to the cap), and a connection holding none may take the last free buffer, while one
- * holding some takes a further one only if as many stay free as connections hold none. A
- * connection that finds none waits (its writes stay in the outbound buffer, which turns
+ * <p>Each connection ({@link Account}) is sure of one buffer while the loop has no more connections
+ * than buffers: one is registered for it when it joins, up to the cap or a failed registration;
+ * past that, connections share the buffers registered. A connection holding none may take the last
+ * free buffer, while one holding some takes a further one only if as many stay free as connections
+ * hold none. A connection that finds none waits (its writes stay in the outbound buffer, which turns
  * unwritable at its high water mark) and is told, on the loop thread, once a buffer came back or a
  * chunk was added. Progress is certain: every buffer held is in a posted send, which completes
  * (or is flushed) without the peer's application.
  *
  * <p>Chunks are registered outside this object's lock: for a joining connection's buffer on its
  * connecting thread ({@link #cover}), past that on the loop thread when its connections need more
- * (once per chunk, never past the cap; a failed registration stops the growth, with a warning).
+ * (once per chunk, never past the cap). A failed registration, on either thread, stops the growth
+ * for the pool's life, with one warning, once a buffer is registered; before, the join is refused.
  * Takes run on the loop thread; gives, joins and leaves on any.
  */
 final class SharedSends {
@@ -84,10 +86,11 @@ final class SharedSends {
     }
 
     /**
-     * Registers chunks until there is a buffer for each connection (up to the cap): a connecting
-     * thread, before its connection may send; waits while the loop thread registers one.
+     * Registers chunks until there is a buffer for each connection (up to the cap, or until a
+     * registration failed): a connecting thread, before its connection may send; waits while the
+     * loop thread registers one.
      *
-     * @throws RuntimeException the registration failed (the connection is refused)
+     * @throws RuntimeException no buffer is registered and none could be (the connection is refused)
      */
     void cover() {
         while (true) {
@@ -106,8 +109,38 @@ final class SharedSends {
                 }
                 n = startGrowth();
             }
-            grow(n);
+            try {
+                grow(n);
+            } catch (RuntimeException e) {
+                if (!stopGrowth(n, e, false)) {
+                    throw e; // none registered: the connection is refused (the next join tries again)
+                }
+            }
         }
+    }
+
+    /**
+     * A registration of {@code n} buffers failed: no further growth, the buffers registered serve on
+     * (warned once); where none is, growth stops only if {@code evenIfNone}. Whether any is registered.
+     */
+    private boolean stopGrowth(int n, RuntimeException e, boolean evenIfNone) {
+        int s;
+        synchronized (this) {
+            s = sliced;
+            if (s == 0 && !evenIfNone) {
+                return false;
+            }
+            limit = s; // no registration is tried again, so this warns once
+        }
+        if (s > 0) {
+            RdmaIoHandler.LOG.warn(
+                    "verbs4j-netty: registering {} more send buffers for the loop failed ({}); its connections"
+                            + " share the {} registered (raise the memlock limit, or lower sharedSendBytes)",
+                    n,
+                    e.toString(),
+                    s);
+        }
+        return s > 0;
     }
 
     /**
@@ -140,15 +173,7 @@ final class SharedSends {
             try {
                 grow(n);
             } catch (RuntimeException e) {
-                synchronized (this) {
-                    limit = sliced; // no further growth: the buffers registered serve on
-                }
-                RdmaIoHandler.LOG.warn(
-                        "verbs4j-netty: registering {} more send buffers for the loop failed ({}); its connections"
-                                + " share the {} registered (raise the memlock limit, or lower sharedSendBytes)",
-                        n,
-                        e.toString(),
-                        sliced());
+                stopGrowth(n, e, true);
             }
         }
     }

@@ -30,9 +30,11 @@ class SharedSendsTest {
     private static final class Registrar implements SharedSends.Registrar {
         final List<long[]> chunks = new ArrayList<>(); // {bytes, deregistered}
         boolean fail;
+        int attempts;
 
         @Override
         public SharedSends.Chunk register(long bytes) {
+            attempts++;
             if (fail) {
                 throw new IllegalStateException("ENOMEM stood in for");
             }
@@ -141,10 +143,12 @@ class SharedSendsTest {
         assertEquals(SharedSends.CHUNK, held.size(), "the first chunk's buffers, no more");
         pool.give(a, held.removeLast());
         assertTrue(pool.take(a) >= 0, "a buffer back is taken again");
+        int attempts = reg.attempts;
         SharedSends.Account b = pool.join(() -> {});
-        reg.fail = true;
-        pool.cover(); // no growth past a failure: b shares what is registered
+        reg.fail = false;
+        pool.cover(); // no growth past a failure, not even for a join: b shares what is registered
         assertEquals(SharedSends.CHUNK, pool.sliced());
+        assertEquals(attempts, reg.attempts, "no registration tried again");
         pool.close();
         assertEquals(0, reg.registered());
         assertFalse(pool.take(b) >= 0, "nothing taken once closed");
@@ -155,9 +159,43 @@ class SharedSendsTest {
         Registrar reg = new Registrar();
         reg.fail = true;
         SharedSends pool = new SharedSends(SIZE, 1000L * SIZE, reg, new Loop());
-        pool.join(() -> {});
+        SharedSends.Account a = pool.join(() -> {});
         assertThrows(IllegalStateException.class, pool::cover, "the registration's failure reaches the connect");
+        pool.leave(a);
+        reg.fail = false;
+        SharedSends.Account b = pool.join(() -> {});
+        pool.cover(); // with none registered, the next join tries again
+        assertEquals(SharedSends.CHUNK, pool.sliced());
+        assertTrue(pool.take(b) >= 0, "b has its buffer");
         pool.close();
+    }
+
+    @Test
+    void aJoinWhoseChunkCannotBeRegisteredSharesAndLaterJoinsTryNoMore() {
+        Registrar reg = new Registrar();
+        SharedSends pool = new SharedSends(SIZE, 1000L * SIZE, reg, new Loop());
+        List<SharedSends.Account> members = new ArrayList<>();
+        for (int i = 0; i < SharedSends.CHUNK; i++) {
+            members.add(pool.join(() -> {}));
+            pool.cover();
+        }
+        assertEquals(1, reg.attempts, "one chunk covers the first 64");
+        reg.fail = true;
+        SharedSends.Account late = pool.join(() -> {});
+        pool.cover(); // its chunk fails: it shares the 64 registered, as after a failure on the loop
+        assertEquals(2, reg.attempts);
+        for (int i = 0; i < 3; i++) {
+            pool.join(() -> {});
+            pool.cover();
+        }
+        assertEquals(2, reg.attempts, "later joins try no registration past the failure");
+        assertEquals(SharedSends.CHUNK, pool.sliced());
+        int b = pool.take(late);
+        assertTrue(b >= 0, "a connection holding none takes a free buffer");
+        assertEquals(2, reg.attempts, "nor do takes");
+        pool.give(late, b);
+        pool.close();
+        assertEquals(0, reg.registered());
     }
 
     /**
