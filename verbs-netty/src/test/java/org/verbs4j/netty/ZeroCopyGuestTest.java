@@ -184,14 +184,7 @@ class ZeroCopyGuestTest {
 
     /** A client connected to {@code port} of the guest's address. */
     private static Channel connect(Bootstrap b, int port, ChannelHandler handler) throws InterruptedException {
-        return RdmaEchoGuestTest.within(
-                        b.group(group)
-                                .channel(RdmaSocketChannel.class)
-                                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 20_000)
-                                .handler(handler)
-                                .connect(new InetSocketAddress(RdmaTestSupport.guestIp(), port)),
-                        "connect")
-                .channel();
+        return connectOn(group, b, port, handler);
     }
 
     /** A read handed up in the receive buffer it arrived in. */
