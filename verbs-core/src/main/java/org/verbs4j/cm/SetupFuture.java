@@ -148,6 +148,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
             return null;
         }
         RuntimeException x = connection.timeoutException(step.get(), doing);
+        SetupTimings.late("timeout exception built", deadline);
         return fail(x) ? x : null;
     }
 
@@ -167,6 +168,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         try {
             if (ownsConnection) {
                 connection.closeInBackground(deadline); // CLOSED now; its native objects released off this path
+                SetupTimings.late("connection marked closed", deadline);
             }
         } finally {
             completeExceptionally(x);

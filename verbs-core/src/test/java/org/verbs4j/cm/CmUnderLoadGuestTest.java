@@ -17,6 +17,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIf;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -192,9 +193,12 @@ class CmUnderLoadGuestTest {
             PeerJvm peer = new PeerJvm(
                     classes.isEmpty() ? "" : classes + java.io.File.pathSeparator,
                     BoundsPeer.class,
-                    List.of(
-                            "-Djdk.virtualThreadScheduler.parallelism=" + Integer.parseInt(n.trim()),
-                            "-Dorg.slf4j.simpleLogger.log.org.verbs4j.cm.SetupTimings=debug"));
+                    Stream.concat(
+                                    Stream.of(
+                                            "-Djdk.virtualThreadScheduler.parallelism=" + Integer.parseInt(n.trim()),
+                                            "-Dorg.slf4j.simpleLogger.log.org.verbs4j.cm.SetupTimings=debug"),
+                                    Stream.of(peerOptions.split(" ")).filter(o -> !o.isBlank()))
+                            .toList());
             try {
                 peer.awaitSuccess(600);
             } catch (AssertionError e) {
@@ -226,7 +230,12 @@ class CmUnderLoadGuestTest {
     /** Earlier library classes to run the same peer with first ({@code verbs4j.cmBoundsBefore}); empty: none. */
     private static volatile String earlier = "";
 
+    /** More options for the second JVM ({@code verbs4j.cmBoundsJvmOptions}, space-separated: a profiler's, say). */
+    private static volatile String peerOptions = "";
+
     static boolean carriersAsked(ExtensionContext context) {
+        peerOptions =
+                context.getConfigurationParameter("verbs4j.cmBoundsJvmOptions").orElse("");
         earlier = context.getConfigurationParameter("verbs4j.cmBoundsBefore").orElse("");
         carriers = context.getConfigurationParameter("verbs4j.cmBoundsCarriers").orElse("");
         return !carriers.isBlank();
