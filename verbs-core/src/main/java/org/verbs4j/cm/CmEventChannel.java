@@ -458,6 +458,7 @@ public final class CmEventChannel implements AutoCloseable {
                         Errno.ENOENT,
                         NativeLibraries.rdmacmUnavailabilityCause().orElse("librdmacm is not available"),
                         null));
+        SetupFuture.prepareTimeouts(); // before any setup's deadline runs
         this.channel = LibRdmacm.createEventChannel().reinterpret(16);
         int fd = channel.get(ValueLayout.JAVA_INT, 0);
         int w;

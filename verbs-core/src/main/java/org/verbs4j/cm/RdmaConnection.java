@@ -1105,12 +1105,32 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
     }
 
     private String verbFor(ConnectionState target) {
-        return switch (target) {
-            case ADDRESS_RESOLVED -> "rdma_resolve_addr";
-            case ROUTE_RESOLVED -> "rdma_resolve_route";
-            case CONNECTED -> setupVerb();
-            default -> "rdma_get_cm_event";
-        };
+        return verbFor(target, active);
+    }
+
+    /**
+     * The verb of the step that waits for {@code target}. An if-chain, not a switch on the enum:
+     * that switch's class would be loaded at the first timeout, by every setup timing out then.
+     */
+    private static String verbFor(ConnectionState target, boolean active) {
+        if (target == ConnectionState.ADDRESS_RESOLVED) {
+            return "rdma_resolve_addr";
+        }
+        if (target == ConnectionState.ROUTE_RESOLVED) {
+            return "rdma_resolve_route";
+        }
+        if (target == ConnectionState.CONNECTED) {
+            return active ? "rdma_connect" : "rdma_accept";
+        }
+        return "rdma_get_cm_event";
+    }
+
+    /**
+     * Loads and links the classes a timed-out setup uses here ({@link SetupFuture#prepareTimeouts}):
+     * the release that {@link #closeInBackground} queues.
+     */
+    static void prepareTimeoutPath() throws IllegalAccessException {
+        java.lang.invoke.MethodHandles.lookup().ensureInitialized(Release.class);
     }
 
     /** The verb of this side's setup: {@code rdma_connect} (active) or {@code rdma_accept} (passive). */

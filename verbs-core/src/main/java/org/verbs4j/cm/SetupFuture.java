@@ -37,32 +37,48 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
         TIMERS = new ScheduledThreadPoolExecutor(
                 1, Thread.ofPlatform().daemon().name("verbs4j-cm-deadlines").factory());
         TIMERS.setRemoveOnCancelPolicy(true);
-        // the first setup of the JVM: link the timeout path now, on a thread of its own, not at a deadline
-        Thread.ofPlatform().daemon().name("verbs4j-cm-warm-up").start(new WarmUp());
     }
 
     /**
-     * Runs once what a timeout does the first time in a JVM and costs there: the link of the
-     * {@code strerror} downcall that every exception's message reads (made under a class's
-     * initialisation, which every other thread waits for), the classes of an exceptional
-     * completion, and the release queue's thread. Cold, that took 0.3 s on the host and seconds
-     * in a TCG guest; done at the deadline of a hundred setups timing out together, it made every
-     * one of them return that much after its bound.
+     * Loads and links, once per JVM, what a timeout runs: called by the opening of a channel,
+     * before any setup's deadline runs (the first opening in a JVM pays for it, later ones return
+     * at once).
      */
-    private static final class WarmUp implements Runnable {
-        @Override
-        public void run() {
+    static void prepareTimeouts() {
+        TimeoutPath.prepared();
+    }
+
+    /**
+     * Runs once, in its initialiser, what a timeout does the first time in a JVM and costs there:
+     * the load of the classes a timed-out setup uses (each a class-path search), the link of the
+     * {@code strerror} downcall that every exception's message reads, the classes of an exceptional
+     * completion, and the release queue's thread. Cold, in a TCG guest, each class took 0.3-0.5 s
+     * to load; done at the deadline of a hundred setups timing out together, every one of them
+     * waited for it and returned that much after its bound. A thread of its own, started by the
+     * first setup, was no answer: among a hundred threads setting up connections, it got its share
+     * of the processors and was not done by the first deadline.
+     */
+    private static final class TimeoutPath {
+        static {
             try {
                 RuntimeException x = RdmaConnection.timeoutException(
                         "rdma_connect", "warming up", ConnectionState.ROUTE_RESOLVED, null);
                 CompletableFuture<Object> f = new CompletableFuture<>();
                 f.completeExceptionally(x);
                 f.exceptionNow();
+                RdmaConnection.prepareTimeoutPath();
+                java.lang.invoke.MethodHandles.lookup().ensureInitialized(DeadlinePassed.class);
                 RdmaConnection.releaseLater(() -> {});
                 SetupTimings.warmUp();
-            } catch (RuntimeException | Error e) { // only the first timeout is slower then
-                org.slf4j.LoggerFactory.getLogger(SetupFuture.class).debug("warm-up: {}", e.toString());
+            } catch (RuntimeException | Error | IllegalAccessException e) { // only the first timeout is slower then
+                org.slf4j.LoggerFactory.getLogger(SetupFuture.class).debug("preparing timeouts: {}", e.toString());
             }
+        }
+
+        private TimeoutPath() {}
+
+        static void prepared() {
+            // the initialiser did the work
         }
     }
 
