@@ -264,7 +264,10 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         }
         RdmaConnection c = create(channel, id, setup, ud);
         try {
-            return c.startConnect(remote, privateData, left, true);
+            // the bound counts from this call's start: the id's and the connection's making count too
+            return bounded
+                    ? c.startConnect(remote, privateData, deadline, true)
+                    : c.startConnect(remote, privateData, left, true);
         } catch (RuntimeException | Error e) {
             c.close();
             throw e;
@@ -345,10 +348,16 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
 
     /** Checks, then {@code rdma_resolve_addr} on this thread; the later steps follow the events ({@link #advanceSetup}). */
     private SetupFuture startConnect(InetSocketAddress remote, byte[] privateData, Duration timeout, boolean owns) {
-        checkPrivateData("rdma_connect", privateData, ud ? 180 : 56);
         if (timeout.isNegative() || timeout.isZero()) {
+            checkPrivateData("rdma_connect", privateData, ud ? 180 : 56);
             throw new InvalidRequestException("rdma_connect", "the timeout must be positive: " + timeout);
         }
+        return startConnect(remote, privateData, Timeouts.deadline("rdma_connect", timeout), owns);
+    }
+
+    /** {@link #startConnect(InetSocketAddress, byte[], Duration, boolean)} bounded by {@code deadline} (a {@link System#nanoTime} value). */
+    private SetupFuture startConnect(InetSocketAddress remote, byte[] privateData, long deadline, boolean owns) {
+        checkPrivateData("rdma_connect", privateData, ud ? 180 : 56);
         synchronized (lock) {
             if (closed) {
                 throw VerbsExceptions.closed(
@@ -363,7 +372,6 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             state = ConnectionState.RESOLVING_ADDRESS;
         }
         peer = remote;
-        long deadline = Timeouts.deadline("rdma_connect", timeout);
         SetupFuture f = new SetupFuture(
                 this, deadline, owns, "resolving the address " + remote, ConnectionState.ADDRESS_RESOLVED);
         f.remote = remote;
