@@ -119,7 +119,7 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
      */
     private final Object settledMonitor = new Object();
 
-    /** Blocking callers in {@link #await}: while there is one, it times the setup out, not the timer. */
+    /** Blocking callers in {@link #await}: while there is one, it times the setup out, not the timer (cancelled then). */
     private final java.util.concurrent.atomic.AtomicInteger blockingCallers =
             new java.util.concurrent.atomic.AtomicInteger();
 
@@ -235,13 +235,23 @@ final class SetupFuture extends CompletableFuture<RdmaConnection> {
      */
     RdmaConnection await() {
         blockingCallers.incrementAndGet();
+        // this caller times its setup out itself: the timer would only wake at the deadline to see
+        // it waiting (a hundred setups timing out together woke it a hundred times then)
+        ScheduledFuture<?> t = timer;
+        if (t != null) {
+            t.cancel(false);
+        }
         try {
             return awaitSettled();
         } finally {
-            // a caller that left otherwise (interrupted) after the deadline hands the timeout on,
-            // as the timer, which saw it waiting, did not
-            if (blockingCallers.decrementAndGet() == 0 && !isDone() && deadline - System.nanoTime() <= 0) {
-                RdmaConnection.releaseLater(this::timeOut);
+            // a caller that left otherwise (interrupted) hands the timeout on: past the deadline to
+            // the releaser thread, before it to a timer armed again
+            if (blockingCallers.decrementAndGet() == 0 && !isDone()) {
+                if (deadline - System.nanoTime() <= 0) {
+                    RdmaConnection.releaseLater(this::timeOut);
+                } else {
+                    startTimer();
+                }
             }
         }
     }
