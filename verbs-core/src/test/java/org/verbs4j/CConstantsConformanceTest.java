@@ -312,7 +312,9 @@ class CConstantsConformanceTest {
                 "NativeResource.CLOSING_WAIT_NANOS",
                 "BufferPool.MAX_PARK_NANOS",
                 "LeaseViews.CLOSE_WAIT_NANOS",
-                "SetupFuture.SETTLING_NANOS");
+                "SetupFuture.SETTLING_NANOS",
+                "RdmaConnection.RELEASE_QUIET_NANOS",
+                "RdmaConnection.RELEASE_HOLD_NANOS");
         notC(
                 "a state of verbs4j's own lifecycle machines",
                 "Gate.IDLE",

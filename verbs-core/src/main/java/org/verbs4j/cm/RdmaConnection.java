@@ -90,25 +90,71 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
      * started (a thread that starts one waits until it was scheduled: a hundred setups timing out
      * together, each starting one beside the releases already running, would wait seconds past
      * their bound on a loaded machine).
+     *
+     * <p>The releases of failed or timed-out setups ({@link #closeInBackground}) are held while
+     * more of them come, until none came for {@link #RELEASE_QUIET_NANOS} (at most
+     * {@link #RELEASE_HOLD_NANOS}): when setups time out together, their releases (system calls
+     * the kernel's connection manager answers, each on a thread of its own) then run after the
+     * callers of the whole burst returned, not beside the later ones, whose threads (or their one
+     * or two carriers) they would take the processors from. A timeout handed on is never held.
      */
     private static final class ReleaseQueue {
         private static final java.util.concurrent.LinkedBlockingQueue<Runnable> QUEUE =
                 new java.util.concurrent.LinkedBlockingQueue<>();
 
         static {
-            Thread.ofPlatform().daemon().name("verbs4j-cm-release-queue").start(() -> {
-                while (true) {
-                    try {
-                        RELEASERS.execute(QUEUE.take());
-                    } catch (InterruptedException e) {
-                        // nobody interrupts this thread; the queue is served for the JVM's life
-                    } catch (RuntimeException e) {
-                        LOG.warn("verbs4j: starting a connection's release failed: {}", e.toString(), e);
+            Thread.ofPlatform().daemon().name("verbs4j-cm-release-queue").start(ReleaseQueue::serve);
+        }
+
+        private ReleaseQueue() {}
+
+        private static void serve() {
+            java.util.ArrayList<Runnable> held = new java.util.ArrayList<>();
+            while (true) {
+                try {
+                    Runnable task = QUEUE.take();
+                    if (!(task instanceof Release)) {
+                        RELEASERS.execute(task);
+                        continue;
                     }
+                    held.add(task);
+                    long until = System.nanoTime() + RELEASE_HOLD_NANOS;
+                    long left;
+                    while ((left = until - System.nanoTime()) > 0) {
+                        Runnable next = QUEUE.poll(
+                                Math.min(left, RELEASE_QUIET_NANOS), java.util.concurrent.TimeUnit.NANOSECONDS);
+                        if (next == null) {
+                            break; // quiet: the burst is over
+                        }
+                        if (next instanceof Release) {
+                            held.add(next);
+                        } else {
+                            RELEASERS.execute(next);
+                        }
+                    }
+                } catch (InterruptedException e) {
+                    // nobody interrupts this thread; the queue is served for the JVM's life
+                } catch (RuntimeException e) {
+                    LOG.warn("verbs4j: starting a connection's release failed: {}", e.toString(), e);
                 }
-            });
+                try {
+                    for (Runnable r : held) {
+                        RELEASERS.execute(r);
+                    }
+                } catch (RuntimeException e) {
+                    LOG.warn("verbs4j: starting a connection's release failed: {}", e.toString(), e);
+                } finally {
+                    held.clear();
+                }
+            }
         }
     }
+
+    /** How long no release came before the held ones start ({@link ReleaseQueue}). */
+    static final long RELEASE_QUIET_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(50);
+
+    /** The longest a release is held while more come ({@link ReleaseQueue}). */
+    static final long RELEASE_HOLD_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
 
     /** Runs {@code task} on a {@link #RELEASERS} thread; queues it and returns at once. */
     static void releaseLater(Runnable task) {
