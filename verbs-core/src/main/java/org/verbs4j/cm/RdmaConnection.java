@@ -111,16 +111,20 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
         private static void serve() {
             java.util.ArrayList<Runnable> held = new java.util.ArrayList<>();
             while (true) {
+                Runnable task;
                 try {
-                    Runnable task = QUEUE.take();
-                    if (!(task instanceof Release)) {
-                        RELEASERS.execute(task);
-                        continue;
-                    }
-                    held.add(task);
-                    long until = System.nanoTime() + RELEASE_HOLD_NANOS;
-                    long left;
-                    while ((left = until - System.nanoTime()) > 0) {
+                    task = QUEUE.take();
+                } catch (InterruptedException e) {
+                    continue; // nobody interrupts this thread; the queue is served for the JVM's life
+                }
+                if (!(task instanceof Release)) {
+                    start(task);
+                    continue;
+                }
+                held.add(task);
+                long until = System.nanoTime() + RELEASE_HOLD_NANOS;
+                try {
+                    for (long left; (left = until - System.nanoTime()) > 0; ) {
                         Runnable next = QUEUE.poll(
                                 Math.min(left, RELEASE_QUIET_NANOS), java.util.concurrent.TimeUnit.NANOSECONDS);
                         if (next == null) {
@@ -129,23 +133,22 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                         if (next instanceof Release) {
                             held.add(next);
                         } else {
-                            RELEASERS.execute(next);
+                            start(next);
                         }
                     }
                 } catch (InterruptedException e) {
-                    // nobody interrupts this thread; the queue is served for the JVM's life
-                } catch (RuntimeException e) {
-                    LOG.warn("verbs4j: starting a connection's release failed: {}", e.toString(), e);
+                    // as above: the held ones start now
                 }
-                try {
-                    for (Runnable r : held) {
-                        RELEASERS.execute(r);
-                    }
-                } catch (RuntimeException e) {
-                    LOG.warn("verbs4j: starting a connection's release failed: {}", e.toString(), e);
-                } finally {
-                    held.clear();
-                }
+                held.forEach(ReleaseQueue::start);
+                held.clear();
+            }
+        }
+
+        private static void start(Runnable task) {
+            try {
+                RELEASERS.execute(task);
+            } catch (RuntimeException e) {
+                LOG.warn("verbs4j: starting a connection's release failed: {}", e.toString(), e);
             }
         }
     }
