@@ -1161,15 +1161,11 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
                 "check that the peer is up and listening, or allow more time (TCG guests are slow)");
     }
 
-    private String verbFor(ConnectionState target) {
-        return verbFor(target, active);
-    }
-
     /**
      * The verb of the step that waits for {@code target}. An if-chain, not a switch on the enum:
      * that switch's class would be loaded at the first timeout, by every setup timing out then.
      */
-    private static String verbFor(ConnectionState target, boolean active) {
+    private String verbFor(ConnectionState target) {
         if (target == ConnectionState.ADDRESS_RESOLVED) {
             return "rdma_resolve_addr";
         }
@@ -1177,7 +1173,7 @@ public final class RdmaConnection extends CmEndpoint implements AutoCloseable {
             return "rdma_resolve_route";
         }
         if (target == ConnectionState.CONNECTED) {
-            return active ? "rdma_connect" : "rdma_accept";
+            return setupVerb();
         }
         return "rdma_get_cm_event";
     }

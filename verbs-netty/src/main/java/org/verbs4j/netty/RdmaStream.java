@@ -602,15 +602,7 @@ final class RdmaStream implements OutboundFrames.Frames {
      */
     void returned(int slot) throws IOException {
         if (shared != null) {
-            synchronized (shared) {
-                if (heldOrphaned) {
-                    shared.giveBack(slot, true);
-                    return;
-                }
-                held--;
-                shared.giveBack(slot, false);
-            }
-            if (!down) {
+            if (!giveBackShared(slot) && !down) {
                 credits.reposted(1);
             }
             return;
@@ -649,14 +641,24 @@ final class RdmaStream implements OutboundFrames.Frames {
             return;
         }
         try {
-            synchronized (shared) {
-                if (!heldOrphaned) {
-                    held--;
-                }
-                shared.giveBack(slot, heldOrphaned);
-            }
+            giveBackShared(slot);
         } catch (IOException e) {
             RdmaIoHandler.LOG.warn("verbs4j-netty: {}", e.getMessage());
+        }
+    }
+
+    /**
+     * Gives the buffer over {@code slot} back to the loop's shared queue (reposted while it is open);
+     * whether it was orphaned (held after this stream was released, so no longer counted here).
+     */
+    private boolean giveBackShared(int slot) throws IOException {
+        synchronized (shared) {
+            boolean orphaned = heldOrphaned;
+            if (!orphaned) {
+                held--;
+            }
+            shared.giveBack(slot, orphaned);
+            return orphaned;
         }
     }
 

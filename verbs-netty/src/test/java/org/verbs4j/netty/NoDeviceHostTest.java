@@ -38,25 +38,27 @@ class NoDeviceHostTest {
                         .channel(RdmaServerSocketChannel.class)
                         .childHandler(new ChannelInboundHandlerAdapter())
                         .bind(at);
-                assertTrue(bind.await(60, TimeUnit.SECONDS), "bind " + i + " did not end");
-                assertInstanceOf(BindException.class, bind.cause(), "bind " + i);
-                assertTrue(
-                        bind.cause().getMessage().contains("rdma_create_event_channel"),
-                        bind.cause().getMessage());
+                assertFailedNamingTheChannel(bind, BindException.class, "bind " + i);
 
                 ChannelFuture connect = new Bootstrap()
                         .group(g)
                         .channel(RdmaSocketChannel.class)
                         .handler(new ChannelInboundHandlerAdapter())
                         .connect(at);
-                assertTrue(connect.await(60, TimeUnit.SECONDS), "connect " + i + " did not end");
-                assertInstanceOf(ConnectException.class, connect.cause(), "connect " + i);
-                assertTrue(
-                        connect.cause().getMessage().contains("rdma_create_event_channel"),
-                        connect.cause().getMessage());
+                assertFailedNamingTheChannel(connect, ConnectException.class, "connect " + i);
             }
         } finally {
             g.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
         }
+    }
+
+    /** {@code f} ended with a {@code type} that names the call that failed, rdma_create_event_channel. */
+    private static void assertFailedNamingTheChannel(ChannelFuture f, Class<? extends Throwable> type, String what)
+            throws InterruptedException {
+        assertTrue(f.await(60, TimeUnit.SECONDS), what + " did not end");
+        assertInstanceOf(type, f.cause(), what);
+        assertTrue(
+                f.cause().getMessage().contains("rdma_create_event_channel"),
+                f.cause().getMessage());
     }
 }

@@ -152,6 +152,14 @@ class ZeroCopyGuestTest {
         assertEquals(0, alloc.fallbacks(), "every direct buffer came from the pool");
     }
 
+    /** A server on {@code port} whose connections ({@code frame}-byte buffers) each send {@code sent} ({@link Sender}). */
+    private static Channel serveSender(int port, byte[] sent, int frame) throws InterruptedException {
+        return serve(
+                new ServerBootstrap().childOption(RdmaChannelOption.BUFFER_SIZE, frame),
+                port,
+                () -> new Sender(sent, frame));
+    }
+
     /** A server on {@code port} of the guest's address, a fresh {@code child} handler per connection. */
     private static Channel serve(ServerBootstrap b, int port, Supplier<ChannelHandler> child)
             throws InterruptedException {
@@ -290,10 +298,7 @@ class ZeroCopyGuestTest {
         new Random(13).nextBytes(sent);
         RdmaStats before = RdmaIoHandler.stats();
         long mrBefore = rdmaResCount("mr"), qpBefore = rdmaResCount("qp");
-        Channel server = serve(
-                new ServerBootstrap().childOption(RdmaChannelOption.BUFFER_SIZE, frame),
-                PORT + 2,
-                () -> new Sender(sent, frame));
+        Channel server = serveSender(PORT + 2, sent, frame);
         Keeper keeper = new Keeper();
         keeper.expect(sent.length);
         Channel client = null;
@@ -452,10 +457,7 @@ class ZeroCopyGuestTest {
         new Random(19).nextBytes(sent);
         RdmaStats before = RdmaIoHandler.stats();
         long mrBefore = rdmaResCount("mr"), pdBefore = rdmaResCount("pd"), srqBefore = rdmaResCount("srq");
-        Channel server = serve(
-                new ServerBootstrap().childOption(RdmaChannelOption.BUFFER_SIZE, frame),
-                PORT + 4,
-                () -> new Sender(sent, frame));
+        Channel server = serveSender(PORT + 4, sent, frame);
         Keeper keeper = new Keeper();
         keeper.expect(sent.length);
         try {

@@ -4,8 +4,6 @@ import io.netty.handler.traffic.ChannelTrafficShapingHandler;
 import io.netty.handler.traffic.GlobalTrafficShapingHandler;
 import io.netty.util.concurrent.DefaultEventExecutorGroup;
 import java.util.Arrays;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
 import org.verbs4j.netty.TestTransport;
 
 /**
@@ -18,25 +16,15 @@ import org.verbs4j.netty.TestTransport;
  * floor of 3 KiB/s measured from three messages) whatever the transport: over Netty's NIO
  * transport in the same guest the same two cases failed, worse. This runs that code once first.
  */
-final class ShapingWarmUp implements BeforeAllCallback {
+final class ShapingWarmUp extends OncePerJvm {
     static final int MESSAGES = 16;
     private static final long RATE = 12 * 1024, CHECK_MS = 10;
-    private static boolean done;
 
     /** For JUnit's extension registry. */
     ShapingWarmUp() {}
 
     @Override
-    public void beforeAll(ExtensionContext context) throws Exception {
-        synchronized (ShapingWarmUp.class) {
-            if (!done) {
-                run();
-                done = true;
-            }
-        }
-    }
-
-    private static void run() throws Exception {
+    void run() throws Exception {
         int[] sizes = new int[MESSAGES];
         Arrays.fill(sizes, 1024);
         long[] channel = SuiteWarmUp.echo(

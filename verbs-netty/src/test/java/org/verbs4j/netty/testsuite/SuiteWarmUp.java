@@ -11,8 +11,6 @@ import io.netty.channel.ChannelInitializer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
 import org.verbs4j.netty.TestTransport;
 
 /**
@@ -24,25 +22,15 @@ import org.verbs4j.netty.TestTransport;
  * linking and compiling of the whole path, so the first cases of a boot ran into their bounds
  * whatever they tested. A case that fails after this does so on its own account.
  */
-final class SuiteWarmUp implements BeforeAllCallback {
+final class SuiteWarmUp extends OncePerJvm {
     static final int ROUND_TRIPS = 300, LARGE = 20;
     private static final long BOUND_SECONDS = 300;
-    private static boolean done;
 
     /** For JUnit's extension registry. */
     SuiteWarmUp() {}
 
     @Override
-    public void beforeAll(ExtensionContext context) throws Exception {
-        synchronized (SuiteWarmUp.class) {
-            if (!done) {
-                run();
-                done = true;
-            }
-        }
-    }
-
-    private static void run() throws Exception {
+    void run() throws Exception {
         int[] sizes = new int[ROUND_TRIPS + LARGE];
         java.util.Arrays.fill(sizes, 0, ROUND_TRIPS, 1024);
         java.util.Arrays.fill(sizes, ROUND_TRIPS, sizes.length, 64 * 1024);
